@@ -1,0 +1,1168 @@
+"""Augmented Random Search (Mania, Guy & Recht, 2018) in one NumPy file.
+
+ARS trains a policy with parameters ``theta`` without gradients. Each iteration
+draws ``N = n_delta`` directions ``delta_k ~ N(0, I)``, rolls out the policies
+``theta + nu * delta_k`` and ``theta - nu * delta_k`` (``nu = delta_std``), keeps
+the ``b = n_top`` directions with the largest ``max(r+_k, r-_k)`` and moves
+
+    theta <- theta + alpha / (b * sigma_R) * sum_k (r+_k - r-_k) * delta_k
+
+where ``alpha = learning_rate`` and ``sigma_R`` is the standard deviation of the
+``2b`` kept returns (arXiv 1803.07055, Algorithm 2). V2 also normalises each
+observation with the mean and variance of every state visited so far.
+
+The file reads top to bottom: running statistics, policies, rollouts, parallel
+evaluation, the learner, the command line.
+
+Example
+-------
+>>> from ars import ARS
+>>> model = ARS("LinearPolicy", "CartPole-v1", n_delta=2, seed=0)
+>>> model = model.learn(total_timesteps=20_000)
+>>> action, _ = model.predict(model.env.reset(seed=0)[0])
+
+Command line: ``python ars.py --env Hopper-v4`` (``--help`` lists every flag).
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import csv
+import json
+import math
+import os
+import sys
+import tempfile
+import time
+import warnings
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+import gymnasium as gym
+import numpy as np
+from gymnasium import spaces
+
+__version__ = "0.1.0"
+
+FORMAT = "ars-numpy"  # marks the files written by ARS.save
+FORMAT_VERSION = 1
+
+
+def _require(module: str, install: str) -> Any:
+    """Import an optional dependency, or fail with the command that installs it."""
+    import importlib
+
+    try:
+        return importlib.import_module(module)
+    except ImportError as error:
+        raise ModuleNotFoundError(f"this feature needs {module}: {install}") from error
+
+
+# ---------------------------------------------------------------------------
+# Running statistics
+# ---------------------------------------------------------------------------
+
+
+class RunningMeanStd:
+    """Mean and (population) variance of every row seen so far.
+
+    Two statistics merge exactly (Chan, Golub & LeVeque, 1979), so per-rollout
+    or per-worker statistics combine into those of all the data, in any grouping.
+    With no data yet, ``mean`` is 0 and ``var`` is 1, so normalising is the identity.
+
+    Parameters
+    ----------
+    shape : tuple of int
+        Shape of one row (one observation).
+
+    Examples
+    --------
+    >>> a, b = RunningMeanStd((2,)), RunningMeanStd((2,))
+    >>> a.update(np.ones((3, 2))); b.update(np.zeros((1, 2)))
+    >>> a.combine(b).mean
+    array([0.75, 0.75])
+    """
+
+    def __init__(self, shape: tuple[int, ...] = ()):
+        self.mean = np.zeros(shape, dtype=np.float64)
+        self.var = np.ones(shape, dtype=np.float64)
+        self.count = 0
+
+    def update(self, batch: np.ndarray) -> RunningMeanStd:
+        """Add the rows of ``batch`` (shape ``(n, *shape)``); returns ``self``."""
+        batch = np.asarray(batch, dtype=np.float64).reshape((-1, *self.mean.shape))
+        if len(batch):
+            other = RunningMeanStd(self.mean.shape)
+            other.mean, other.var, other.count = batch.mean(axis=0), batch.var(axis=0), len(batch)
+            self.combine(other)
+        return self
+
+    def combine(self, other: RunningMeanStd) -> RunningMeanStd:
+        """Merge ``other`` into ``self`` exactly (parallel algorithm); returns ``self``."""
+        if other.count == 0:
+            return self
+        if self.count == 0:
+            self.mean, self.var, self.count = other.mean.copy(), other.var.copy(), other.count
+            return self
+        count = self.count + other.count
+        delta = other.mean - self.mean
+        m2 = self.var * self.count + other.var * other.count + delta**2 * (self.count * other.count / count)
+        self.mean = self.mean + delta * (other.count / count)
+        self.var = m2 / count
+        self.count = count
+        return self
+
+    def copy(self) -> RunningMeanStd:
+        """An independent copy."""
+        new = RunningMeanStd(self.mean.shape)
+        new.mean, new.var, new.count = self.mean.copy(), self.var.copy(), self.count
+        return new
+
+
+# ---------------------------------------------------------------------------
+# Policies
+# ---------------------------------------------------------------------------
+
+ACTIVATIONS: dict[str, Callable[[np.ndarray], np.ndarray]] = {
+    "relu": lambda x: np.maximum(x, 0.0),
+    "tanh": np.tanh,
+    "sigmoid": lambda x: 0.5 * (1.0 + np.tanh(0.5 * x)),
+    "identity": lambda x: x,
+}
+MIN_VARIANCE = 1e-8  # V2: inputs with a smaller variance are treated as constant and zeroed
+
+
+def _as_array(x: Any, dtype: Any = np.float64) -> np.ndarray:
+    """A NumPy array from an array-like or a CPU torch tensor (torch is never imported)."""
+    if hasattr(x, "detach") and hasattr(x, "device"):
+        if x.device.type != "cpu":
+            raise ValueError(f"got a torch tensor on {x.device}; move it to the CPU first (tensor.cpu())")
+        x = x.detach().numpy()
+    return np.asarray(x, dtype=dtype)
+
+
+def _activation_name(activation_fn: Any) -> str:
+    """'relu', 'tanh', ... from a name or a torch.nn activation class such as nn.ReLU."""
+    name = activation_fn if isinstance(activation_fn, str) else getattr(activation_fn, "__name__", "")
+    name = name.lower()
+    if name not in ACTIVATIONS:
+        raise ValueError(f"activation_fn {activation_fn!r} is not supported; use one of {sorted(ACTIVATIONS)}")
+    return name
+
+
+def _check_spaces(observation_space: spaces.Space, action_space: spaces.Space) -> None:
+    if not isinstance(observation_space, spaces.Box):
+        raise TypeError(
+            f"ARS supports Box observation spaces (of any shape); got {observation_space}. "
+            "Wrap the env to give Box observations, e.g. gymnasium.wrappers.FlattenObservation."
+        )
+    if not isinstance(action_space, (spaces.Box, spaces.Discrete)):
+        raise TypeError(f"ARS supports Box and Discrete action spaces; got {action_space}.")
+
+
+class ARSPolicy:
+    """A deterministic MLP policy held as one flat NumPy parameter vector.
+
+    The observation is flattened, normalised with ``obs_rms`` when that is set
+    (V2: ``(x - mean) / sqrt(var)``, inputs with variance below 1e-8 zeroed),
+    passed through the layers, and mapped to an action: ``argmax`` for Discrete
+    actions; for Box actions ``tanh`` rescaled to ``[low, high]`` when
+    ``squash_output`` is set, else clipped to the bounds.
+
+    Parameters
+    ----------
+    observation_space : gymnasium.spaces.Box
+        Observations of any shape; they are flattened.
+    action_space : gymnasium.spaces.Box or gymnasium.spaces.Discrete
+    net_arch : list of int, optional
+        Hidden layer sizes, ``[64, 64]`` by default; ``[]`` gives a linear policy.
+    activation_fn : str or torch.nn activation class
+        ``"relu"`` (default), ``"tanh"``, ``"sigmoid"``, ``"identity"`` or e.g. ``nn.ReLU``.
+    with_bias : bool
+        Whether the layers add a bias.
+    squash_output : bool
+        Box actions: tanh-squash and rescale (True) or clip (False).
+
+    Examples
+    --------
+    >>> import gymnasium as gym
+    >>> env = gym.make("Pendulum-v1")
+    >>> policy = ARSPolicy(env.observation_space, env.action_space, net_arch=[16])
+    >>> policy.predict(env.reset(seed=0)[0])[0].shape
+    (1,)
+    """
+
+    def __init__(
+        self,
+        observation_space: spaces.Space,
+        action_space: spaces.Space,
+        net_arch: Sequence[int] | None = None,
+        activation_fn: Any = "relu",
+        with_bias: bool = True,
+        squash_output: bool = True,
+    ):
+        _check_spaces(observation_space, action_space)
+        self.observation_space, self.action_space = observation_space, action_space
+        self.net_arch = [64, 64] if net_arch is None else [int(n) for n in net_arch]
+        self.activation_fn = _activation_name(activation_fn)
+        self.with_bias, self.squash_output = bool(with_bias), bool(squash_output)
+        self.obs_dim = int(np.prod(observation_space.shape))
+        if isinstance(action_space, spaces.Discrete):
+            self.action_dim = int(action_space.n)
+        else:
+            self.action_dim = int(np.prod(action_space.shape))
+            low, high = action_space.low.astype(np.float64), action_space.high.astype(np.float64)
+            if self.squash_output and not (np.isfinite(low).all() and np.isfinite(high).all()):
+                raise ValueError(
+                    f"squash_output=True rescales tanh to the action bounds, but {action_space} is unbounded; "
+                    "use squash_output=False (actions are then clipped) or bound the action space."
+                )
+            self._low, self._high = low.reshape(-1), high.reshape(-1)
+            self._center, self._scale = (high + low).reshape(-1) / 2, (high - low).reshape(-1) / 2
+        sizes = [self.obs_dim, *self.net_arch, self.action_dim]
+        self._layer_shapes = list(zip(sizes[1:], sizes[:-1]))  # (out, in) per layer
+        self.n_params = sum(o * i + (o if self.with_bias else 0) for o, i in self._layer_shapes)
+        self._theta = np.zeros(self.n_params)
+        self.obs_rms: RunningMeanStd | None = None  # set by ARS(normalize_obs=True): V2
+
+    # -- parameters -------------------------------------------------------
+    def parameters_to_vector(self) -> np.ndarray:
+        """A copy of the flat parameter vector (layer by layer: weights row-major, then bias)."""
+        return self._theta.copy()
+
+    def load_from_vector(self, vector: Any) -> None:
+        """Set the parameters from a flat vector (NumPy array, list or CPU torch tensor)."""
+        vector = _as_array(vector)
+        if vector.shape != (self.n_params,):
+            raise ValueError(f"expected a parameter vector of shape ({self.n_params},), got {vector.shape}")
+        self._theta = vector.copy()
+
+    def init_weights(self, rng: np.random.Generator) -> np.ndarray:
+        """Random parameters, uniform in +-1/sqrt(fan_in) per layer (torch's nn.Linear default)."""
+        parts = []
+        for out, inp in self._layer_shapes:
+            bound = 1.0 / math.sqrt(inp)
+            parts.append(rng.uniform(-bound, bound, out * inp + (out if self.with_bias else 0)))
+        return np.concatenate(parts)
+
+    def config(self) -> dict[str, Any]:
+        """The constructor arguments beyond the spaces, as plain data."""
+        return dict(
+            net_arch=self.net_arch,
+            activation_fn=self.activation_fn,
+            with_bias=self.with_bias,
+            squash_output=self.squash_output,
+        )
+
+    # -- forward ----------------------------------------------------------
+    def _layers(self, theta: np.ndarray) -> list[tuple[np.ndarray, np.ndarray | None]]:
+        """(W, b) per layer for ``theta`` of shape ``(..., n_params)``, normalisation folded in.
+
+        ``W ((x - mean) * s) + b == (W * s) x + (b - (W * s) mean)``: folding the
+        frozen observation statistics into the first layer costs nothing per step.
+        """
+        lead, start, layers = theta.shape[:-1], 0, []
+        for out, inp in self._layer_shapes:
+            weight = theta[..., start : start + out * inp].reshape(*lead, out, inp)
+            start += out * inp
+            bias = None
+            if self.with_bias:
+                bias, start = theta[..., start : start + out], start + out
+            layers.append((weight, bias))
+        if self.obs_rms is not None:
+            var = self.obs_rms.var.reshape(-1)
+            inv_std = np.where(var < MIN_VARIANCE, 0.0, 1.0 / np.sqrt(np.maximum(var, MIN_VARIANCE)))
+            weight, bias = layers[0]
+            weight = weight * inv_std
+            shift = -(weight @ self.obs_rms.mean.reshape(-1))
+            layers[0] = (weight, shift if bias is None else bias + shift)
+        return layers
+
+    def _to_action(self, out: np.ndarray) -> np.ndarray:
+        """Network outputs ``(..., action_dim)`` to actions of the action space."""
+        if isinstance(self.action_space, spaces.Discrete):
+            return np.argmax(out, axis=-1) + int(self.action_space.start)
+        if self.squash_output:
+            out = self._center + self._scale * np.tanh(out)
+        else:
+            out = np.clip(out, self._low, self._high)
+        return out.reshape(out.shape[:-1] + self.action_space.shape)
+
+    def actor(self, theta: Any = None) -> Callable[[np.ndarray], Any]:
+        """A fast function ``obs -> action`` for one parameter vector (the rollout hot path)."""
+        layers = self._layers(self._theta if theta is None else _as_array(theta))
+        hidden, (w_out, b_out) = layers[:-1], layers[-1]
+        activation, to_action, obs_dim = ACTIVATIONS[self.activation_fn], self._to_action, self.obs_dim
+
+        def act(obs: np.ndarray) -> Any:
+            h = np.reshape(obs, obs_dim)
+            for weight, bias in hidden:
+                h = activation(weight @ h if bias is None else weight @ h + bias)
+            return to_action(w_out @ h if b_out is None else w_out @ h + b_out)
+
+        return act
+
+    def forward(self, obs: Any, theta: Any = None) -> np.ndarray:
+        """Actions for a batch of observations, for one or a population of parameter vectors.
+
+        Parameters
+        ----------
+        obs : array_like
+            ``obs_shape`` or ``(B, *obs_shape)``; with a population, ``(P, *obs_shape)``
+            or ``(P, B, *obs_shape)``.
+        theta : array_like, optional
+            ``(n_params,)`` (default: the policy's own) or a population ``(P, n_params)``.
+
+        Returns
+        -------
+        numpy.ndarray
+            Actions with the leading axes of ``obs``.
+        """
+        theta = self._theta if theta is None else _as_array(theta)
+        obs = _as_array(obs)
+        obs_shape = self.observation_space.shape
+        n_lead = obs.ndim - len(obs_shape)
+        if n_lead < 0 or obs.shape[n_lead:] != obs_shape:
+            raise ValueError(f"expected observations of shape {obs_shape} or (batch, *{obs_shape}), got {obs.shape}")
+        lead = obs.shape[:n_lead]
+        layers = self._layers(theta)
+        activation = ACTIVATIONS[self.activation_fn]
+        if theta.ndim == 2:  # a population: one parameter vector per leading entry
+            if n_lead == 0 or lead[0] != len(theta):
+                raise ValueError(f"{len(theta)} parameter vectors need observations of shape ({len(theta)}, ...), got {obs.shape}")
+            h = obs.reshape(len(theta), -1, self.obs_dim)
+            for i, (weight, bias) in enumerate(layers):
+                h = h @ np.swapaxes(weight, -1, -2) + (0.0 if bias is None else bias[:, None, :])
+                h = activation(h) if i < len(layers) - 1 else h
+        else:
+            h = obs.reshape(*lead, self.obs_dim)
+            for i, (weight, bias) in enumerate(layers):
+                h = h @ weight.T + (0.0 if bias is None else bias)
+                h = activation(h) if i < len(layers) - 1 else h
+        actions = self._to_action(h)
+        return actions.reshape(lead + self.action_space.shape)
+
+    def predict(self, observation: Any, state: Any = None, episode_start: Any = None, deterministic: bool = True) -> tuple[np.ndarray, None]:
+        """``(action, None)`` for one observation or a batch (SB3's signature; ARS is deterministic)."""
+        return self.forward(observation), None
+
+    def to_torch(self) -> Any:
+        """A ``torch.nn.Module`` computing the same actions as :meth:`predict` (normalisation included)."""
+        torch = _require("torch", "pip install 'ars-numpy[torch]'")
+        nn = torch.nn
+        modules: list[Any] = []
+        layers = self._layers(self._theta)
+        for i, (weight, bias) in enumerate(layers):
+            linear = nn.Linear(weight.shape[1], weight.shape[0], bias=bias is not None, dtype=torch.float64)
+            with torch.no_grad():
+                linear.weight.copy_(torch.from_numpy(weight))
+                if bias is not None:
+                    linear.bias.copy_(torch.from_numpy(bias))
+            modules.append(linear)
+            if i < len(layers) - 1:
+                modules.append({"relu": nn.ReLU, "tanh": nn.Tanh, "sigmoid": nn.Sigmoid, "identity": nn.Identity}[self.activation_fn]())
+        policy = self
+
+        class TorchARSPolicy(nn.Module):
+            """The ARS policy as a torch module: flattened observations in, actions out."""
+
+            def __init__(self) -> None:
+                super().__init__()
+                self.net = nn.Sequential(*modules)
+                if isinstance(policy.action_space, spaces.Box):
+                    self.register_buffer("low", torch.from_numpy(policy._low))
+                    self.register_buffer("high", torch.from_numpy(policy._high))
+
+            def forward(self, obs: Any) -> Any:
+                obs = torch.as_tensor(obs, dtype=torch.float64)
+                n_lead = obs.dim() - len(policy.observation_space.shape)
+                out = self.net(obs.reshape(*obs.shape[:n_lead], policy.obs_dim))
+                if isinstance(policy.action_space, spaces.Discrete):
+                    return out.argmax(dim=-1) + int(policy.action_space.start)
+                if policy.squash_output:
+                    out = (self.high + self.low) / 2 + (self.high - self.low) / 2 * torch.tanh(out)
+                else:
+                    out = torch.clamp(out, self.low, self.high)
+                return out.reshape(*out.shape[:-1], *policy.action_space.shape)
+
+        return TorchARSPolicy()
+
+
+class ARSLinearPolicy(ARSPolicy):
+    """The paper's linear policy ``a = M x`` (with ``obs_rms``: ``a = M diag(var)^-1/2 (x - mean)``).
+
+    An :class:`ARSPolicy` with no hidden layer, no bias and clipped actions by default.
+    """
+
+    def __init__(self, observation_space: spaces.Space, action_space: spaces.Space, with_bias: bool = False, squash_output: bool = False):
+        super().__init__(observation_space, action_space, net_arch=[], with_bias=with_bias, squash_output=squash_output)
+
+
+POLICY_ALIASES = {"LinearPolicy": ARSLinearPolicy, "MlpPolicy": ARSPolicy}
+
+
+# ---------------------------------------------------------------------------
+# Environments and rollouts
+# ---------------------------------------------------------------------------
+
+
+def make_env(env: str | gym.Env | Callable[[], gym.Env]) -> gym.Env:
+    """A gymnasium env from an id (``"Hopper-v4"``), an env, or a function returning one."""
+    if isinstance(env, str):
+        with warnings.catch_warnings():  # v4 MuJoCo ids still work; don't bury the output in notices
+            warnings.filterwarnings("ignore", message=".*is out of date.*")
+            try:
+                return gym.make(env)
+            except gym.error.DependencyNotInstalled as error:
+                if "mujoco" in str(error).lower():
+                    raise ModuleNotFoundError(f"{env} needs MuJoCo: pip install 'ars-numpy[mujoco]'  (or: pip install 'gymnasium[mujoco]')") from error
+                raise
+    made = env() if callable(env) and not isinstance(env, gym.Env) else env
+    if not isinstance(made, gym.Env):
+        raise TypeError(
+            f"expected an env id, a gymnasium.Env or a function returning one; got {type(made).__name__}. "
+            "ARS steps single envs: for parallel rollouts use AsyncEval, not a vectorised env."
+        )
+    return made
+
+
+def episode_seed(seed: int, iteration: int, candidate: int, episode: int) -> int:
+    """The env seed of one rollout: a function of its coordinates alone, never of who runs it."""
+    return int(np.random.SeedSequence([seed, iteration, candidate, episode]).generate_state(1)[0])
+
+
+def run_episodes(env: gym.Env, act: Callable[[np.ndarray], Any], seeds: Sequence[int]) -> tuple[np.ndarray, np.ndarray, RunningMeanStd]:
+    """Roll out ``act`` for one episode per env seed.
+
+    Returns
+    -------
+    returns : numpy.ndarray
+        Undiscounted return of each episode (the env's own rewards).
+    lengths : numpy.ndarray
+        Steps of each episode.
+    visited : RunningMeanStd
+        Statistics of every observation the policy acted on.
+    """
+    returns, lengths = np.zeros(len(seeds)), np.zeros(len(seeds), dtype=np.int64)
+    observations = []
+    for i, seed in enumerate(seeds):
+        obs, _ = env.reset(seed=int(seed))
+        total, steps, done = 0.0, 0, False
+        while not done:
+            observations.append(obs)
+            obs, reward, terminated, truncated, _ = env.step(act(obs))
+            total += reward
+            steps += 1
+            done = terminated or truncated
+        returns[i], lengths[i] = total, steps
+    shape = env.observation_space.shape
+    visited = RunningMeanStd((int(np.prod(shape)),)).update(np.asarray(observations, dtype=np.float64).reshape(len(observations), -1))
+    return returns, lengths, visited
+
+
+def evaluate_policy(
+    model: Any, env: str | gym.Env | Callable[[], gym.Env], n_eval_episodes: int = 10, seed: int | None = None, return_episode_rewards: bool = False
+) -> tuple[float, float] | tuple[np.ndarray, np.ndarray]:
+    """Mean and std of the return of ``model`` (an ARS or a policy) over ``n_eval_episodes``.
+
+    Rewards are the env's own (no ``alive_bonus_offset``); each episode gets its
+    own seed drawn from ``seed``. With ``return_episode_rewards``, returns the
+    per-episode returns and lengths instead.
+    """
+    policy = getattr(model, "policy", model)
+    seeds = np.random.SeedSequence(seed).generate_state(n_eval_episodes)
+    returns, lengths, _ = run_episodes(make_env(env), policy.actor(), seeds)
+    if return_episode_rewards:
+        return returns, lengths
+    return float(returns.mean()), float(returns.std())
+
+
+# ---------------------------------------------------------------------------
+# Logging and callbacks (the shapes Stable-Baselines3 users know)
+# ---------------------------------------------------------------------------
+
+
+class Logger:
+    """Key/value logger: ``record`` values, then ``dump`` prints a table and appends a CSV row."""
+
+    def __init__(self, verbose: int = 0, folder: str | os.PathLike | None = None):
+        self.verbose = verbose
+        self.dir = None if folder is None else Path(folder)
+        self.values: dict[str, Any] = {}
+        self._columns: list[str] = []
+        if self.dir is not None:
+            self.dir.mkdir(parents=True, exist_ok=True)
+
+    def record(self, key: str, value: Any, exclude: Any = None) -> None:
+        """Set ``key`` for the next dump (``exclude`` is accepted for SB3 callbacks)."""
+        self.values[key] = value
+
+    def dump(self, step: int = 0) -> None:
+        """Print the recorded values (``verbose >= 1``), write them to progress.csv, clear them."""
+        if not self.values:
+            return
+        if self.verbose >= 1:
+            print(self._table(), flush=True)
+        if self.dir is not None:
+            self._write_csv()
+        self.values = {}
+
+    def _table(self) -> str:
+        rows: list[tuple[str, str]] = []
+        for group in sorted({k.split("/")[0] for k in self.values}):
+            rows.append((f"{group}/", ""))
+            for key in sorted(k for k in self.values if k.split("/")[0] == group):
+                value = self.values[key]
+                text = f"{value:<.4g}" if isinstance(value, float) else str(value)
+                rows.append(("    " + key.split("/", 1)[-1], text))
+        width_k, width_v = max(len(k) for k, _ in rows), max(len(v) for _, v in rows)
+        line = "-" * (width_k + width_v + 7)
+        return "\n".join([line, *(f"| {k:<{width_k}} | {v:<{width_v}} |" for k, v in rows), line])
+
+    def _write_csv(self) -> None:
+        path = self.dir / "progress.csv"
+        new = [k for k in self.values if k not in self._columns]
+        if new:  # a new key: rewrite the file with the wider header, keeping every row
+            old_rows = list(csv.DictReader(path.open())) if path.exists() and self._columns else []
+            self._columns += new
+            with path.open("w", newline="") as f:
+                writer = csv.DictWriter(f, self._columns)
+                writer.writeheader()
+                writer.writerows(old_rows)
+        with path.open("a", newline="") as f:
+            csv.DictWriter(f, self._columns).writerow(self.values)
+
+
+class _Callbacks:
+    """Calls what the user gave: SB3-style callback objects and/or functions ``f(locals, globals)``."""
+
+    def __init__(self, callback: Any, model: ARS):
+        items = [] if callback is None else list(callback) if isinstance(callback, (list, tuple)) else [callback]
+        for cb in items:
+            if hasattr(cb, "init_callback"):
+                cb.init_callback(model)
+            elif not hasattr(cb, "on_step") and not callable(cb):
+                raise TypeError(f"callback must be a function f(locals, globals) or an object with SB3 hooks; got {cb!r}")
+        self.items = items
+
+    def hook(self, name: str, *args: Any) -> None:
+        for cb in self.items:
+            if hasattr(cb, name):
+                getattr(cb, name)(*args)
+
+    def on_step(self, locals_: dict[str, Any]) -> bool:
+        """True unless a callback returned False (which stops training)."""
+        keep_going = True
+        for cb in self.items:
+            if hasattr(cb, "on_step"):
+                if hasattr(cb, "update_locals"):
+                    cb.update_locals(locals_)
+                result = cb.on_step()
+            else:
+                result = cb(locals_, globals())
+            keep_going = keep_going and result is not False
+        return keep_going
+
+
+# ---------------------------------------------------------------------------
+# The learner
+# ---------------------------------------------------------------------------
+
+Schedule = Callable[[float], float]
+
+
+class ARS:
+    """Augmented Random Search (Mania, Guy & Recht 2018, Algorithm 2).
+
+    Parameters
+    ----------
+    policy : str, ARSPolicy class or instance
+        ``"LinearPolicy"`` (the paper's) or ``"MlpPolicy"``.
+    env : str, gymnasium.Env or callable, optional
+        Env id, env, or function returning one. Needed to build the policy.
+    n_delta : int
+        ``N``: random directions per iteration (2N rollouts).
+    n_top : int, optional
+        ``b``: directions kept for the update (default ``n_delta``; ``b < N`` is the "-t" variant).
+    learning_rate : float or callable
+        ``alpha``, or a schedule ``f(progress_remaining)`` going from 1 to 0.
+    delta_std : float or callable
+        ``nu``, the exploration noise, or a schedule.
+    zero_policy : bool
+        Start from all-zero parameters (the paper); else torch-like random ones.
+    alive_bonus_offset : float
+        Added to every training reward (the paper's "shift"); never to evaluations.
+    n_eval_episodes : int
+        Episodes per candidate; its return is their mean.
+    policy_kwargs : dict, optional
+        Passed to the policy (``net_arch``, ``activation_fn``, ``with_bias``, ``squash_output``).
+    stats_window_size : int
+        Episodes averaged in ``rollout/ep_rew_mean`` and ``rollout/ep_len_mean``.
+    tensorboard_log : str, optional
+        Folder for ``<tb_log_name>_<n>/progress.csv`` (CSV; no TensorBoard event files).
+    seed : int, optional
+        One seed gives bit-identical weights, whatever evaluates the rollouts.
+    verbose : int
+        1 prints a table every ``log_every_n_steps`` iterations.
+    device : str
+        ``"cpu"`` or ``"auto"``: ARS runs in NumPy.
+    normalize_obs : bool
+        V2 (True): normalise observations with the statistics of all visited states. V1: False.
+    common_random_numbers : bool
+        Give the + and - rollouts of a direction the same env seed.
+
+    Examples
+    --------
+    >>> model = ARS("LinearPolicy", "Pendulum-v1", n_delta=4, n_top=1, normalize_obs=True, seed=1)
+    >>> model = model.learn(2_000)
+    >>> model.save("pendulum.npz"); model = ARS.load("pendulum.npz")
+    """
+
+    def __init__(
+        self,
+        policy: str | type[ARSPolicy] | ARSPolicy,
+        env: str | gym.Env | Callable[[], gym.Env] | None = None,
+        n_delta: int = 8,
+        n_top: int | None = None,
+        learning_rate: float | Schedule = 0.02,
+        delta_std: float | Schedule = 0.05,
+        zero_policy: bool = True,
+        alive_bonus_offset: float = 0,
+        n_eval_episodes: int = 1,
+        policy_kwargs: dict[str, Any] | None = None,
+        stats_window_size: int = 100,
+        tensorboard_log: str | None = None,
+        seed: int | None = None,
+        verbose: int = 0,
+        device: Any = "cpu",
+        _init_setup_model: bool = True,
+        normalize_obs: bool = False,
+        common_random_numbers: bool = True,
+    ):
+        if str(device) not in ("cpu", "auto"):
+            raise ValueError(f"ars runs on the CPU with NumPy; device must be 'cpu' or 'auto', got {device!r}")
+        if int(n_delta) < 1 or int(n_eval_episodes) < 1:
+            raise ValueError(f"n_delta and n_eval_episodes must be at least 1; got {n_delta} and {n_eval_episodes}")
+        n_top = int(n_delta) if n_top is None else int(n_top)
+        if n_top < 1:
+            raise ValueError(f"n_top must be at least 1; got {n_top}")
+        if n_top > n_delta:
+            warnings.warn(f"n_top={n_top} is larger than n_delta={n_delta}; using n_top={n_delta}", stacklevel=2)
+            n_top = int(n_delta)
+        if seed is not None and (int(seed) != seed or seed < 0):
+            raise ValueError(f"seed must be a non-negative integer or None; got {seed!r}")
+        self.hparams = dict(
+            policy=policy, n_delta=n_delta, n_top=n_top, learning_rate=learning_rate, delta_std=delta_std,
+            zero_policy=zero_policy, alive_bonus_offset=alive_bonus_offset, n_eval_episodes=n_eval_episodes,
+            policy_kwargs=policy_kwargs, stats_window_size=stats_window_size, tensorboard_log=tensorboard_log,
+            seed=seed, verbose=verbose, device=device, normalize_obs=normalize_obs, common_random_numbers=common_random_numbers,
+        )  # fmt: skip
+        self.policy_class, self.policy_kwargs = policy, dict(policy_kwargs or {})
+        self.n_delta, self.n_top, self.n_eval_episodes = int(n_delta), n_top, int(n_eval_episodes)
+        self.learning_rate, self.delta_std = learning_rate, delta_std
+        self.zero_policy, self.alive_bonus_offset = bool(zero_policy), float(alive_bonus_offset)
+        self.normalize_obs, self.common_random_numbers = bool(normalize_obs), bool(common_random_numbers)
+        self.tensorboard_log, self.verbose = tensorboard_log, int(verbose)
+        self.seed = int(seed) if seed is not None else int(np.random.SeedSequence().entropy % 2**63)
+        self._rng = np.random.default_rng(self.seed)  # draws the directions
+        self.num_timesteps, self._n_updates, self._total_timesteps = 0, 0, 0
+        self._current_progress_remaining = 1.0
+        self.ep_info_buffer: collections.deque = collections.deque(maxlen=int(stats_window_size))
+        self.logger = Logger(self.verbose)
+        self.env: gym.Env | None = None
+        self.env_id: str | None = None
+        self.policy: ARSPolicy | None = None
+        self.observation_space = self.action_space = None
+        if env is not None:
+            self.set_env(env)
+        if _init_setup_model:
+            if self.env is None:
+                raise ValueError("ARS needs an env to build its policy: ARS(policy, env), or ARS.load(path) for a saved model")
+            self._setup_model()
+
+    def _setup_model(self) -> None:
+        if isinstance(self.policy_class, ARSPolicy):
+            self.policy = self.policy_class
+        else:
+            cls = POLICY_ALIASES.get(self.policy_class, self.policy_class) if isinstance(self.policy_class, str) else self.policy_class
+            if not (isinstance(cls, type) and issubclass(cls, ARSPolicy)):
+                raise ValueError(f"policy must be one of {list(POLICY_ALIASES)} or an ARSPolicy class; got {self.policy_class!r}")
+            self.policy = cls(self.observation_space, self.action_space, **self.policy_kwargs)
+        if self.policy.observation_space != self.observation_space or self.policy.action_space != self.action_space:
+            raise ValueError(self._space_mismatch(self.policy.observation_space, self.policy.action_space, "the policy"))
+        if self.normalize_obs and self.policy.obs_rms is None:
+            self.policy.obs_rms = RunningMeanStd((self.policy.obs_dim,))
+        if self.zero_policy:
+            self.policy.load_from_vector(np.zeros(self.policy.n_params))
+        elif isinstance(self.policy_class, (str, type)):
+            self.policy.load_from_vector(self.policy.init_weights(self._rng))
+
+    # -- env --------------------------------------------------------------
+    def _space_mismatch(self, observation_space: spaces.Space, action_space: spaces.Space, what: str) -> str:
+        return (
+            f"{what} has observation space {observation_space} and action space {action_space}, "
+            f"but the model was built for {self.observation_space} and {self.action_space}"
+        )
+
+    def set_env(self, env: str | gym.Env | Callable[[], gym.Env]) -> None:
+        """Use ``env`` for training; its spaces must match the model's."""
+        env = make_env(env)
+        _check_spaces(env.observation_space, env.action_space)
+        if self.observation_space is not None and (env.observation_space != self.observation_space or env.action_space != self.action_space):
+            raise ValueError(self._space_mismatch(env.observation_space, env.action_space, "the env"))
+        self.env, self.observation_space, self.action_space = env, env.observation_space, env.action_space
+        self.env_id = env.spec.id if env.spec is not None else self.env_id
+
+    def get_env(self) -> gym.Env | None:
+        """The training env."""
+        return self.env
+
+    # -- one iteration ------------------------------------------------------
+    def _candidate_seeds(self, n_candidates: int) -> list[list[int]]:
+        """Env seeds per candidate; with common random numbers, +delta_k and -delta_k share them."""
+        keys = np.arange(n_candidates) % self.n_delta if self.common_random_numbers else np.arange(n_candidates)
+        return [[episode_seed(self.seed, self._n_updates, int(k), e) for e in range(self.n_eval_episodes)] for k in keys]
+
+    def evaluate_candidates(self, candidate_weights: Any, callback: Any = None, async_eval: Any = None) -> np.ndarray:
+        """Return of each candidate: mean over ``n_eval_episodes``, with ``alive_bonus_offset`` per step.
+
+        Parameters
+        ----------
+        candidate_weights : array_like
+            ``(n_candidates, n_params)``: NumPy array or CPU torch tensor.
+        callback : optional
+            SB3-style callbacks: ``on_rollout_start`` and ``on_rollout_end`` bracket the rollouts.
+        async_eval : AsyncEval, optional
+            Evaluate in worker processes instead of this one.
+
+        Returns
+        -------
+        numpy.ndarray
+            ``(n_candidates,)`` returns. The statistics of the visited states are kept
+            in ``self._visited`` (one RunningMeanStd per candidate) for the update.
+        """
+        candidate_weights = _as_array(candidate_weights)
+        if candidate_weights.ndim != 2 or candidate_weights.shape[1] != self.policy.n_params:
+            raise ValueError(f"candidate_weights must have shape (n_candidates, {self.policy.n_params}); got {candidate_weights.shape}")
+        callbacks = callback if isinstance(callback, _Callbacks) else _Callbacks(callback, self)
+        seeds = self._candidate_seeds(len(candidate_weights))
+        callbacks.hook("on_rollout_start")
+        if async_eval is not None:
+            raise NotImplementedError("evaluation with AsyncEval is not available yet")
+        if self.env is None:
+            raise ValueError("no env to evaluate on: pass env= to ARS(...), set_env() or learn()")
+        results = [run_episodes(self.env, self.policy.actor(theta), s) for theta, s in zip(candidate_weights, seeds)]
+        callbacks.hook("on_rollout_end")
+        for candidate, (returns, _, visited) in enumerate(results):
+            if not (np.isfinite(returns).all() and np.isfinite(visited.mean).all() and np.isfinite(visited.var).all()):
+                what = "reward" if not np.isfinite(returns).all() else "observation"
+                raise FloatingPointError(
+                    f"iteration {self._n_updates}, candidate {candidate} (direction {candidate % self.n_delta}, "
+                    f"{'+' if candidate < self.n_delta else '-'}): the env returned a non-finite {what} (nan or inf) "
+                    f"in an episode with env seeds {seeds[candidate]}. The weights are as they were before this iteration."
+                )
+        self._visited = [visited for _, _, visited in results]
+        for returns, lengths, _ in results:
+            self.ep_info_buffer.extend({"r": float(r), "l": int(n)} for r, n in zip(returns, lengths))
+            self.num_timesteps += int(lengths.sum())
+        return np.array([np.mean(r + self.alive_bonus_offset * n) for r, n, _ in results])
+
+    def _schedule_value(self, value: float | Schedule) -> float:
+        return float(value(self._current_progress_remaining) if callable(value) else value)
+
+    def _do_one_update(self, callbacks: _Callbacks, async_eval: Any) -> None:
+        """One iteration of Algorithm 2 (see the module docstring for the update)."""
+        alpha, nu = self._schedule_value(self.learning_rate), self._schedule_value(self.delta_std)
+        theta = self.policy.parameters_to_vector()
+        deltas = self._rng.standard_normal((self.n_delta, self.policy.n_params))
+        candidates = np.concatenate([theta + nu * deltas, theta - nu * deltas])
+        returns = self.evaluate_candidates(candidates, callbacks, async_eval)
+        r_plus, r_minus = returns[: self.n_delta], returns[self.n_delta :]
+        top = np.argsort(-np.maximum(r_plus, r_minus), kind="stable")[: self.n_top]
+        sigma_r = np.concatenate([r_plus[top], r_minus[top]]).std()
+        # sigma_R == 0 means every kept return is equal, so every r+ - r- is 0: no step.
+        step_size = alpha / (self.n_top * sigma_r) if sigma_r > 0 else 0.0
+        self.policy.load_from_vector(theta + step_size * ((r_plus[top] - r_minus[top]) @ deltas[top]))
+        if self.policy.obs_rms is not None:  # frozen during the iteration, updated after it
+            obs_rms = self.policy.obs_rms.copy()
+            for visited in self._visited:
+                obs_rms.combine(visited)
+            self.policy.obs_rms = obs_rms
+        self._n_updates += 1
+        self.logger.record("rollout/return_std", float(sigma_r))
+        self.logger.record("train/step_size", float(step_size))
+        self.logger.record("train/delta_std", nu)
+        self.logger.record("train/learning_rate", alpha)
+
+    # -- training -----------------------------------------------------------
+    def learn(
+        self,
+        total_timesteps: int,
+        env: str | gym.Env | Callable[[], gym.Env] | None = None,
+        callback: Any = None,
+        log_every_n_steps: int | None = 1,
+        tb_log_name: str = "ARS",
+        reset_num_timesteps: bool = True,
+        async_eval: Any = None,
+        progress_bar: bool = False,
+        default_root_dir: str | os.PathLike | None = None,
+        log_interval: int | None = None,
+    ) -> ARS:
+        """Train for ``total_timesteps`` env steps (the last iteration may overshoot).
+
+        Parameters
+        ----------
+        total_timesteps : int
+            Env steps to train for (counted over all candidates and episodes).
+        env : optional
+            Env id, env or env function to (re)train on.
+        callback : optional
+            A function ``f(locals, globals)``, an SB3-style callback object, or a list of them.
+            Called after every iteration; returning False stops training.
+        log_every_n_steps : int, optional
+            Log (and print with ``verbose=1``) every this many iterations; None: never.
+        tb_log_name : str
+            Run name under ``tensorboard_log``.
+        reset_num_timesteps : bool
+            False continues the step count (and schedules) of the previous call.
+        async_eval : AsyncEval, optional
+            Evaluate candidates in worker processes. Not closed by ``learn``.
+        progress_bar : bool
+            Show a tqdm progress bar (``pip install 'ars-numpy[progress]'``).
+        default_root_dir : str, optional
+            Folder for ``progress.csv``.
+        log_interval : int, optional
+            Stable-Baselines3's name for ``log_every_n_steps``.
+
+        Returns
+        -------
+        ARS
+            ``self``.
+        """
+        if env is not None:
+            self.set_env(env)
+        log_every = log_interval if log_interval is not None else log_every_n_steps
+        if reset_num_timesteps:
+            self.num_timesteps = 0
+            self.ep_info_buffer.clear()
+        self._total_timesteps = int(total_timesteps) + self.num_timesteps
+        self.logger = Logger(self.verbose, self._log_dir(default_root_dir, tb_log_name, reset_num_timesteps))
+        bar = None
+        if progress_bar:
+            tqdm = _require("tqdm", "pip install 'ars-numpy[progress]'")
+            bar = tqdm.tqdm(total=int(total_timesteps), unit="steps")
+        callbacks = _Callbacks(callback, self)
+        start_time, start_steps = time.perf_counter(), self.num_timesteps
+        self._start_time, self._start_steps = start_time, start_steps
+        callbacks.hook("on_training_start", locals(), globals())
+        while self.num_timesteps < self._total_timesteps:
+            self._current_progress_remaining = 1.0 - self.num_timesteps / self._total_timesteps
+            before = self.num_timesteps
+            self._do_one_update(callbacks, async_eval)
+            if bar is not None:
+                bar.update(self.num_timesteps - before)
+            if log_every and self._n_updates % log_every == 0:
+                self.dump_logs()
+            if not callbacks.on_step(locals()):
+                break
+        callbacks.hook("on_training_end")
+        if bar is not None:
+            bar.close()
+        return self
+
+    def _log_dir(self, default_root_dir: Any, tb_log_name: str, reset_num_timesteps: bool) -> Path | None:
+        if default_root_dir is not None:
+            return Path(default_root_dir)
+        if self.tensorboard_log is None:
+            return None
+        root = Path(self.tensorboard_log)
+        taken = [int(p.name.rsplit("_", 1)[1]) for p in root.glob(f"{tb_log_name}_*") if p.name.rsplit("_", 1)[1].isdigit()]
+        last = max(taken, default=0)
+        return root / f"{tb_log_name}_{last if (last and not reset_num_timesteps) else last + 1}"
+
+    def dump_logs(self) -> None:
+        """Record the rollout and time statistics and write the log row."""
+        if self.ep_info_buffer:
+            self.logger.record("rollout/ep_rew_mean", float(np.mean([e["r"] for e in self.ep_info_buffer])))
+            self.logger.record("rollout/ep_len_mean", float(np.mean([e["l"] for e in self.ep_info_buffer])))
+        elapsed = max(time.perf_counter() - self._start_time, 1e-9)
+        self.logger.record("train/iterations", self._n_updates)
+        self.logger.record("time/fps", int((self.num_timesteps - self._start_steps) / elapsed))
+        self.logger.record("time/time_elapsed", round(elapsed, 3))
+        self.logger.record("time/total_timesteps", self.num_timesteps)
+        self.logger.dump(self.num_timesteps)
+
+    def predict(self, observation: Any, state: Any = None, episode_start: Any = None, deterministic: bool = True) -> tuple[np.ndarray, None]:
+        """``(action, None)`` for one observation or a batch (SB3's signature)."""
+        return self.policy.predict(observation, state, episode_start, deterministic)
+
+    # -- saving and loading ---------------------------------------------------
+    def get_parameters(self) -> dict[str, dict[str, np.ndarray]]:
+        """``{"policy": {name: array}}``: the parameters and, with V2, the observation statistics."""
+        params = {"parameters": self.policy.parameters_to_vector()}
+        if self.policy.obs_rms is not None:
+            rms = self.policy.obs_rms
+            params.update(obs_rms_mean=rms.mean.copy(), obs_rms_var=rms.var.copy(), obs_rms_count=np.array(rms.count))
+        return {"policy": params}
+
+    def set_parameters(self, load_path_or_dict: str | os.PathLike | dict[str, dict[str, Any]], exact_match: bool = True, device: Any = "auto") -> None:
+        """Load parameters from a saved model or from a dict shaped like :meth:`get_parameters`.
+
+        With ``exact_match``, every expected array must be given and nothing else.
+        """
+        if isinstance(load_path_or_dict, (str, os.PathLike)):
+            load_path_or_dict = {"policy": _read_model_file(load_path_or_dict)[1]}
+        if not isinstance(load_path_or_dict, dict) or not isinstance(load_path_or_dict.get("policy"), dict):
+            raise ValueError("expected a path or a dict {'policy': {name: array}} as returned by get_parameters()")
+        expected = self.get_parameters()["policy"]
+        given = {k: _as_array(v, None) for k, v in load_path_or_dict["policy"].items()}
+        missing, unexpected = sorted(set(expected) - set(given)), sorted(set(given) - set(expected))
+        if exact_match and (missing or unexpected or set(load_path_or_dict) != {"policy"}):
+            raise ValueError(f"parameters do not match the model: missing {missing}, unexpected {unexpected + sorted(set(load_path_or_dict) - {'policy'})}")
+        for key in set(given) & set(expected):
+            if given[key].shape != expected[key].shape:
+                raise ValueError(f"parameter {key!r} has shape {given[key].shape}, the model expects {expected[key].shape}")
+        if "parameters" in given:
+            self.policy.load_from_vector(given["parameters"])
+        if self.policy.obs_rms is not None and {"obs_rms_mean", "obs_rms_var", "obs_rms_count"} <= set(given):
+            rms = RunningMeanStd(self.policy.obs_rms.mean.shape)
+            rms.mean, rms.var, rms.count = given["obs_rms_mean"].astype(np.float64), given["obs_rms_var"].astype(np.float64), int(given["obs_rms_count"])
+            self.policy.obs_rms = rms
+
+    def _metadata(self) -> dict[str, Any]:
+        policy_name = "LinearPolicy" if isinstance(self.policy, ARSLinearPolicy) else "MlpPolicy"
+        config = self.policy.config()
+        if policy_name == "LinearPolicy":
+            config = {k: config[k] for k in ("with_bias", "squash_output")}
+        hparams = {k: self.hparams[k] for k in ("n_delta", "n_top", "zero_policy", "alive_bonus_offset", "n_eval_episodes", "stats_window_size", "normalize_obs", "common_random_numbers")}
+        hparams.update(seed=self.seed, learning_rate=self._schedule_value(self.learning_rate), delta_std=self._schedule_value(self.delta_std))
+        return dict(
+            format=FORMAT, format_version=FORMAT_VERSION, ars_version=__version__,
+            policy=policy_name, policy_kwargs=config, hparams=hparams,
+            schedules=[k for k in ("learning_rate", "delta_std") if callable(getattr(self, k))],
+            observation_space=_space_to_json(self.observation_space), action_space=_space_to_json(self.action_space),
+            env_id=self.env_id, num_timesteps=self.num_timesteps, n_updates=self._n_updates,
+            rng_state=self._rng.bit_generator.state,
+        )  # fmt: skip
+
+    def save(self, path: str | os.PathLike) -> Path:
+        """Write the model to one ``.npz`` (plain arrays + JSON metadata, no pickle), atomically.
+
+        Returns the path written (``.npz`` is appended when ``path`` has no suffix).
+        """
+        arrays = dict(self.get_parameters()["policy"], metadata=np.array(json.dumps(self._metadata())))
+        return _write_npz_atomic(path, arrays)
+
+    @classmethod
+    def load(cls, path: str | os.PathLike, env: str | gym.Env | Callable[[], gym.Env] | None = None, device: Any = "auto", **kwargs: Any) -> ARS:
+        """Build a model from a file written by :meth:`save`; ``learn`` continues from it.
+
+        ``kwargs`` override saved hyper-parameters (e.g. a ``learning_rate`` schedule,
+        which a file stores only as its value at the time of saving).
+        """
+        meta, arrays = _read_model_file(path)
+        hparams = dict(meta["hparams"])
+        for name in meta.get("schedules", []):
+            if name not in kwargs:
+                warnings.warn(f"{path}: {name} was a schedule, saved as its last value {hparams[name]}; pass {name}= to ARS.load to restore it", stacklevel=2)
+        hparams.update(kwargs)
+        policy_kwargs = hparams.pop("policy_kwargs", meta["policy_kwargs"])
+        model = cls(meta["policy"], policy_kwargs=policy_kwargs, device=device, _init_setup_model=False, **hparams)
+        model.observation_space = _space_from_json(meta["observation_space"])
+        model.action_space = _space_from_json(meta["action_space"])
+        model.env_id = meta.get("env_id")
+        model._setup_model()
+        model.set_parameters({"policy": arrays}, exact_match=True)
+        model.num_timesteps, model._n_updates = int(meta["num_timesteps"]), int(meta["n_updates"])
+        model._rng.bit_generator.state = meta["rng_state"]
+        if env is not None:
+            model.set_env(env)
+        return model
+
+
+def _space_to_json(space: spaces.Space) -> dict[str, Any]:
+    if isinstance(space, spaces.Discrete):
+        return {"type": "Discrete", "n": int(space.n), "start": int(space.start)}
+    return {"type": "Box", "low": space.low.tolist(), "high": space.high.tolist(), "shape": list(space.shape), "dtype": str(space.dtype)}
+
+
+def _space_from_json(data: dict[str, Any]) -> spaces.Space:
+    if data["type"] == "Discrete":
+        return spaces.Discrete(data["n"], start=data["start"])
+    dtype = np.dtype(data["dtype"])
+    low = np.array(data["low"], dtype=dtype).reshape(data["shape"])
+    return spaces.Box(low, np.array(data["high"], dtype=dtype).reshape(data["shape"]), dtype=dtype)
+
+
+def _npz_path(path: str | os.PathLike) -> Path:
+    path = Path(path)
+    return path if path.suffix else path.with_suffix(".npz")
+
+
+def _write_npz_atomic(path: str | os.PathLike, arrays: dict[str, np.ndarray]) -> Path:
+    """Write ``arrays`` to ``path`` through a temporary file and a rename: never half a file."""
+    path = _npz_path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            np.savez(f, **arrays)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return path
+
+
+def _read_model_file(path: str | os.PathLike) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+    """Metadata and arrays of a file written by ``ARS.save``, never unpickling anything."""
+    path = Path(path)
+    if not path.exists() and not path.suffix and path.with_suffix(".npz").exists():
+        path = path.with_suffix(".npz")
+    if not path.exists():
+        raise FileNotFoundError(f"no model file at {path}")
+    try:
+        with np.load(path, allow_pickle=False) as data:
+            arrays = {key: data[key] for key in data.files}
+        meta = json.loads(str(arrays.pop("metadata")))
+    except Exception as error:  # zip, zlib, npy and JSON errors all mean the same to the user
+        raise ValueError(f"{path} is not a readable ars model file ({type(error).__name__}: {error}); is it truncated, or written by another program?") from error
+    if not isinstance(meta, dict) or meta.get("format") != FORMAT:
+        raise ValueError(f"{path} is an .npz file but not one written by ars (ARS.save)")
+    if meta.get("format_version", 0) > FORMAT_VERSION:
+        raise ValueError(f"{path} was written by a newer ars (format {meta['format_version']}); upgrade ars to load it")
+    return meta, arrays
+
+
+# ---------------------------------------------------------------------------
+# Command line
+# ---------------------------------------------------------------------------
+
+# The paper's hyper-parameters (as kept by rl-baselines3-zoo), by env name without its version.
+PAPER_SETTINGS: dict[str, dict[str, Any]] = {
+    "Swimmer": dict(learning_rate=0.02, delta_std=0.01, n_delta=1, n_top=1, alive_bonus_offset=0, normalize_obs=False, total_timesteps=2_000_000),
+    "Hopper": dict(learning_rate=0.01, delta_std=0.025, n_delta=8, n_top=4, alive_bonus_offset=-1, normalize_obs=True, total_timesteps=7_000_000),
+    "HalfCheetah": dict(learning_rate=0.02, delta_std=0.03, n_delta=32, n_top=4, alive_bonus_offset=0, normalize_obs=True, total_timesteps=12_500_000),
+    "Walker2d": dict(learning_rate=0.03, delta_std=0.025, n_delta=40, n_top=30, alive_bonus_offset=-1, normalize_obs=True, total_timesteps=75_000_000),
+    "Ant": dict(learning_rate=0.015, delta_std=0.025, n_delta=60, n_top=20, alive_bonus_offset=-1, normalize_obs=True, total_timesteps=75_000_000),
+    "Humanoid": dict(learning_rate=0.02, delta_std=0.0075, n_delta=256, n_top=256, alive_bonus_offset=-5, normalize_obs=True, total_timesteps=250_000_000),
+    "CartPole": dict(learning_rate=0.02, delta_std=0.05, n_delta=2, n_top=2, alive_bonus_offset=0, normalize_obs=False, total_timesteps=50_000),
+    "Pendulum": dict(learning_rate=0.018, delta_std=0.1, n_delta=4, n_top=1, alive_bonus_offset=0, normalize_obs=True, total_timesteps=2_000_000,
+                     policy="MlpPolicy", net_arch=[16], zero_policy=False),
+}  # fmt: skip
+GENERIC_SETTINGS: dict[str, Any] = dict(
+    policy="LinearPolicy", net_arch=None, learning_rate=0.02, delta_std=0.03, n_delta=8, n_top=None, alive_bonus_offset=0.0,
+    normalize_obs=True, zero_policy=True, common_random_numbers=True, n_eval_episodes=1, total_timesteps=1_000_000,
+)  # fmt: skip
+
+
+def settings_for(env_id: str) -> dict[str, Any]:
+    """The paper's hyper-parameters for ``env_id`` (any version), else generic defaults."""
+    return {**GENERIC_SETTINGS, **PAPER_SETTINGS.get(env_id.split("/")[-1].rsplit("-v", 1)[0], {})}
+
+
+def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(
+        prog="python ars.py",
+        description="Train a policy with Augmented Random Search. Unset flags take the paper's value for "
+        f"the env ({', '.join(PAPER_SETTINGS)}; any -v4/-v5 id) or a generic default.",
+        epilog="examples:\n  python ars.py                        CartPole-v1 to 500 in seconds\n"
+        "  python ars.py --env Hopper-v4        the paper's Hopper run\n"
+        "  python ars.py --eval runs/Hopper-v4-20261129-101500/model.npz",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    add = p.add_argument
+    add("--env", help="gymnasium env id (default CartPole-v1; with --eval, the env saved in the model)")
+    add("--policy", choices=list(POLICY_ALIASES), help="LinearPolicy (the paper's) or MlpPolicy")
+    add("--net-arch", type=lambda s: [int(n) for n in s.split(",") if n], help="MlpPolicy hidden sizes, e.g. 64,64")
+    add("--n-delta", type=int, help="N: directions per iteration")
+    add("--n-top", type=int, help="b: best directions kept for the update (default N)")
+    add("--learning-rate", type=float, help="alpha: step size")
+    add("--delta-std", type=float, help="nu: exploration noise")
+    add("--alive-bonus-offset", type=float, help="added to every training reward (e.g. -1 for Hopper)")
+    add("--normalize-obs", action=argparse.BooleanOptionalAction, help="V2 observation normalisation")
+    add("--zero-policy", action=argparse.BooleanOptionalAction, help="start from zero parameters")
+    add("--common-random-numbers", action=argparse.BooleanOptionalAction, help="same env seed for the +/- rollouts of a direction (default on)")
+    add("--n-eval-episodes", type=int, help="episodes per candidate (default 1)")
+    add("--total-timesteps", type=float, help="env steps to train for")
+    add("--seed", type=int, help="random seed (default: drawn, and saved in config.json)")
+    add("--run-dir", help="output folder (default runs/<env>-<date>-<time>)")
+    add("--eval", metavar="MODEL", help="evaluate a saved model.npz instead of training")
+    add("--eval-episodes", type=int, default=10, help="episodes of the final evaluation (default 10)")
+    add("--verbose", type=int, default=0, help="1: print the full log table each iteration")
+    return p.parse_args(argv)
+
+
+def _print_progress(total: int) -> Callable[[dict[str, Any], dict[str, Any]], bool]:
+    """A callback printing one progress line at most every two seconds, and at the end."""
+    last = [0.0]
+
+    def callback(locals_: dict[str, Any], globals_: dict[str, Any]) -> bool:
+        model: ARS = locals_["self"]
+        now = time.perf_counter()
+        if now - last[0] >= 2.0 or model.num_timesteps >= model._total_timesteps:
+            last[0] = now
+            fps = (model.num_timesteps - model._start_steps) / max(now - model._start_time, 1e-9)
+            reward = np.mean([e["r"] for e in model.ep_info_buffer]) if model.ep_info_buffer else float("nan")
+            eta = max(model._total_timesteps - model.num_timesteps, 0) / max(fps, 1e-9)
+            print(
+                f"{model.num_timesteps:>12,} / {total:,} steps | iter {model._n_updates:>6} | "
+                f"ep_rew_mean {reward:10.2f} | {fps:9,.0f} steps/s | eta {eta / 60:6.1f} min",
+                flush=True,
+            )
+        return True
+
+    return callback
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """The command line: train (or ``--eval``) and report; returns the exit status."""
+    args = _parse_args(argv)
+    try:
+        if args.eval:
+            model = ARS.load(args.eval)
+            env_id = args.env or model.env_id
+            if env_id is None:
+                print(f"{args.eval} does not record its env; pass --env", file=sys.stderr)
+                return 2
+            model.set_env(env_id)
+            mean, std = evaluate_policy(model, model.env, args.eval_episodes, seed=model.seed + 1)
+            print(f"{env_id}: mean return {mean:.2f} +/- {std:.2f} over {args.eval_episodes} episodes ({args.eval})")
+            return 0
+        env_id = args.env or "CartPole-v1"
+        config = settings_for(env_id)
+        config.update({k: v for k, v in vars(args).items() if k in config and v is not None})
+        config["total_timesteps"] = int(config["total_timesteps"])
+        env = make_env(env_id)
+        policy_kwargs = {"net_arch": config["net_arch"]} if config["policy"] == "MlpPolicy" and config["net_arch"] is not None else None
+        model = ARS(
+            config["policy"], env, n_delta=config["n_delta"], n_top=config["n_top"], learning_rate=config["learning_rate"],
+            delta_std=config["delta_std"], zero_policy=config["zero_policy"], alive_bonus_offset=config["alive_bonus_offset"],
+            n_eval_episodes=config["n_eval_episodes"], policy_kwargs=policy_kwargs, seed=args.seed, verbose=args.verbose,
+            normalize_obs=config["normalize_obs"], common_random_numbers=config["common_random_numbers"],
+        )  # fmt: skip
+    except (ModuleNotFoundError, FileNotFoundError, ValueError, TypeError, gym.error.Error) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    run_dir = Path(args.run_dir or Path("runs") / f"{env_id.replace('/', '_')}-{time.strftime('%Y%m%d-%H%M%S')}")
+    run_dir.mkdir(parents=True, exist_ok=True)
+    config.update(env=env_id, seed=model.seed, n_top=model.n_top, ars_version=__version__)
+    (run_dir / "config.json").write_text(json.dumps(config, indent=2) + "\n")
+    print(f"ARS on {env_id}: {json.dumps({k: v for k, v in config.items() if k not in ('env', 'ars_version')})}")
+    print(f"writing to {run_dir}/")
+    total = config["total_timesteps"]
+    try:
+        model.learn(total, callback=_print_progress(total), default_root_dir=run_dir)
+    except KeyboardInterrupt:
+        print("interrupted: saving the current model")
+    path = model.save(run_dir / "model.npz")
+    mean, std = evaluate_policy(model, env_id, args.eval_episodes, seed=model.seed + 1)
+    print(f"saved {path}\nevaluation: mean return {mean:.2f} +/- {std:.2f} over {args.eval_episodes} episodes")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
