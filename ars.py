@@ -36,8 +36,9 @@ import sys
 import tempfile
 import time
 import warnings
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any
 
 import gymnasium as gym
 import numpy as np
@@ -94,7 +95,8 @@ class RunningMeanStd:
         batch = np.asarray(batch, dtype=np.float64).reshape((-1, *self.mean.shape))
         if len(batch):
             other = RunningMeanStd(self.mean.shape)
-            other.mean, other.var, other.count = batch.mean(axis=0), batch.var(axis=0), len(batch)
+            with np.errstate(invalid="ignore"):  # inf rows give nan statistics; the learner reports them
+                other.mean, other.var, other.count = batch.mean(axis=0), batch.var(axis=0), len(batch)
             self.combine(other)
         return self
 
@@ -219,7 +221,8 @@ class ARSPolicy:
                     "use squash_output=False (actions are then clipped) or bound the action space."
                 )
             self._low, self._high = low.reshape(-1), high.reshape(-1)
-            self._center, self._scale = (high + low).reshape(-1) / 2, (high - low).reshape(-1) / 2
+            if self.squash_output:
+                self._center, self._scale = (self._high + self._low) / 2, (self._high - self._low) / 2
         sizes = [self.obs_dim, *self.net_arch, self.action_dim]
         self._layer_shapes = list(zip(sizes[1:], sizes[:-1]))  # (out, in) per layer
         self.n_params = sum(o * i + (o if self.with_bias else 0) for o, i in self._layer_shapes)

@@ -1,0 +1,675 @@
+"""Tests for ars.py: real environments, real processes, numbers checked against the paper."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import warnings
+from pathlib import Path
+
+import gymnasium as gym
+import numpy as np
+import pytest
+from gymnasium import spaces
+
+import ars
+from ars import ARS, ARSLinearPolicy, ARSPolicy, RunningMeanStd
+
+HERE = Path(__file__).resolve().parent
+
+
+# ---------------------------------------------------------------------------
+# Small envs whose returns are known exactly
+# ---------------------------------------------------------------------------
+
+
+class QuadraticBandit(gym.Env):
+    """One step: observation ``x`` (fixed), reward ``-||a - target||^2``."""
+
+    x = np.array([1.0, 0.5, -1.0])
+    target = np.array([0.3, -0.7])
+    observation_space = spaces.Box(-np.inf, np.inf, (3,), np.float64)
+    action_space = spaces.Box(-np.inf, np.inf, (2,), np.float64)
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        return self.x.copy(), {}
+
+    def step(self, action):
+        return self.x.copy(), -float(np.sum((action - self.target) ** 2)), True, False, {}
+
+
+class NoisyWalk(gym.Env):
+    """Random observations from the env's seeded generator; 5 steps; reward depends on the action."""
+
+    observation_space = spaces.Box(-np.inf, np.inf, (4,), np.float64)
+    action_space = spaces.Box(-1.0, 1.0, (2,), np.float64)
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        self.t = 0
+        self.obs = self.np_random.normal(3.0, 2.0, 4)
+        return self.obs.copy(), {}
+
+    def step(self, action):
+        self.t += 1
+        reward = float(action[0] * self.obs[0] - action[1] ** 2)
+        self.obs = self.np_random.normal(3.0, 2.0, 4)
+        return self.obs.copy(), reward, False, self.t >= 5, {}
+
+
+class Recorder(gym.Wrapper):
+    """Records reset seeds, the observations the policy acted on, and the policy's statistics."""
+
+    def __init__(self, env, model=None):
+        super().__init__(env)
+        self.model, self.seeds, self.acted_on, self.stats_seen = model, [], [], []
+        self._last = None
+
+    def reset(self, *, seed=None, options=None):
+        self.seeds.append(seed)
+        obs, info = self.env.reset(seed=seed, options=options)
+        self._last = obs
+        return obs, info
+
+    def step(self, action):
+        self.acted_on.append(np.asarray(self._last, dtype=np.float64).ravel())
+        if self.model is not None and self.model.policy.obs_rms is not None:
+            rms = self.model.policy.obs_rms
+            self.stats_seen.append((rms.count, rms.mean.copy()))
+        obs, reward, terminated, truncated, info = self.env.step(action)
+        self._last = obs
+        return obs, reward, terminated, truncated, info
+
+
+class BadEnv(NoisyWalk):
+    """Gives a non-finite reward or observation on a chosen reset seed's first step."""
+
+    def __init__(self, what="reward"):
+        self.what, self.poison_seed = what, None
+
+    def reset(self, *, seed=None, options=None):
+        self.poisoned = seed == self.poison_seed
+        return super().reset(seed=seed)
+
+    def step(self, action):
+        obs, reward, terminated, truncated, info = super().step(action)
+        if self.poisoned and self.what == "reward":
+            reward = float("nan")
+        if self.poisoned and self.what == "observation":
+            obs[1] = np.inf
+        return obs, reward, terminated, truncated, info
+
+
+# ---------------------------------------------------------------------------
+# RunningMeanStd
+# ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_running_mean_std_merge_is_exact_for_any_split(seed):
+    rng = np.random.default_rng(seed)
+    data = rng.normal(5.0, 3.0, (257, 6)) * rng.uniform(0.01, 100, 6)
+    cuts = np.sort(np.concatenate([rng.integers(0, len(data), 12), [0, 0, 1, 5, 5, 6, len(data) - 1]]))
+    chunks = np.split(data, cuts)  # includes empty and single-row chunks
+    assert any(len(c) == 0 for c in chunks) and any(len(c) == 1 for c in chunks)
+    parts = [RunningMeanStd((6,)).update(c) for c in chunks]
+    sequential = RunningMeanStd((6,))
+    for p in parts:
+        sequential.combine(p)
+    while len(parts) > 1:  # a tree of merges, as parallel workers would do
+        parts = [parts[i].copy().combine(parts[i + 1]) if i + 1 < len(parts) else parts[i] for i in range(0, len(parts), 2)]
+    for rms in (sequential, parts[0]):
+        assert rms.count == len(data)
+        np.testing.assert_allclose(rms.mean, data.mean(axis=0), rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(rms.var, data.var(axis=0), rtol=1e-12, atol=1e-12)
+
+
+def test_running_mean_std_empty_and_copy():
+    rms = RunningMeanStd((3,))
+    assert rms.count == 0 and (rms.mean == 0).all() and (rms.var == 1).all()
+    rms.update(np.empty((0, 3)))
+    assert rms.count == 0
+    copy = rms.copy().update(np.ones((2, 3)))
+    assert rms.count == 0 and copy.count == 2 and (copy.var == 0).all()
+    single = RunningMeanStd((3,)).update(np.array([[1.0, 2.0, 3.0]]))
+    np.testing.assert_array_equal(single.mean, [1, 2, 3])
+
+
+# ---------------------------------------------------------------------------
+# Policies
+# ---------------------------------------------------------------------------
+
+
+def test_linear_policy_is_the_papers_formula():
+    obs_space = spaces.Box(-10, 10, (5,), np.float32)
+    act_space = spaces.Box(-1.0, 2.0, (3,), np.float32)
+    policy = ARSLinearPolicy(obs_space, act_space)
+    assert policy.n_params == 15 and not policy.with_bias and not policy.squash_output
+    rng = np.random.default_rng(0)
+    M = rng.normal(size=(3, 5))
+    policy.load_from_vector(M.ravel())
+    x = rng.normal(size=5)
+    np.testing.assert_allclose(policy.predict(x)[0], np.clip(M @ x, -1.0, 2.0), atol=1e-12)
+    # V2: a = M diag(Sigma)^(-1/2) (x - mu); inputs with variance below 1e-8 are zeroed.
+    data = rng.normal(2.0, 3.0, (50, 5))
+    data[:, 2] = 7.0
+    policy.obs_rms = RunningMeanStd((5,)).update(data)
+    std = data.std(axis=0)
+    scaled = np.where(std**2 < 1e-8, 0.0, (x - data.mean(axis=0)) / np.where(std > 0, std, 1))
+    np.testing.assert_allclose(policy.predict(x)[0], np.clip(M @ scaled, -1.0, 2.0), atol=1e-10)
+
+
+def test_mlp_population_forward_matches_single_and_actor():
+    obs_space = spaces.Box(-1, 1, (2, 3), np.float32)  # any shape is flattened
+    act_space = spaces.Box(np.array([-2.0, 0.0]), np.array([2.0, 1.0]), dtype=np.float64)
+    policy = ARSPolicy(obs_space, act_space, net_arch=[8, 4], activation_fn="tanh")
+    policy.obs_rms = RunningMeanStd((6,)).update(np.random.default_rng(1).normal(size=(20, 6)))
+    rng = np.random.default_rng(2)
+    population = rng.normal(size=(5, policy.n_params))
+    obs = rng.normal(size=(5, 7, 2, 3))
+    batch = policy.forward(obs, population)
+    assert batch.shape == (5, 7, 2)
+    for p in range(5):
+        np.testing.assert_allclose(policy.forward(obs[p], population[p]), batch[p], atol=1e-12)
+        act = policy.actor(population[p])
+        for b in range(7):
+            np.testing.assert_allclose(act(obs[p, b]), batch[p, b], atol=1e-12)
+    assert policy.forward(obs[:, 0], population).shape == (5, 2)
+    assert ((batch >= act_space.low) & (batch <= act_space.high)).all()
+
+
+def test_squash_and_clip_and_discrete_actions():
+    obs_space = spaces.Box(-1, 1, (2,), np.float32)
+    box = spaces.Box(np.array([-2.0, 0.0]), np.array([2.0, 1.0]), dtype=np.float64)
+    squash = ARSPolicy(obs_space, box, net_arch=[], with_bias=True, squash_output=True)
+    squash.load_from_vector(np.concatenate([np.zeros(4), [0.0, 100.0]]))
+    np.testing.assert_allclose(squash.predict(np.zeros(2))[0], [0.0, 1.0])  # tanh(0) -> centre, tanh(100) -> high
+    clip = ARSPolicy(obs_space, box, net_arch=[], with_bias=True, squash_output=False)
+    clip.load_from_vector(np.concatenate([np.zeros(4), [-5.0, 0.5]]))
+    np.testing.assert_allclose(clip.predict(np.zeros(2))[0], [-2.0, 0.5])
+    disc = ARSPolicy(obs_space, spaces.Discrete(3, start=1), net_arch=[])
+    disc.load_from_vector(np.concatenate([np.zeros(6), [0.0, 2.0, 1.0]]))
+    action, state = disc.predict(np.zeros(2))
+    assert action == 2 and state is None
+    assert disc.predict(np.zeros((4, 2)))[0].tolist() == [2, 2, 2, 2]
+
+
+def test_unsupported_spaces_are_clear_errors():
+    box = spaces.Box(-1, 1, (2,), np.float32)
+    with pytest.raises(TypeError, match="Box observation spaces.*Dict"):
+        ARSPolicy(spaces.Dict({"a": box}), box)
+    with pytest.raises(TypeError, match="Box and Discrete action spaces.*MultiDiscrete"):
+        ARSPolicy(box, spaces.MultiDiscrete([2, 3]))
+    with pytest.raises(ValueError, match="unbounded"):
+        ARSPolicy(box, spaces.Box(-np.inf, np.inf, (2,)), squash_output=True)
+    with pytest.raises(ValueError, match="activation_fn"):
+        ARSPolicy(box, box, activation_fn="swish")
+    policy = ARSLinearPolicy(box, box)
+    with pytest.raises(ValueError, match="shape"):
+        policy.predict(np.zeros(3))
+    with pytest.raises(ValueError, match="shape"):
+        policy.load_from_vector(np.zeros(5))
+    with pytest.raises(TypeError, match="Box observation spaces"):
+        ARS("LinearPolicy", "FrozenLake-v1")
+
+
+def test_policy_aliases_and_kwargs():
+    model = ARS("MlpPolicy", "Pendulum-v1", policy_kwargs=dict(net_arch=[16], activation_fn="tanh", with_bias=False))
+    assert type(model.policy) is ARSPolicy and model.policy.net_arch == [16] and not model.policy.with_bias
+    assert model.policy.n_params == 3 * 16 + 16 * 1
+    model = ARS("LinearPolicy", "Pendulum-v1", policy_kwargs=dict(with_bias=True))
+    assert type(model.policy) is ARSLinearPolicy and model.policy.n_params == 3 + 1
+    assert ARS(ARSLinearPolicy, "CartPole-v1").policy.n_params == 8
+    with pytest.raises(ValueError, match="LinearPolicy"):
+        ARS("CnnPolicy", "CartPole-v1")
+
+
+# ---------------------------------------------------------------------------
+# The learner: the update rule, statistics, seeding
+# ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("n_delta,n_top", [(6, 6), (6, 2)])  # V1 and V1-t
+def test_update_is_algorithm_2(n_delta, n_top):
+    """One iteration against the paper's update, computed here from the returns in closed form."""
+    alpha, nu, seed, offset = 0.05, 0.1, 11, 0.25
+    model = ARS("LinearPolicy", QuadraticBandit(), n_delta=n_delta, n_top=n_top, learning_rate=alpha, delta_std=nu, seed=seed, alive_bonus_offset=offset)
+    theta0 = np.random.default_rng(3).normal(size=6)
+    model.policy.load_from_vector(theta0)
+    model.learn(1)
+    deltas = np.random.default_rng(seed).standard_normal((n_delta, 6))  # the model's generator
+
+    def ret(theta):  # one step, reward -||Mx - target||^2, plus the per-step offset
+        return -np.sum((theta.reshape(2, 3) @ QuadraticBandit.x - QuadraticBandit.target) ** 2) + offset
+
+    r_plus = [ret(theta0 + nu * d) for d in deltas]
+    r_minus = [ret(theta0 - nu * d) for d in deltas]
+    order = sorted(range(n_delta), key=lambda k: -max(r_plus[k], r_minus[k]))[:n_top]
+    sigma_r = np.std([r_plus[k] for k in order] + [r_minus[k] for k in order])
+    expected = theta0 + alpha / (n_top * sigma_r) * sum((r_plus[k] - r_minus[k]) * deltas[k] for k in order)
+    np.testing.assert_allclose(model.policy.parameters_to_vector(), expected, rtol=1e-12, atol=1e-12)
+    assert model.num_timesteps == 2 * n_delta
+
+
+def test_observation_statistics_frozen_then_merged_exactly():
+    model = ARS("LinearPolicy", NoisyWalk(), n_delta=3, normalize_obs=True, seed=5)
+    recorder = Recorder(NoisyWalk(), model)
+    model.set_env(recorder)
+    model.learn(1)  # one iteration: 6 rollouts of 5 steps
+    assert len(recorder.acted_on) == 30
+    assert all(count == 0 for count, _ in recorder.stats_seen)  # frozen during the iteration
+    first = np.array(recorder.acted_on)
+    rms = model.policy.obs_rms
+    assert rms.count == 30
+    np.testing.assert_allclose(rms.mean, first.mean(axis=0), rtol=1e-12)
+    np.testing.assert_allclose(rms.var, first.var(axis=0), rtol=1e-12)
+    model.learn(1, reset_num_timesteps=False)  # the second iteration sees the first's statistics only
+    assert all(count == 30 for count, _ in recorder.stats_seen[30:])
+    everything = np.array(recorder.acted_on)
+    assert model.policy.obs_rms.count == 60
+    np.testing.assert_allclose(model.policy.obs_rms.mean, everything.mean(axis=0), rtol=1e-12)
+    np.testing.assert_allclose(model.policy.obs_rms.var, everything.var(axis=0), rtol=1e-12)
+
+
+def _train(seed, steps=3000, **kwargs):
+    model = ARS("LinearPolicy", "Pendulum-v1", n_delta=4, n_top=2, normalize_obs=True, seed=seed, **kwargs)
+    return model.learn(steps)
+
+
+def test_one_seed_gives_bit_identical_weights():
+    a, b, c = _train(7), _train(7), _train(8)
+    assert np.array_equal(a.policy.parameters_to_vector(), b.policy.parameters_to_vector())
+    assert np.array_equal(a.policy.obs_rms.mean, b.policy.obs_rms.mean) and np.array_equal(a.policy.obs_rms.var, b.policy.obs_rms.var)
+    assert not np.array_equal(a.policy.parameters_to_vector(), c.policy.parameters_to_vector())
+
+
+def test_env_seeds_follow_seed_iteration_direction_episode():
+    model = ARS("LinearPolicy", NoisyWalk(), n_delta=3, n_eval_episodes=2, seed=4)
+    recorder = Recorder(NoisyWalk())
+    model.set_env(recorder)
+    model.learn(1)
+    expected = [ars.episode_seed(4, 0, k % 3, e) for k in range(6) for e in range(2)]
+    assert recorder.seeds == expected
+    assert recorder.seeds[:6] == recorder.seeds[6:]  # common random numbers: +delta_k and -delta_k share seeds
+    assert len(set(recorder.seeds[:6])) == 6
+    model = ARS("LinearPolicy", NoisyWalk(), n_delta=3, seed=4, common_random_numbers=False)
+    recorder = Recorder(NoisyWalk())
+    model.set_env(recorder)
+    model.learn(1)
+    assert len(set(recorder.seeds)) == 6
+
+
+def test_hyper_parameter_checks():
+    with pytest.warns(UserWarning, match="n_top=9 is larger than n_delta=4"):
+        model = ARS("LinearPolicy", "CartPole-v1", n_delta=4, n_top=9)
+    assert model.n_top == 4
+    assert ARS("LinearPolicy", "CartPole-v1", device="auto").policy is not None
+    with pytest.raises(ValueError, match="device must be 'cpu' or 'auto'"):
+        ARS("LinearPolicy", "CartPole-v1", device="cuda")
+    with pytest.raises(ValueError, match="seed"):
+        ARS("LinearPolicy", "CartPole-v1", seed=-1)
+    with pytest.raises(ValueError, match="needs an env"):
+        ARS("LinearPolicy")
+    with pytest.raises(TypeError, match="gymnasium.Env"):
+        ARS("LinearPolicy", 42)
+    assert ARS("LinearPolicy", "CartPole-v1", n_delta=3, learning_rate=0.1).hparams["learning_rate"] == 0.1
+
+
+def test_env_as_id_instance_or_function_and_positional_style():
+    for env in ("CartPole-v1", gym.make("CartPole-v1"), lambda: gym.make("CartPole-v1")):
+        model = ARS("LinearPolicy", env, n_delta=2, seed=0).learn(200)
+        assert model.num_timesteps >= 200 and isinstance(model.get_env(), gym.Env)
+    model = ARS("LinearPolicy", n_delta=2, seed=0, env="CartPole-v1")
+    model.learn(100, env="CartPole-v1")
+
+
+def test_schedules_get_progress_remaining_and_continue_across_learn_calls():
+    seen = []
+
+    def lr(progress):
+        seen.append(progress)
+        return 0.02 * progress
+
+    model = ARS("LinearPolicy", QuadraticBandit(), n_delta=2, learning_rate=lr, delta_std=lambda p: 0.05, seed=0)
+    model.learn(40)  # 4 steps per iteration: progress 1, 0.9, ..., 0.1
+    np.testing.assert_allclose(seen, np.linspace(1, 0.1, 10))
+    seen.clear()
+    model.learn(40, reset_num_timesteps=False)  # total becomes 80: progress 0.5 .. 0.05
+    assert model.num_timesteps == 80
+    np.testing.assert_allclose(seen, np.linspace(0.5, 0.05, 10))
+    model.learn(8)  # reset: counting starts over
+    assert model.num_timesteps == 8
+
+
+def test_callbacks_function_and_sb3_object_can_stop_training():
+    calls = []
+
+    def stop_after_two(locals_, globals_):
+        calls.append(locals_["self"].num_timesteps)
+        return len(calls) < 2
+
+    model = ARS("LinearPolicy", QuadraticBandit(), n_delta=2, seed=0).learn(1000, callback=stop_after_two)
+    assert calls == [4, 8] and model.num_timesteps == 8
+
+    class SB3Style:
+        def __init__(self):
+            self.events = []
+
+        def init_callback(self, model):
+            self.model = model
+            self.events.append("init")
+
+        def on_training_start(self, locals_, globals_):
+            self.events.append("start")
+
+        def on_rollout_start(self):
+            self.events.append("rollout_start")
+
+        def on_rollout_end(self):
+            self.events.append("rollout_end")
+
+        def update_locals(self, locals_):
+            self.locals = locals_
+
+        def on_step(self):
+            self.events.append("step")
+            return self.model.num_timesteps < 12
+
+        def on_training_end(self):
+            self.events.append("end")
+
+    cb = SB3Style()
+    model = ARS("LinearPolicy", QuadraticBandit(), n_delta=2, seed=0).learn(1000, callback=[cb])
+    assert model.num_timesteps == 12
+    assert cb.events == ["init", "start"] + ["rollout_start", "rollout_end", "step"] * 3 + ["end"]
+    assert cb.locals["self"] is model
+
+
+def test_verbose_table_and_progress_csv(tmp_path, capsys):
+    model = ARS("LinearPolicy", "CartPole-v1", n_delta=2, seed=0, verbose=1)
+    model.learn(3000, log_every_n_steps=2, default_root_dir=tmp_path)
+    out = capsys.readouterr().out
+    keys = ["rollout/ep_rew_mean", "rollout/ep_len_mean", "rollout/return_std", "train/step_size", "train/delta_std",
+            "train/learning_rate", "train/iterations", "time/fps", "time/total_timesteps"]  # fmt: skip
+    for key in keys:
+        assert key.split("/")[1] in out
+    rows = list(__import__("csv").DictReader((tmp_path / "progress.csv").open()))
+    assert len(rows) == model._n_updates // 2 and set(keys) <= set(rows[0])
+    assert int(rows[-1]["time/total_timesteps"]) == model.num_timesteps
+    assert [int(r["train/iterations"]) for r in rows] == list(range(2, model._n_updates + 1, 2))
+    model.logger.record("eval/mean_reward", 1.0)  # a key an SB3 EvalCallback would add: the header widens
+    model.logger.dump()
+    rows = list(__import__("csv").DictReader((tmp_path / "progress.csv").open()))
+    assert rows[-1]["eval/mean_reward"] == "1.0" and rows[0]["eval/mean_reward"] == ""
+
+
+def test_tensorboard_log_folder_gets_csv(tmp_path):
+    model = ARS("LinearPolicy", "CartPole-v1", n_delta=2, seed=0, tensorboard_log=str(tmp_path))
+    model.learn(100, tb_log_name="run")
+    model.learn(100, tb_log_name="run")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["run_1", "run_2"]
+    assert (tmp_path / "run_2" / "progress.csv").exists()
+
+
+def test_progress_bar(capsys, monkeypatch):
+    ARS("LinearPolicy", "CartPole-v1", n_delta=2, seed=0).learn(300, progress_bar=True)
+    assert "steps" in capsys.readouterr().err
+    monkeypatch.setitem(sys.modules, "tqdm", None)  # as if tqdm were not installed
+    with pytest.raises(ModuleNotFoundError, match=r"pip install 'ars-numpy\[progress\]'"):
+        ARS("LinearPolicy", "CartPole-v1", n_delta=2, seed=0).learn(300, progress_bar=True)
+
+
+def test_evaluate_candidates_returns_one_return_per_candidate():
+    model = ARS("LinearPolicy", QuadraticBandit(), n_delta=2, seed=0, alive_bonus_offset=-1)
+    weights = np.zeros((3, 6))
+    weights[1, 0] = 0.3
+    returns = model.evaluate_candidates(weights, None, None)
+    expected = [-np.sum((w.reshape(2, 3) @ QuadraticBandit.x - QuadraticBandit.target) ** 2) - 1 for w in weights]
+    np.testing.assert_allclose(returns, expected)
+    with pytest.raises(ValueError, match="shape"):
+        model.evaluate_candidates(np.zeros((3, 5)), None, None)
+
+
+def test_predict_one_or_a_batch():
+    model = ARS("LinearPolicy", "Pendulum-v1", n_delta=2, seed=0).learn(1000)
+    obs = np.stack([model.env.observation_space.sample() for _ in range(5)])
+    batch, state = model.predict(obs, deterministic=True)
+    assert batch.shape == (5, 1) and state is None
+    for o, a in zip(obs, batch):
+        np.testing.assert_allclose(model.predict(o)[0], a)
+
+
+@pytest.mark.parametrize("what", ["reward", "observation"])
+def test_non_finite_values_raise_and_leave_the_weights(what):
+    env = BadEnv(what)
+    model = ARS("LinearPolicy", env, n_delta=3, normalize_obs=True, seed=2)
+    model.learn(30)
+    before = model.get_parameters()["policy"]
+    env.poison_seed = ars.episode_seed(2, model._n_updates, 1, 0)  # candidate 1 (and 4, its mirror)
+    with pytest.raises(FloatingPointError, match=rf"iteration {model._n_updates}, candidate 1 .*non-finite {what}"):
+        model.learn(30, reset_num_timesteps=False)
+    after = model.get_parameters()["policy"]
+    for key in before:
+        assert np.array_equal(before[key], after[key])
+
+
+# ---------------------------------------------------------------------------
+# Saving and loading
+# ---------------------------------------------------------------------------
+
+
+def test_save_load_predicts_identically_and_learn_continues(tmp_path):
+    model = ARS("LinearPolicy", "Pendulum-v1", n_delta=4, n_top=2, normalize_obs=True, seed=3).learn(2000)
+    path = model.save(tmp_path / "pendulum")
+    assert path.name == "pendulum.npz"
+    loaded = ARS.load(tmp_path / "pendulum")  # no env needed
+    obs = np.stack([model.observation_space.sample() for _ in range(20)])
+    np.testing.assert_array_equal(loaded.predict(obs)[0], model.predict(obs)[0])
+    assert loaded.policy.obs_rms.count == model.policy.obs_rms.count and loaded.num_timesteps == model.num_timesteps
+    # learn() continues from the saved weights, statistics and generator: same as never stopping.
+    loaded.set_env("Pendulum-v1")
+    model.learn(1000, reset_num_timesteps=False)
+    loaded.learn(1000, reset_num_timesteps=False)
+    assert np.array_equal(loaded.policy.parameters_to_vector(), model.policy.parameters_to_vector())
+    assert np.array_equal(loaded.policy.obs_rms.var, model.policy.obs_rms.var)
+
+
+def test_saved_file_is_plain_data(tmp_path):
+    model = ARS("MlpPolicy", "CartPole-v1", n_delta=2, seed=0, policy_kwargs=dict(net_arch=[4], activation_fn="tanh"))
+    path = model.save(tmp_path / "m.npz")
+    with np.load(path, allow_pickle=False) as data:
+        meta = json.loads(str(data["metadata"]))
+        assert set(data.files) == {"parameters", "metadata"}
+    assert meta["format"] == "ars-numpy" and meta["policy"] == "MlpPolicy" and meta["policy_kwargs"]["net_arch"] == [4]
+    assert meta["env_id"] == "CartPole-v1" and meta["observation_space"]["type"] == "Box"
+    loaded = ARS.load(path)
+    assert loaded.policy.activation_fn == "tanh" and loaded.policy.net_arch == [4] and loaded.hparams["n_delta"] == 2
+    assert not list(tmp_path.glob(".*tmp"))  # the atomic write left no temporary file
+
+
+def test_linear_policy_options_survive_save(tmp_path):
+    model = ARS("LinearPolicy", "Pendulum-v1", policy_kwargs=dict(with_bias=True, squash_output=True), zero_policy=False, seed=1)
+    loaded = ARS.load(model.save(tmp_path / "lin"))
+    assert type(loaded.policy) is ARSLinearPolicy and loaded.policy.with_bias and loaded.policy.squash_output
+    assert np.array_equal(loaded.policy.parameters_to_vector(), model.policy.parameters_to_vector())
+
+
+def test_schedule_is_saved_as_its_value_with_a_warning(tmp_path):
+    model = ARS("LinearPolicy", "CartPole-v1", learning_rate=lambda p: 0.1 * p, seed=0)
+    path = model.save(tmp_path / "s")
+    with pytest.warns(UserWarning, match="learning_rate was a schedule"):
+        assert ARS.load(path).learning_rate == 0.1
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert ARS.load(path, learning_rate=0.5).learning_rate == 0.5
+
+
+def test_set_parameters_checks_keys_and_shapes(tmp_path):
+    model = ARS("LinearPolicy", "Pendulum-v1", normalize_obs=True, seed=0).learn(400)
+    other = ARS("LinearPolicy", "Pendulum-v1", normalize_obs=True, seed=1)
+    other.set_parameters(model.get_parameters())
+    np.testing.assert_array_equal(other.predict(np.ones(3))[0], model.predict(np.ones(3))[0])
+    other.set_parameters(model.save(tmp_path / "p"))
+    params = model.get_parameters()
+    del params["policy"]["obs_rms_var"]
+    with pytest.raises(ValueError, match=r"missing \['obs_rms_var'\]"):
+        other.set_parameters(params)
+    other.set_parameters({"policy": {"parameters": np.ones(3)}}, exact_match=False)
+    assert (other.policy.parameters_to_vector() == 1).all()
+    with pytest.raises(ValueError, match=r"'parameters' has shape \(4,\), the model expects \(3,\)"):
+        other.set_parameters({"policy": {"parameters": np.ones(4)}}, exact_match=False)
+    with pytest.raises(ValueError, match="get_parameters"):
+        other.set_parameters({"weights": 1})
+
+
+def test_corrupt_or_foreign_files_give_clear_errors(tmp_path):
+    model = ARS("LinearPolicy", "CartPole-v1", seed=0)
+    good = model.save(tmp_path / "good.npz").read_bytes()
+    (tmp_path / "truncated.npz").write_bytes(good[: len(good) // 2])
+    (tmp_path / "garbage.npz").write_bytes(b"not a model at all" * 10)
+    np.savez(tmp_path / "foreign.npz", weights=np.ones(3))
+    np.savez(tmp_path / "pickled.npz", metadata=np.array([{"format": "ars-numpy"}], dtype=object))
+    for name in ("truncated", "garbage", "pickled"):
+        with pytest.raises(ValueError, match="not a readable ars model file"):
+            ARS.load(tmp_path / f"{name}.npz")
+    with pytest.raises(ValueError, match="not a readable ars model file|not one written by ars"):
+        ARS.load(tmp_path / "foreign.npz")
+    with pytest.raises(FileNotFoundError):
+        ARS.load(tmp_path / "missing.npz")
+
+
+def test_loading_into_an_env_with_other_spaces_names_both(tmp_path):
+    path = ARS("LinearPolicy", "CartPole-v1", seed=0).save(tmp_path / "cartpole")
+    with pytest.raises(ValueError, match=r"the env has observation space Box.*\(3,\).*built for Box.*\(4,\)"):
+        ARS.load(path, env="Pendulum-v1")
+
+
+# ---------------------------------------------------------------------------
+# Torch interop (optional)
+# ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "env_id,policy,kwargs",
+    [("Pendulum-v1", "LinearPolicy", {}), ("Pendulum-v1", "MlpPolicy", dict(net_arch=[8], activation_fn="tanh")), ("CartPole-v1", "MlpPolicy", dict(net_arch=[8]))],
+)
+def test_torch_interop(env_id, policy, kwargs):
+    torch = pytest.importorskip("torch")
+    model = ARS(policy, env_id, n_delta=2, normalize_obs=True, zero_policy=False, policy_kwargs=kwargs, seed=0).learn(600)
+    obs = np.stack([model.observation_space.sample() for _ in range(32)])
+    module = model.policy.to_torch()
+    assert isinstance(module, torch.nn.Module)
+    expected = model.predict(obs)[0]
+    np.testing.assert_allclose(module(torch.as_tensor(obs)).detach().numpy(), expected, atol=1e-6)
+    np.testing.assert_allclose(model.predict(torch.as_tensor(obs))[0], expected)
+    theta = torch.as_tensor(model.policy.parameters_to_vector())
+    model.policy.load_from_vector(theta)
+    returns = model.evaluate_candidates(torch.stack([theta, theta]), None, None)
+    assert returns.shape == (2,)
+    if policy == "LinearPolicy":
+        assert isinstance(ARS("LinearPolicy", env_id, device=torch.device("cpu")).policy, ARSLinearPolicy)
+        assert ARSPolicy(model.observation_space, model.action_space, activation_fn=torch.nn.ReLU).activation_fn == "relu"
+
+
+# ---------------------------------------------------------------------------
+# Learning, MuJoCo, the command line, examples
+# ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_cartpole_reaches_500_within_the_zoo_budget(seed):
+    model = ARS("LinearPolicy", "CartPole-v1", n_delta=2, n_top=2, learning_rate=0.02, delta_std=0.05, seed=seed)
+    model.learn(50_000)
+    mean, std = ars.evaluate_policy(model, "CartPole-v1", n_eval_episodes=10, seed=100 + seed)
+    assert mean == 500.0, f"seed {seed}: mean return {mean} +/- {std}"
+
+
+@pytest.mark.parametrize("env_id", ["Hopper-v4", "Hopper-v5"])
+def test_mujoco_smoke(env_id, tmp_path):
+    pytest.importorskip("mujoco")
+    model = ARS("LinearPolicy", env_id, n_delta=2, n_top=1, learning_rate=0.01, delta_std=0.025, alive_bonus_offset=-1, normalize_obs=True, seed=0)
+    model.learn(1500)
+    assert model.policy.obs_rms.count == model.num_timesteps
+    loaded = ARS.load(model.save(tmp_path / "hopper"))
+    obs = model.env.reset(seed=0)[0]
+    np.testing.assert_array_equal(loaded.predict(obs)[0], model.predict(obs)[0])
+
+
+def _run(args, cwd, env=None, timeout=240):
+    return subprocess.run([sys.executable, *args], cwd=cwd, capture_output=True, text=True, timeout=timeout, env=env)
+
+
+def test_cli_trains_cartpole_saves_and_evaluates(tmp_path):
+    result = _run([str(HERE / "ars.py"), "--seed", "0"], tmp_path)
+    assert result.returncode == 0, result.stderr
+    run_dir = next((tmp_path / "runs").iterdir())
+    assert run_dir.name.startswith("CartPole-v1-")
+    assert {p.name for p in run_dir.iterdir()} == {"model.npz", "progress.csv", "config.json"}
+    config = json.loads((run_dir / "config.json").read_text())
+    assert config["n_delta"] == 2 and config["seed"] == 0 and config["total_timesteps"] == 50_000
+    assert "evaluation: mean return 500.00" in result.stdout
+    result = _run([str(HERE / "ars.py"), "--eval", str(run_dir / "model.npz")], tmp_path)
+    assert result.returncode == 0 and "CartPole-v1: mean return 500.00" in result.stdout, result.stderr
+
+
+def test_cli_mujoco_uses_the_papers_settings_without_warning_noise(tmp_path):
+    pytest.importorskip("mujoco")
+    result = _run([str(HERE / "ars.py"), "--env", "Hopper-v4", "--total-timesteps", "2000", "--run-dir", "out", "--eval-episodes", "2"], tmp_path)
+    assert result.returncode == 0, result.stderr
+    config = json.loads((tmp_path / "out" / "config.json").read_text())
+    assert (config["learning_rate"], config["delta_std"], config["n_delta"], config["n_top"], config["alive_bonus_offset"]) == (0.01, 0.025, 8, 4, -1)
+    assert config["normalize_obs"] is True
+    assert "out of date" not in result.stdout + result.stderr and "DeprecationWarning" not in result.stderr
+    assert "evaluation: mean return" in result.stdout
+    result = _run([str(HERE / "ars.py"), "--env", "HalfCheetah-v5", "--n-delta", "2", "--total-timesteps", "1000", "--run-dir", "hc", "--eval-episodes", "1"], tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert json.loads((tmp_path / "hc" / "config.json").read_text())["delta_std"] == 0.03
+
+
+def test_cli_help_documents_every_flag(tmp_path):
+    result = _run([str(HERE / "ars.py"), "--help"], tmp_path)
+    assert result.returncode == 0
+    for flag in ["--env", "--policy", "--net-arch", "--n-delta", "--n-top", "--learning-rate", "--delta-std", "--alive-bonus-offset",
+                 "--normalize-obs", "--zero-policy", "--common-random-numbers", "--n-eval-episodes", "--total-timesteps", "--seed",
+                 "--run-dir", "--eval", "--eval-episodes"]:  # fmt: skip
+        assert flag in result.stdout
+
+
+def _blocker(tmp_path, modules):
+    """A sitecustomize that makes ``modules`` unimportable, as on a machine without them."""
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text(
+        "import sys\n"
+        "class Block:\n"
+        f"    names = {tuple(modules)!r}\n"
+        "    def find_spec(self, name, path=None, target=None):\n"
+        "        if name.split('.')[0] in self.names:\n"
+        "            raise ImportError(f'No module named {name!r} (blocked by the test)')\n"
+        "sys.meta_path.insert(0, Block())\n"
+    )
+    return dict(os.environ, PYTHONPATH=str(site))
+
+
+def test_cli_without_mujoco_prints_the_install_line(tmp_path):
+    result = _run([str(HERE / "ars.py"), "--env", "Hopper-v4"], tmp_path, env=_blocker(tmp_path, ["mujoco"]))
+    assert result.returncode == 2
+    assert "pip install 'ars-numpy[mujoco]'" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_ars_py_alone_with_only_core_packages(tmp_path):
+    shutil.copy(HERE / "ars.py", tmp_path / "ars.py")
+    code = "import ars, sys; m = ars.ARS('LinearPolicy', 'CartPole-v1', n_delta=2, seed=0).learn(2000); print(sorted(k for k in ('torch', 'tqdm', 'mujoco') if k in sys.modules))"
+    result = _run(["-c", code], tmp_path, env=_blocker(tmp_path, ["torch", "tqdm", "mujoco", "pytest"]))
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "[]"
+
+
+@pytest.mark.parametrize("example", sorted(p.name for p in (HERE / "examples").glob("*.py")))
+def test_examples_run_with_a_tiny_budget(example, tmp_path):
+    result = _run([str(HERE / "examples" / example), "--total-timesteps", "1500"], tmp_path, env=dict(os.environ, PYTHONPATH=str(HERE)))
+    assert result.returncode == 0, result.stdout + result.stderr
