@@ -29,17 +29,24 @@ from __future__ import annotations
 import argparse
 import collections
 import csv
+import hashlib
 import json
 import math
+import multiprocessing
+import multiprocessing.connection
 import os
 import sys
 import tempfile
+import threading
 import time
+import traceback
 import warnings
+import weakref
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+import cloudpickle
 import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
@@ -435,8 +442,10 @@ def episode_seed(seed: int, iteration: int, candidate: int, episode: int) -> int
     return int(np.random.SeedSequence([seed, iteration, candidate, episode]).generate_state(1)[0])
 
 
-def run_episodes(env: gym.Env, act: Callable[[np.ndarray], Any], seeds: Sequence[int]) -> tuple[np.ndarray, np.ndarray, RunningMeanStd]:
-    """Roll out ``act`` for one episode per env seed.
+def run_episodes(
+    env: gym.Env, act: Callable[[np.ndarray], Any], seeds: Sequence[int], options: dict[str, Any] | None = None
+) -> tuple[np.ndarray, np.ndarray, RunningMeanStd]:
+    """Roll out ``act`` for one episode per env seed (``options`` go to every ``env.reset``).
 
     Returns
     -------
@@ -450,7 +459,7 @@ def run_episodes(env: gym.Env, act: Callable[[np.ndarray], Any], seeds: Sequence
     returns, lengths = np.zeros(len(seeds)), np.zeros(len(seeds), dtype=np.int64)
     observations = []
     for i, seed in enumerate(seeds):
-        obs, _ = env.reset(seed=int(seed))
+        obs, _ = env.reset(seed=int(seed), options=options)
         total, steps, done = 0.0, 0, False
         while not done:
             observations.append(obs)
@@ -479,6 +488,377 @@ def evaluate_policy(
     if return_episode_rewards:
         return returns, lengths
     return float(returns.mean()), float(returns.std())
+
+
+# ---------------------------------------------------------------------------
+# Parallel evaluation
+# ---------------------------------------------------------------------------
+#
+# The 2N rollouts of an iteration are independent. Each job carries its
+# candidate's parameters and env seeds, so a result never depends on which
+# process ran it: any number of workers gives bit-identical training.
+
+
+def _rms_to_tuple(rms: RunningMeanStd) -> tuple[np.ndarray, np.ndarray, int]:
+    return rms.mean, rms.var, rms.count
+
+
+def _rms_from_tuple(data: tuple[np.ndarray, np.ndarray, int]) -> RunningMeanStd:
+    rms = RunningMeanStd(np.shape(data[0]))
+    rms.mean, rms.var, rms.count = data
+    return rms
+
+
+class _Evaluator:
+    """What AsyncEval and ExecutorEval share: job seeds, the policy sent with jobs, results in order."""
+
+    def __init__(self, train_policy: Any, n_eval_episodes: int):
+        self.policy: ARSPolicy = getattr(train_policy, "policy", train_policy)
+        if not isinstance(self.policy, ARSPolicy):
+            raise TypeError(f"train_policy must be an ARSPolicy (model.policy); got {type(train_policy).__name__}")
+        self.n_eval_episodes = int(n_eval_episodes)
+        self._seed, self._n_jobs = int(np.random.SeedSequence().entropy % 2**63), 0
+        self.last_visited: list[RunningMeanStd] = []
+
+    def seed(self, seed: int | None = None) -> list[int | None]:
+        """Seed the env seeds of later jobs that are sent without ``episode_seeds``."""
+        self._seed = int(np.random.SeedSequence().entropy % 2**63) if seed is None else int(seed)
+        self._n_jobs = 0
+        return [seed] * self.n_workers
+
+    def _job_seeds(self, n_candidates: int, episode_seeds: Any) -> np.ndarray:
+        if episode_seeds is None:
+            episode_seeds = [[episode_seed(self._seed, self._n_jobs, c, e) for e in range(self.n_eval_episodes)] for c in range(n_candidates)]
+        self._n_jobs += 1
+        episode_seeds = np.asarray(episode_seeds, dtype=np.uint64)
+        if episode_seeds.ndim != 2 or len(episode_seeds) != n_candidates:
+            raise ValueError(f"episode_seeds must have shape ({n_candidates}, n_episodes); got {episode_seeds.shape}")
+        return episode_seeds
+
+    @staticmethod
+    def _check_weights(candidate_weights: Any, pop_size: int | None, n_params: int) -> np.ndarray:
+        weights = _as_array(candidate_weights)
+        if weights.ndim != 2 or weights.shape[1] != n_params or (pop_size is not None and len(weights) != pop_size):
+            raise ValueError(f"candidate_weights must have shape ({pop_size or 'pop_size'}, {n_params}); got {weights.shape}")
+        return weights
+
+    def _ordered(self, results: dict[int, tuple[np.ndarray, np.ndarray, tuple]]) -> list[tuple[int, tuple[np.ndarray, np.ndarray]]]:
+        """Results by candidate index; the visited-state statistics go to ``last_visited``."""
+        order = sorted(results)
+        self.last_visited = [_rms_from_tuple(results[i][2]) for i in order]
+        return [(i, (results[i][0], results[i][1])) for i in order]
+
+    def __enter__(self) -> _Evaluator:
+        return self
+
+    def __exit__(self, *exc_info: Any) -> None:
+        self.close()
+
+
+def _worker(remote: Any, parent_remote: Any, env_fn_bytes: bytes, policy_bytes: bytes) -> None:
+    """A worker process: builds its env once, then runs the commands it receives."""
+    parent_remote.close()
+    try:
+        env = make_env(cloudpickle.loads(env_fn_bytes))
+        policy: ARSPolicy = cloudpickle.loads(policy_bytes)
+        _check_spaces(env.observation_space, env.action_space)
+        visited, options = RunningMeanStd((policy.obs_dim,)), None
+        remote.send(("ok", None))
+    except BaseException:
+        remote.send(("error", traceback.format_exc()))
+        return
+    while True:
+        try:
+            command, data = remote.recv()
+        except (EOFError, OSError, KeyboardInterrupt):  # the main process is gone
+            break
+        try:
+            if command == "eval":
+                index, theta, seeds = data
+                returns, lengths, rms = run_episodes(env, policy.actor(theta), seeds, options)
+                visited.combine(rms)
+                remote.send(("ok", (index, returns, lengths, _rms_to_tuple(rms))))
+            elif command == "set_policy":
+                policy, visited = cloudpickle.loads(data), RunningMeanStd((policy.obs_dim,))
+            elif command == "sync_obs_rms":
+                policy.obs_rms, visited = data, RunningMeanStd((policy.obs_dim,))
+            elif command == "set_options":
+                options = data
+            elif command == "get_obs_rms":
+                remote.send(("ok", _rms_to_tuple(visited)))
+            elif command == "close":
+                break
+        except BaseException:
+            remote.send(("error", traceback.format_exc()))
+    env.close()
+    remote.close()
+
+
+def _shutdown(processes: list[Any], remotes: list[Any]) -> None:
+    """Stop the workers: ask, then terminate, then kill. Safe to call more than once."""
+    for remote in remotes:
+        try:
+            remote.send(("close", None))
+        except (OSError, ValueError):
+            pass
+    deadline = time.monotonic() + 3.0
+    for process in processes:
+        process.join(max(deadline - time.monotonic(), 0.0))
+    for process in processes:
+        if process.is_alive():
+            process.terminate()
+            process.join(1.0)
+        if process.is_alive():
+            process.kill()
+            process.join()
+    for remote in remotes:
+        remote.close()
+
+
+class AsyncEval(_Evaluator):
+    """Evaluate candidates in worker processes, one env per worker, over ``multiprocessing`` Pipes.
+
+    Jobs go out one candidate at a time to whichever worker is free, so long
+    and short episodes balance across workers. ``learn(async_eval=...)`` gives
+    the same weights as the single-process run, for any number of workers, and
+    does not close the evaluator: one AsyncEval serves many ``learn`` calls and
+    models with the same spaces. Close it with :meth:`close` or a ``with`` block
+    (it is also closed when garbage-collected or at interpreter exit).
+
+    Parameters
+    ----------
+    envs_fn : list of callables
+        One function per worker returning a gymnasium env (or an env id); sent with cloudpickle.
+    train_policy : ARSPolicy or ARS
+        The policy (structure and observation statistics) the workers evaluate.
+    start_method : str, optional
+        ``"forkserver"`` (default where available), ``"spawn"`` or ``"fork"``.
+        With the first two, guard your script with ``if __name__ == "__main__":``.
+    n_eval_episodes : int
+        Episodes per candidate.
+
+    Examples
+    --------
+    >>> model = ARS("LinearPolicy", "HalfCheetah-v4", n_delta=32, n_top=4, seed=0)
+    >>> with AsyncEval([lambda: make_env("HalfCheetah-v4")] * 2, model.policy) as async_eval:
+    ...     model.learn(100_000, async_eval=async_eval)
+    """
+
+    def __init__(self, envs_fn: Sequence[Callable[[], gym.Env]], train_policy: Any, start_method: str | None = None, n_eval_episodes: int = 1):
+        super().__init__(train_policy, n_eval_episodes)
+        if not envs_fn:
+            raise ValueError("envs_fn must hold at least one env function (one per worker)")
+        methods = multiprocessing.get_all_start_methods()
+        start_method = start_method or ("forkserver" if "forkserver" in methods else "spawn")
+        if start_method not in methods:
+            raise ValueError(f"start_method must be one of {methods}; got {start_method!r}")
+        ctx = multiprocessing.get_context(start_method)
+        self.n_workers = len(envs_fn)
+        self.remotes, self.processes = [], []
+        self._closer = weakref.finalize(self, _shutdown, self.processes, self.remotes)
+        policy_bytes = cloudpickle.dumps(self.policy)
+        for env_fn in envs_fn:
+            remote, work_remote = ctx.Pipe()
+            process = ctx.Process(target=_worker, args=(work_remote, remote, cloudpickle.dumps(env_fn), policy_bytes), daemon=True)
+            process.start()
+            work_remote.close()
+            self.remotes.append(remote)
+            self.processes.append(process)
+        for i in range(self.n_workers):  # every env must build before any job is sent
+            self._receive(i, "starting its env")
+        self._queue: collections.deque = collections.deque()
+        self._results: dict[int, Any] = {}
+        self._expected = 0
+
+    def _fail(self, message: str) -> RuntimeError:
+        self.close()
+        return RuntimeError(message + "\nThe AsyncEval has been closed; create a new one to continue.")
+
+    def _receive(self, i: int, doing: str) -> Any:
+        """The next message of worker ``i``; a worker that died or failed raises, never hangs."""
+        remote, process = self.remotes[i], self.processes[i]
+        try:
+            while not remote.poll(0.2):
+                if not process.is_alive() and not remote.poll():
+                    raise self._fail(f"AsyncEval worker {i} (pid {process.pid}) died while {doing} (exit code {process.exitcode})")
+            status, payload = remote.recv()
+        except (EOFError, OSError) as error:
+            raise self._fail(f"AsyncEval worker {i} (pid {process.pid}) stopped answering while {doing} ({error!r})") from error
+        if status == "error":
+            raise self._fail(f"AsyncEval worker {i} failed while {doing}:\n{payload}")
+        return payload
+
+    def _send(self, i: int, message: tuple[str, Any]) -> None:
+        try:
+            self.remotes[i].send(message)
+        except (OSError, ValueError) as error:
+            raise self._fail(f"AsyncEval worker {i} (pid {self.processes[i].pid}) cannot be reached ({error!r})") from error
+
+    def _broadcast(self, command: str, data: Any) -> None:
+        if not self._closer.alive:
+            raise RuntimeError("this AsyncEval is closed")
+        for i in range(self.n_workers):
+            self._send(i, (command, data[i] if isinstance(data, list) else data))
+
+    def send_jobs(self, candidate_weights: Any, pop_size: int | None = None, episode_seeds: Any = None) -> None:
+        """Queue the evaluation of each row of ``candidate_weights`` (NumPy array or CPU torch tensor).
+
+        ``episode_seeds`` (shape ``(pop_size, n_eval_episodes)``) fixes each rollout's
+        env seed; by default they derive from :meth:`seed` and a job counter.
+        """
+        if not self._closer.alive:
+            raise RuntimeError("this AsyncEval is closed")
+        weights = self._check_weights(candidate_weights, pop_size, self.policy.n_params)
+        seeds = self._job_seeds(len(weights), episode_seeds)
+        self._queue.extend((c, weights[c], seeds[c]) for c in range(len(weights)))
+        self._expected += len(weights)
+        for i in range(self.n_workers):  # two jobs in flight per worker keeps every core busy
+            for _ in range(2):
+                if self._queue:
+                    self._send(i, ("eval", self._queue.popleft()))
+
+    def get_results(self) -> list[tuple[int, tuple[np.ndarray, np.ndarray]]]:
+        """``[(candidate_index, (episode_rewards, episode_lengths)), ...]`` for every job sent."""
+        while len(self._results) < self._expected:
+            ready = multiprocessing.connection.wait([*self.remotes, *(p.sentinel for p in self.processes)], timeout=1.0)
+            for i, remote in enumerate(self.remotes):
+                if remote in ready or self.processes[i].sentinel in ready:
+                    index, returns, lengths, rms = self._receive(i, "evaluating candidates")
+                    self._results[index] = (returns, lengths, rms)
+                    if self._queue:
+                        self._send(i, ("eval", self._queue.popleft()))
+        results, self._results, self._expected = self._results, {}, 0
+        return self._ordered(results)
+
+    def set_policy(self, policy: Any) -> None:
+        """Evaluate later jobs with ``policy`` (structure and statistics); resets the visited-state statistics."""
+        self.policy = getattr(policy, "policy", policy)
+        self._broadcast("set_policy", cloudpickle.dumps(self.policy))
+
+    def set_options(self, options: list[dict] | dict | None = None) -> list[None]:
+        """Options for ``env.reset``: one dict for all workers, or a list with one per worker.
+
+        They are used from the next reset on, at every reset.
+        """
+        if isinstance(options, list) and len(options) != self.n_workers:
+            raise ValueError(f"got {len(options)} options for {self.n_workers} workers")
+        self._broadcast("set_options", options)
+        return [None] * self.n_workers
+
+    def get_obs_rms(self) -> list[RunningMeanStd]:
+        """Each worker's statistics of the states it visited since the last sync."""
+        self._broadcast("get_obs_rms", None)
+        return [_rms_from_tuple(self._receive(i, "sending its statistics")) for i in range(self.n_workers)]
+
+    def sync_obs_rms(self, obs_rms: RunningMeanStd | None) -> None:
+        """Normalise with ``obs_rms`` from now on; resets the workers' visited-state statistics."""
+        self.policy.obs_rms = None if obs_rms is None else obs_rms.copy()
+        self._broadcast("sync_obs_rms", self.policy.obs_rms)
+
+    def close(self) -> None:
+        """Stop the workers and free their resources. Idempotent."""
+        self._closer()
+
+
+_TASK_ENVS: dict[tuple[str, int], gym.Env] = {}  # per process and thread: executor tasks reuse their env
+
+
+def _evaluate_task(env_fn_bytes: bytes, policy_bytes: bytes, jobs: list[tuple[int, np.ndarray, np.ndarray]], options: dict | None) -> list[tuple]:
+    """One executor task: evaluate ``jobs`` with the env this process (and thread) has cached."""
+    key = (hashlib.sha256(env_fn_bytes).hexdigest(), threading.get_ident())
+    if key not in _TASK_ENVS:
+        _TASK_ENVS[key] = make_env(cloudpickle.loads(env_fn_bytes))
+    env, policy = _TASK_ENVS[key], cloudpickle.loads(policy_bytes)
+    out = []
+    for index, theta, seeds in jobs:
+        returns, lengths, rms = run_episodes(env, policy.actor(theta), seeds, options)
+        out.append((index, returns, lengths, _rms_to_tuple(rms)))
+    return out
+
+
+class ExecutorEval(_Evaluator):
+    """Evaluate candidates as tasks on any ``concurrent.futures.Executor``.
+
+    ProcessPoolExecutor, Dask (``client.get_executor(pure=False)``), mpi4py's
+    MPIPoolExecutor, or Ray through a small adapter (see ``examples/ray_cluster.py``).
+    Each worker process builds the env once and caches it; observation statistics
+    come back with the results, so training gives the same weights as AsyncEval
+    and the single-process run. The workers must be able to ``import ars``. The
+    executor stays the caller's: :meth:`close` does not shut it down.
+
+    Parameters
+    ----------
+    executor : concurrent.futures.Executor
+        Anything with ``submit(fn, *args) -> Future``.
+    env_fn : callable or str
+        Function returning the env (or an env id), sent to the workers with cloudpickle.
+    train_policy : ARSPolicy or ARS
+    n_eval_episodes : int
+    jobs_per_task : int
+        Candidates per task: more amortises a slow executor's per-task cost.
+    """
+
+    def __init__(self, executor: Any, env_fn: Callable[[], gym.Env] | str, train_policy: Any, n_eval_episodes: int = 1, jobs_per_task: int = 1):
+        super().__init__(train_policy, n_eval_episodes)
+        self.executor, self.n_workers, self.jobs_per_task = executor, 1, int(jobs_per_task)
+        self._env_fn_bytes = cloudpickle.dumps(env_fn)
+        self._options: dict | None = None
+        self._futures: list[Any] = []
+        self._visited = RunningMeanStd((self.policy.obs_dim,))
+        self._closed = False
+
+    def send_jobs(self, candidate_weights: Any, pop_size: int | None = None, episode_seeds: Any = None) -> None:
+        """Submit the evaluation of each row of ``candidate_weights``; see :meth:`AsyncEval.send_jobs`."""
+        if self._closed:
+            raise RuntimeError("this ExecutorEval is closed")
+        weights = self._check_weights(candidate_weights, pop_size, self.policy.n_params)
+        seeds = self._job_seeds(len(weights), episode_seeds)
+        policy_bytes = cloudpickle.dumps(self.policy)
+        jobs = [(c, weights[c], seeds[c]) for c in range(len(weights))]
+        for start in range(0, len(jobs), self.jobs_per_task):
+            chunk = jobs[start : start + self.jobs_per_task]
+            self._futures.append(self.executor.submit(_evaluate_task, self._env_fn_bytes, policy_bytes, chunk, self._options))
+
+    def get_results(self) -> list[tuple[int, tuple[np.ndarray, np.ndarray]]]:
+        """``[(candidate_index, (episode_rewards, episode_lengths)), ...]`` for every job sent."""
+        futures, self._futures, results = self._futures, [], {}
+        try:
+            for future in futures:
+                for index, returns, lengths, rms in future.result():
+                    results[index] = (returns, lengths, rms)
+                    self._visited.combine(_rms_from_tuple(rms))
+        except Exception as error:
+            for future in futures:
+                future.cancel()
+            raise RuntimeError(f"an executor task failed: {type(error).__name__}: {error}") from error
+        return self._ordered(results)
+
+    def set_policy(self, policy: Any) -> None:
+        """Evaluate later jobs with ``policy``; resets the visited-state statistics."""
+        self.policy = getattr(policy, "policy", policy)
+        self._visited = RunningMeanStd((self.policy.obs_dim,))
+
+    def set_options(self, options: dict | None = None) -> list[None]:
+        """Options passed to every ``env.reset`` of later jobs."""
+        if isinstance(options, list):
+            raise ValueError("ExecutorEval has no fixed workers: pass one options dict for all")
+        self._options = options
+        return [None]
+
+    def get_obs_rms(self) -> list[RunningMeanStd]:
+        """The statistics of the states visited since the last sync (one entry: the executor)."""
+        return [self._visited.copy()]
+
+    def sync_obs_rms(self, obs_rms: RunningMeanStd | None) -> None:
+        """Normalise with ``obs_rms`` from now on; resets the visited-state statistics."""
+        self.policy.obs_rms = None if obs_rms is None else obs_rms.copy()
+        self._visited = RunningMeanStd((self.policy.obs_dim,))
+
+    def close(self) -> None:
+        """Forget pending jobs; the executor itself is left running. Idempotent."""
+        for future in self._futures:
+            future.cancel()
+        self._futures, self._closed = [], True
 
 
 # ---------------------------------------------------------------------------
@@ -752,10 +1132,13 @@ class ARS:
         seeds = self._candidate_seeds(len(candidate_weights))
         callbacks.hook("on_rollout_start")
         if async_eval is not None:
-            raise NotImplementedError("evaluation with AsyncEval is not available yet")
-        if self.env is None:
-            raise ValueError("no env to evaluate on: pass env= to ARS(...), set_env() or learn()")
-        results = [run_episodes(self.env, self.policy.actor(theta), s) for theta, s in zip(candidate_weights, seeds)]
+            async_eval.set_policy(self.policy)  # the frozen statistics go with the policy
+            async_eval.send_jobs(candidate_weights, len(candidate_weights), episode_seeds=seeds)
+            results = [(r, n, v) for (_, (r, n)), v in zip(async_eval.get_results(), async_eval.last_visited)]
+        elif self.env is not None:
+            results = [run_episodes(self.env, self.policy.actor(theta), s) for theta, s in zip(candidate_weights, seeds)]
+        else:
+            raise ValueError("no env to evaluate on: pass env= to ARS(...), set_env() or learn(), or an async_eval")
         callbacks.hook("on_rollout_end")
         for candidate, (returns, _, visited) in enumerate(results):
             if not (np.isfinite(returns).all() and np.isfinite(visited.mean).all() and np.isfinite(visited.var).all()):
@@ -845,6 +1228,8 @@ class ARS:
         """
         if env is not None:
             self.set_env(env)
+        if self.env is None and async_eval is None:
+            raise ValueError("no env to train on: pass env= to ARS(...) or learn(), or an async_eval")
         log_every = log_interval if log_interval is not None else log_every_n_steps
         if reset_num_timesteps:
             self.num_timesteps = 0
