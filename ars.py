@@ -29,6 +29,7 @@ from __future__ import annotations
 import argparse
 import collections
 import csv
+import functools
 import hashlib
 import json
 import math
@@ -601,7 +602,7 @@ def _shutdown(processes: list[Any], remotes: list[Any]) -> None:
             remote.send(("close", None))
         except (OSError, ValueError):
             pass
-    deadline = time.monotonic() + 3.0
+    deadline = time.monotonic() + 1.0  # idle workers exit at once; busy ones are terminated
     for process in processes:
         process.join(max(deadline - time.monotonic(), 0.0))
     for process in processes:
@@ -680,10 +681,12 @@ class AsyncEval(_Evaluator):
         try:
             while not remote.poll(0.2):
                 if not process.is_alive() and not remote.poll():
-                    raise self._fail(f"AsyncEval worker {i} (pid {process.pid}) died while {doing} (exit code {process.exitcode})")
+                    raise self._fail(f"AsyncEval worker {i} (pid {process.pid}) died (exit code {process.exitcode}) while {doing}")
             status, payload = remote.recv()
         except (EOFError, OSError) as error:
-            raise self._fail(f"AsyncEval worker {i} (pid {process.pid}) stopped answering while {doing} ({error!r})") from error
+            process.join(1.0)
+            state = f"died (exit code {process.exitcode})" if process.exitcode is not None else f"stopped answering ({error!r})"
+            raise self._fail(f"AsyncEval worker {i} (pid {process.pid}) {state} while {doing}") from error
         if status == "error":
             raise self._fail(f"AsyncEval worker {i} failed while {doing}:\n{payload}")
         return payload
@@ -1477,6 +1480,7 @@ def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     add("--n-eval-episodes", type=int, help="episodes per candidate (default 1)")
     add("--total-timesteps", type=float, help="env steps to train for")
     add("--seed", type=int, help="random seed (default: drawn, and saved in config.json)")
+    add("--workers", type=int, help="worker processes for the rollouts (default: one per core for MuJoCo tasks, else 0: this process)")
     add("--run-dir", help="output folder (default runs/<env>-<date>-<time>)")
     add("--eval", metavar="MODEL", help="evaluate a saved model.npz instead of training")
     add("--eval-episodes", type=int, default=10, help="episodes of the final evaluation (default 10)")
@@ -1542,10 +1546,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(f"ARS on {env_id}: {json.dumps({k: v for k, v in config.items() if k not in ('env', 'ars_version')})}")
     print(f"writing to {run_dir}/")
     total = config["total_timesteps"]
+    is_mujoco = "mujoco" in str(getattr(env.spec, "entry_point", ""))
+    workers = args.workers if args.workers is not None else (os.cpu_count() or 1) if is_mujoco else 0
+    async_eval = AsyncEval([functools.partial(make_env, env_id)] * workers, model.policy) if workers > 0 else None
+    print(f"rollouts in {workers} worker processes" if workers else "rollouts in this process")
     try:
-        model.learn(total, callback=_print_progress(total), default_root_dir=run_dir)
+        model.learn(total, callback=_print_progress(total), default_root_dir=run_dir, async_eval=async_eval)
     except KeyboardInterrupt:
         print("interrupted: saving the current model")
+    finally:
+        if async_eval is not None:
+            async_eval.close()
     path = model.save(run_dir / "model.npz")
     mean, std = evaluate_policy(model, env_id, args.eval_episodes, seed=model.seed + 1)
     print(f"saved {path}\nevaluation: mean return {mean:.2f} +/- {std:.2f} over {args.eval_episodes} episodes")

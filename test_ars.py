@@ -673,3 +673,242 @@ def test_ars_py_alone_with_only_core_packages(tmp_path):
 def test_examples_run_with_a_tiny_budget(example, tmp_path):
     result = _run([str(HERE / "examples" / example), "--total-timesteps", "1500"], tmp_path, env=dict(os.environ, PYTHONPATH=str(HERE)))
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+# ---------------------------------------------------------------------------
+# Parallel evaluation: AsyncEval over Pipes, ExecutorEval over any executor
+# ---------------------------------------------------------------------------
+
+import functools  # noqa: E402
+import gc  # noqa: E402
+import multiprocessing  # noqa: E402
+import signal  # noqa: E402
+import threading  # noqa: E402
+import time  # noqa: E402
+from concurrent.futures import ProcessPoolExecutor  # noqa: E402
+
+from ars import AsyncEval, ExecutorEval  # noqa: E402
+
+PENDULUM = functools.partial(gym.make, "Pendulum-v1")
+
+
+def _pendulum_model(seed=3):
+    return ARS("LinearPolicy", "Pendulum-v1", n_delta=4, n_top=2, normalize_obs=True, n_eval_episodes=2, seed=seed)
+
+
+def _weights(model):
+    return model.policy.parameters_to_vector(), model.policy.obs_rms.mean, model.policy.obs_rms.var
+
+
+@pytest.fixture(scope="module")
+def reference_run():
+    return _weights(_pendulum_model().learn(4000))
+
+
+def _assert_all_dead(processes):
+    assert all(not p.is_alive() for p in processes)
+    alive = {p.pid for p in multiprocessing.active_children()}
+    assert not alive & {p.pid for p in processes}
+
+
+@pytest.mark.parametrize("workers,start_method", [(1, "forkserver"), (2, "spawn"), (3, "fork")])
+def test_async_eval_is_bit_identical_to_one_process(workers, start_method, reference_run):
+    with AsyncEval([PENDULUM] * workers, _pendulum_model().policy, start_method=start_method) as async_eval:
+        model = _pendulum_model().learn(4000, async_eval=async_eval)
+        processes = list(async_eval.processes)
+    for got, expected in zip(_weights(model), reference_run):
+        assert np.array_equal(got, expected)
+    _assert_all_dead(processes)
+
+
+def test_async_eval_api_and_exact_statistics():
+    model = _pendulum_model()
+    model.policy.obs_rms.update(np.random.default_rng(0).normal(size=(10, 3)))
+    weights = np.random.default_rng(1).normal(0, 0.3, (6, model.policy.n_params))
+    seeds = np.arange(12).reshape(6, 2) + 1000
+    env = PENDULUM()
+    expected = [ars.run_episodes(env, model.policy.actor(w), s) for w, s in zip(weights, seeds)]
+    with AsyncEval([PENDULUM] * 2, model.policy, n_eval_episodes=2) as async_eval:
+        assert async_eval.seed(5) == [5, 5]
+        async_eval.sync_obs_rms(model.policy.obs_rms)
+        async_eval.send_jobs(weights, 6, episode_seeds=seeds)
+        results = async_eval.get_results()
+        assert [i for i, _ in results] == list(range(6))
+        for (_, (rewards, lengths)), (returns, n, _) in zip(results, expected):
+            assert np.array_equal(rewards, returns) and np.array_equal(lengths, n)
+        merged = RunningMeanStd((3,))
+        for rms in async_eval.get_obs_rms():
+            merged.combine(rms)
+        everything = RunningMeanStd((3,))
+        for _, _, visited in expected:
+            everything.combine(visited)
+        assert merged.count == everything.count == 6 * 2 * 200
+        np.testing.assert_allclose(merged.mean, everything.mean, rtol=1e-10)
+        np.testing.assert_allclose(merged.var, everything.var, rtol=1e-10)
+        async_eval.sync_obs_rms(model.policy.obs_rms)  # a sync starts the statistics over
+        assert all(rms.count == 0 for rms in async_eval.get_obs_rms())
+        async_eval.seed(5)  # without episode_seeds, env seeds come from seed() and a job counter
+        async_eval.send_jobs(weights[:2], 2)
+        first = async_eval.get_results()
+        async_eval.seed(5)
+        async_eval.send_jobs(weights[:2], 2)
+        assert all(np.array_equal(a[1][0], b[1][0]) for a, b in zip(first, async_eval.get_results()))
+        with pytest.raises(ValueError, match="shape"):
+            async_eval.send_jobs(weights[:, :2], 6)
+
+
+class OptionsEnv(NoisyWalk):
+    """Reward scaled by the reset option ``scale``."""
+
+    def reset(self, *, seed=None, options=None):
+        self.scale = (options or {}).get("scale", 1.0)
+        return super().reset(seed=seed)
+
+    def step(self, action):
+        obs, reward, terminated, truncated, info = super().step(action)
+        return obs, self.scale, terminated, truncated, info
+
+
+def test_async_eval_set_options():
+    policy = ARSLinearPolicy(OptionsEnv.observation_space, OptionsEnv.action_space)
+    with AsyncEval([OptionsEnv] * 2, policy, start_method="fork") as async_eval:
+        async_eval.send_jobs(np.zeros((4, policy.n_params)), 4)
+        assert [r[0] for _, (r, _) in async_eval.get_results()] == [5.0] * 4
+        async_eval.set_options({"scale": 2.0})
+        async_eval.send_jobs(np.zeros((4, policy.n_params)), 4)
+        assert [r[0] for _, (r, _) in async_eval.get_results()] == [10.0] * 4
+        async_eval.set_options([{"scale": 3.0}, {"scale": 3.0}])
+        async_eval.send_jobs(np.zeros((2, policy.n_params)), 2)
+        assert [r[0] for _, (r, _) in async_eval.get_results()] == [15.0] * 2
+        with pytest.raises(ValueError, match="3 options for 2 workers"):
+            async_eval.set_options([{}, {}, {}])
+
+
+def test_learn_does_not_close_the_async_eval_it_was_given():
+    with AsyncEval([PENDULUM] * 2, _pendulum_model().policy, start_method="fork") as async_eval:
+        first = _pendulum_model(seed=1)
+        first.learn(1000, async_eval=async_eval)
+        first.learn(1000, async_eval=async_eval, reset_num_timesteps=False)
+        assert all(p.is_alive() for p in async_eval.processes)
+        other = ARS("MlpPolicy", "Pendulum-v1", n_delta=2, policy_kwargs=dict(net_arch=[8]), seed=9)
+        other.learn(1000, async_eval=async_eval)  # another model with the same spaces
+        alone = ARS("MlpPolicy", "Pendulum-v1", n_delta=2, policy_kwargs=dict(net_arch=[8]), seed=9).learn(1000)
+        assert np.array_equal(other.policy.parameters_to_vector(), alone.policy.parameters_to_vector())
+    single = _pendulum_model(seed=1).learn(1000)
+    single.learn(1000, reset_num_timesteps=False)
+    assert np.array_equal(first.policy.parameters_to_vector(), single.policy.parameters_to_vector())
+
+
+class CrashEnv(NoisyWalk):
+    def reset(self, *, seed=None, options=None):
+        if (options or {}).get("crash"):
+            raise RuntimeError("the robot fell off the table")
+        return super().reset(seed=seed)
+
+
+class SlowEnv(NoisyWalk):
+    def step(self, action):
+        time.sleep(0.01)
+        obs, reward, terminated, truncated, info = super().step(action)
+        return obs, reward, terminated, self.t >= 300, info
+
+
+def _failing_env():
+    raise ValueError("no such robot: Hopper-v99")
+
+
+def test_async_eval_worker_exception_carries_its_traceback():
+    policy = ARSLinearPolicy(CrashEnv.observation_space, CrashEnv.action_space)
+    async_eval = AsyncEval([CrashEnv] * 2, policy)
+    processes = list(async_eval.processes)
+    async_eval.set_options([{}, {"crash": True}])
+    async_eval.send_jobs(np.zeros((4, policy.n_params)), 4)
+    with pytest.raises(RuntimeError, match=r"(?s)worker 1 failed.*Traceback.*the robot fell off the table"):
+        async_eval.get_results()
+    async_eval.close()
+    async_eval.close()
+    _assert_all_dead(processes)
+    with pytest.raises(RuntimeError, match="closed"):
+        async_eval.send_jobs(np.zeros((1, policy.n_params)), 1)
+
+
+def test_async_eval_killed_worker_raises_within_seconds():
+    policy = ARSLinearPolicy(SlowEnv.observation_space, SlowEnv.action_space)
+    async_eval = AsyncEval([SlowEnv] * 2, policy, start_method="fork")
+    processes = list(async_eval.processes)
+    async_eval.send_jobs(np.zeros((8, policy.n_params)), 8)  # 3 s of work per candidate
+    threading.Timer(0.5, os.kill, (processes[0].pid, signal.SIGKILL)).start()
+    start = time.monotonic()
+    with pytest.raises(RuntimeError, match=r"worker 0 \(pid \d+\) died \(exit code -9\)"):
+        async_eval.get_results()
+    assert time.monotonic() - start < 5.0
+    async_eval.close()
+    _assert_all_dead(processes)
+
+
+def test_async_eval_env_that_fails_at_start_up():
+    policy = ARSLinearPolicy(NoisyWalk.observation_space, NoisyWalk.action_space)
+    before = {p.pid for p in multiprocessing.active_children()}
+    with pytest.raises(RuntimeError, match=r"(?s)starting its env.*no such robot: Hopper-v99"):
+        AsyncEval([NoisyWalk, _failing_env], policy)
+    gc.collect()
+    assert {p.pid for p in multiprocessing.active_children()} <= before
+
+
+def test_async_eval_closes_when_collected_and_at_exit(tmp_path):
+    async_eval = AsyncEval([PENDULUM], _pendulum_model().policy, start_method="fork")
+    processes = list(async_eval.processes)
+    del async_eval
+    gc.collect()
+    for p in processes:
+        p.join(5)
+    _assert_all_dead(processes)
+    script = (
+        "import functools, gymnasium as gym, ars\n"
+        "if __name__ == '__main__':\n"
+        "    model = ars.ARS('LinearPolicy', 'Pendulum-v1', n_delta=2, seed=0)\n"
+        "    ae = ars.AsyncEval([functools.partial(gym.make, 'Pendulum-v1')] * 2, model.policy)\n"
+        "    model.learn(800, async_eval=ae)\n"
+        "    print(' '.join(str(p.pid) for p in ae.processes))\n"
+    )
+    (tmp_path / "leave_open.py").write_text(script)
+    result = _run([str(tmp_path / "leave_open.py")], tmp_path, env=dict(os.environ, PYTHONPATH=str(HERE)), timeout=60)
+    assert result.returncode == 0, result.stderr
+    time.sleep(0.5)
+    for pid in map(int, result.stdout.split()):
+        with pytest.raises(ProcessLookupError):
+            os.kill(pid, 0)
+
+
+def test_process_pool_executor_gives_the_same_weights(reference_run):
+    ctx = multiprocessing.get_context("forkserver")
+    with ProcessPoolExecutor(max_workers=2, mp_context=ctx) as executor:
+        evaluator = ExecutorEval(executor, PENDULUM, _pendulum_model().policy)
+        model = _pendulum_model().learn(4000, async_eval=evaluator)
+        bad = ExecutorEval(executor, CrashEnv, ARSLinearPolicy(CrashEnv.observation_space, CrashEnv.action_space))
+        bad.set_options({"crash": True})
+        bad.send_jobs(np.zeros((2, 8)), 2)
+        with pytest.raises(RuntimeError, match="executor task failed.*the robot fell off the table"):
+            bad.get_results()
+    for got, expected in zip(_weights(model), reference_run):
+        assert np.array_equal(got, expected)
+
+
+def test_dask_local_cluster_gives_the_same_weights(reference_run):
+    distributed = pytest.importorskip("distributed")
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1", dashboard_address=None) as cluster:
+        with distributed.Client(cluster) as client:
+            evaluator = ExecutorEval(client.get_executor(pure=False), PENDULUM, _pendulum_model().policy)
+            model = _pendulum_model().learn(4000, async_eval=evaluator)
+    for got, expected in zip(_weights(model), reference_run):
+        assert np.array_equal(got, expected)
+
+
+def test_cli_workers_give_the_same_model(tmp_path):
+    for workers in ("0", "2"):
+        args = [str(HERE / "ars.py"), "--env", "Pendulum-v1", "--workers", workers, "--total-timesteps", "3000", "--seed", "0", "--run-dir", f"w{workers}", "--eval-episodes", "1"]
+        result = _run(args, tmp_path)
+        assert result.returncode == 0, result.stderr
+    assert "2 worker processes" in result.stdout
+    a, b = ARS.load(tmp_path / "w0" / "model.npz"), ARS.load(tmp_path / "w2" / "model.npz")
+    assert np.array_equal(a.policy.parameters_to_vector(), b.policy.parameters_to_vector())
