@@ -290,27 +290,37 @@ class ARSPolicy:
             layers[0] = (weight, shift if bias is None else bias + shift)
         return layers
 
-    def _to_action(self, out: np.ndarray) -> np.ndarray:
-        """Network outputs ``(..., action_dim)`` to actions of the action space."""
+    def _action_map(self) -> Callable[[np.ndarray], Any]:
+        """The function from network outputs ``(..., action_dim)`` (a fresh array) to actions.
+
+        Chosen once per policy, not per call: it runs at every env step.
+        """
         if isinstance(self.action_space, spaces.Discrete):
-            return np.argmax(out, axis=-1) + int(self.action_space.start)
+            start = int(self.action_space.start)
+            return lambda out: out.argmax(axis=-1) + start
         if self.squash_output:
-            out = self._center + self._scale * np.tanh(out)
-        else:
-            out = np.clip(out, self._low, self._high)
-        return out.reshape(out.shape[:-1] + self.action_space.shape)
+            center, scale, tanh = self._center, self._scale, np.tanh
+            to_box = lambda out: center + scale * tanh(out)
+        else:  # np.clip, in place and without its per-call overhead
+            low, high, maximum, minimum = self._low, self._high, np.maximum, np.minimum
+            to_box = lambda out: minimum(maximum(out, low, out=out), high, out=out)
+        shape = self.action_space.shape
+        return to_box if len(shape) == 1 else lambda out: to_box(out).reshape(out.shape[:-1] + shape)
 
     def actor(self, theta: Any = None) -> Callable[[np.ndarray], Any]:
         """A fast function ``obs -> action`` for one parameter vector (the rollout hot path)."""
         layers = self._layers(self._theta if theta is None else _as_array(theta))
         hidden, (w_out, b_out) = layers[:-1], layers[-1]
-        activation, to_action, obs_dim = ACTIVATIONS[self.activation_fn], self._to_action, self.obs_dim
+        activation, to_action, obs_dim = ACTIVATIONS[self.activation_fn], self._action_map(), self.obs_dim
+        flat = len(self.observation_space.shape) == 1
+
+        dot = np.dot  # cheaper per call than the @ operator on one small vector
 
         def act(obs: np.ndarray) -> Any:
-            h = np.reshape(obs, obs_dim)
+            h = obs if flat else obs.reshape(obs_dim)
             for weight, bias in hidden:
-                h = activation(weight @ h if bias is None else weight @ h + bias)
-            return to_action(w_out @ h if b_out is None else w_out @ h + b_out)
+                h = activation(dot(weight, h) if bias is None else dot(weight, h) + bias)
+            return to_action(dot(w_out, h) if b_out is None else dot(w_out, h) + b_out)
 
         return act
 
@@ -351,8 +361,7 @@ class ARSPolicy:
             for i, (weight, bias) in enumerate(layers):
                 h = h @ weight.T + (0.0 if bias is None else bias)
                 h = activation(h) if i < len(layers) - 1 else h
-        actions = self._to_action(h)
-        return actions.reshape(lead + self.action_space.shape)
+        return self._action_map()(h).reshape(lead + self.action_space.shape)
 
     def predict(self, observation: Any, state: Any = None, episode_start: Any = None, deterministic: bool = True) -> tuple[np.ndarray, None]:
         """``(action, None)`` for one observation or a batch (SB3's signature; ARS is deterministic)."""
@@ -458,17 +467,17 @@ def run_episodes(
         Statistics of every observation the policy acted on.
     """
     returns, lengths = np.zeros(len(seeds)), np.zeros(len(seeds), dtype=np.int64)
-    observations = []
+    observations: list[np.ndarray] = []
     for i, seed in enumerate(seeds):
         obs, _ = env.reset(seed=int(seed), options=options)
-        total, steps, done = 0.0, 0, False
-        while not done:
+        first, total = len(observations), 0.0
+        while True:  # the hot loop: nothing here that could be done once per episode
             observations.append(obs)
             obs, reward, terminated, truncated, _ = env.step(act(obs))
             total += reward
-            steps += 1
-            done = terminated or truncated
-        returns[i], lengths[i] = total, steps
+            if terminated or truncated:
+                break
+        returns[i], lengths[i] = total, len(observations) - first
     shape = env.observation_space.shape
     visited = RunningMeanStd((int(np.prod(shape)),)).update(np.asarray(observations, dtype=np.float64).reshape(len(observations), -1))
     return returns, lengths, visited
