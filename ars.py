@@ -960,6 +960,106 @@ class _Callbacks:
         return keep_going
 
 
+
+class EvalCallback:
+    """Evaluate the policy every ``eval_freq`` timesteps on a separate env; keep the best model.
+
+    Evaluations are deterministic, use the env's own rewards (no ``alive_bonus_offset``)
+    and a fixed set of episode seeds of their own, so successive evaluations compare
+    like with like. Results go to the log table and ``progress.csv`` as ``eval/...``,
+    and to ``self.evaluations``: ``(timesteps, train_seconds, mean, std)``, where
+    ``train_seconds`` leaves out the time spent evaluating.
+
+    Parameters
+    ----------
+    eval_env : str, gymnasium.Env or callable
+        The env to evaluate on (an id or a function is needed for ``eval_concurrency > 1``).
+    eval_freq : int
+        Timesteps between evaluations, checked after each iteration. It also evaluates when training starts.
+    n_eval_episodes : int
+        Episodes per evaluation.
+    eval_concurrency : int
+        Worker processes for the evaluation episodes (1: in this process).
+    best_model_save_path : str, optional
+        Folder for ``best_model.npz``, rewritten whenever the mean return improves.
+    seed : int
+        Seeds the evaluation episodes.
+    verbose : int
+        1 prints each evaluation.
+    """
+
+    def __init__(
+        self,
+        eval_env: str | gym.Env | Callable[[], gym.Env],
+        eval_freq: int = 10_000,
+        n_eval_episodes: int = 10,
+        eval_concurrency: int = 1,
+        best_model_save_path: str | os.PathLike | None = None,
+        seed: int = 0,
+        verbose: int = 0,
+    ):
+        self.eval_env, self.eval_freq, self.n_eval_episodes = eval_env, int(eval_freq), int(n_eval_episodes)
+        self.eval_concurrency, self.verbose = int(eval_concurrency), verbose
+        self.best_model_save_path = None if best_model_save_path is None else Path(best_model_save_path)
+        self.seeds = np.random.SeedSequence([seed, 1]).generate_state(self.n_eval_episodes)
+        self.evaluations: list[tuple[int, float, float, float]] = []
+        self.best_mean_reward = -np.inf
+        self._env: gym.Env | None = None
+        self._async_eval: AsyncEval | None = None
+
+    def init_callback(self, model: ARS) -> None:
+        self.model = model
+        if self.eval_concurrency > 1 and self._async_eval is None:
+            env_fn = self.eval_env if callable(self.eval_env) and not isinstance(self.eval_env, gym.Env) else functools.partial(make_env, self.eval_env)
+            if isinstance(self.eval_env, gym.Env):
+                raise ValueError("eval_concurrency > 1 needs the eval env as an id or a function, to build it in each worker")
+            self._async_eval = AsyncEval([env_fn] * self.eval_concurrency, model.policy)
+        elif self._env is None and self.eval_concurrency <= 1:
+            self._env = make_env(self.eval_env)
+
+    def on_training_start(self, locals_: dict[str, Any], globals_: dict[str, Any]) -> None:
+        self._eval_seconds, self._start = 0.0, time.perf_counter()
+        self.evaluate()  # where training starts from
+        self._next = self.model.num_timesteps + self.eval_freq
+
+    def on_step(self) -> bool:
+        if self.model.num_timesteps >= self._next:
+            self._next = self.model.num_timesteps + self.eval_freq
+            self.evaluate()
+        return True
+
+    def evaluate(self) -> tuple[float, float]:
+        """Evaluate now; returns (mean, std) of the episode returns."""
+        began = time.perf_counter()
+        policy = self.model.policy
+        if self._async_eval is not None:
+            self._async_eval.set_policy(policy)
+            weights = np.tile(policy.parameters_to_vector(), (self.n_eval_episodes, 1))
+            self._async_eval.send_jobs(weights, self.n_eval_episodes, episode_seeds=self.seeds[:, None])
+            returns = np.array([r[0] for _, (r, _) in self._async_eval.get_results()])
+        else:
+            returns = run_episodes(self._env, policy.actor(), self.seeds)[0]
+        mean, std = float(returns.mean()), float(returns.std())
+        self._eval_seconds += time.perf_counter() - began
+        seconds = time.perf_counter() - self._start - self._eval_seconds
+        self.evaluations.append((self.model.num_timesteps, seconds, mean, std))
+        self.model.logger.record("eval/mean_reward", mean)
+        self.model.logger.record("eval/std_reward", std)
+        if mean > self.best_mean_reward:
+            self.best_mean_reward = mean
+            if self.best_model_save_path is not None:
+                self.model.save(self.best_model_save_path / "best_model.npz")
+        self.model.logger.record("eval/best_mean_reward", self.best_mean_reward)
+        if self.verbose >= 1:
+            print(f"eval at {self.model.num_timesteps:,} steps: {mean:.2f} +/- {std:.2f} (best {self.best_mean_reward:.2f})", flush=True)
+        return mean, std
+
+    def on_training_end(self) -> None:
+        if self._async_eval is not None:
+            self._async_eval.close()
+            self._async_eval = None
+
+
 # ---------------------------------------------------------------------------
 # The learner
 # ---------------------------------------------------------------------------
@@ -1262,9 +1362,10 @@ class ARS:
             self._do_one_update(callbacks, async_eval)
             if bar is not None:
                 bar.update(self.num_timesteps - before)
+            keep_going = callbacks.on_step(locals())  # before the log row, so an evaluation lands in it
             if log_every and self._n_updates % log_every == 0:
                 self.dump_logs()
-            if not callbacks.on_step(locals()):
+            if not keep_going:
                 break
         callbacks.hook("on_training_end")
         if bar is not None:

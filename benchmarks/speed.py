@@ -26,6 +26,8 @@ from pathlib import Path
 
 import numpy as np
 
+# Python puts this folder first on sys.path, where mujoco.py would shadow the real mujoco package.
+sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import ars  # noqa: E402
 
