@@ -888,6 +888,9 @@ class Logger:
         self._columns: list[str] = []
         if self.dir is not None:
             self.dir.mkdir(parents=True, exist_ok=True)
+            if (self.dir / "progress.csv").exists():  # continue the file: a resumed run keeps its earlier rows
+                with (self.dir / "progress.csv").open() as f:
+                    self._columns = next(csv.reader(f), [])
 
     def record(self, key: str, value: Any, exclude: Any = None) -> None:
         """Set ``key`` for the next dump (``exclude`` is accepted for SB3 callbacks)."""
@@ -1106,6 +1109,10 @@ class ARS:
         V2 (True): normalise observations with the statistics of all visited states. V1: False.
     common_random_numbers : bool
         Give the + and - rollouts of a direction the same env seed.
+    normalization_samples : int
+        V2: before the first iteration, estimate the observation statistics from whole
+        episodes of the initial policy totalling at least this many steps (counted in
+        ``num_timesteps``), so that V2 does not start from unit statistics.
 
     Examples
     --------
@@ -1134,6 +1141,7 @@ class ARS:
         _init_setup_model: bool = True,
         normalize_obs: bool = False,
         common_random_numbers: bool = True,
+        normalization_samples: int = 0,
     ):
         if str(device) not in ("cpu", "auto"):
             raise ValueError(f"ars runs on the CPU with NumPy; device must be 'cpu' or 'auto', got {device!r}")
@@ -1152,12 +1160,14 @@ class ARS:
             zero_policy=zero_policy, alive_bonus_offset=alive_bonus_offset, n_eval_episodes=n_eval_episodes,
             policy_kwargs=policy_kwargs, stats_window_size=stats_window_size, tensorboard_log=tensorboard_log,
             seed=seed, verbose=verbose, device=device, normalize_obs=normalize_obs, common_random_numbers=common_random_numbers,
+            normalization_samples=normalization_samples,
         )  # fmt: skip
         self.policy_class, self.policy_kwargs = policy, dict(policy_kwargs or {})
         self.n_delta, self.n_top, self.n_eval_episodes = int(n_delta), n_top, int(n_eval_episodes)
         self.learning_rate, self.delta_std = learning_rate, delta_std
         self.zero_policy, self.alive_bonus_offset = bool(zero_policy), float(alive_bonus_offset)
         self.normalize_obs, self.common_random_numbers = bool(normalize_obs), bool(common_random_numbers)
+        self.normalization_samples = int(normalization_samples)
         self.tensorboard_log, self.verbose = tensorboard_log, int(verbose)
         self.seed = int(seed) if seed is not None else int(np.random.SeedSequence().entropy % 2**63)
         self._rng = np.random.default_rng(self.seed)  # draws the directions
@@ -1243,14 +1253,7 @@ class ARS:
         callbacks = callback if isinstance(callback, _Callbacks) else _Callbacks(callback, self)
         seeds = self._candidate_seeds(len(candidate_weights))
         callbacks.hook("on_rollout_start")
-        if async_eval is not None:
-            async_eval.set_policy(self.policy)  # the frozen statistics go with the policy
-            async_eval.send_jobs(candidate_weights, len(candidate_weights), episode_seeds=seeds)
-            results = [(r, n, v) for (_, (r, n)), v in zip(async_eval.get_results(), async_eval.last_visited)]
-        elif self.env is not None:
-            results = [run_episodes(self.env, self.policy.actor(theta), s) for theta, s in zip(candidate_weights, seeds)]
-        else:
-            raise ValueError("no env to evaluate on: pass env= to ARS(...), set_env() or learn(), or an async_eval")
+        results = self._rollouts(candidate_weights, seeds, async_eval)
         callbacks.hook("on_rollout_end")
         for candidate, (returns, _, visited) in enumerate(results):
             if not (np.isfinite(returns).all() and np.isfinite(visited.mean).all() and np.isfinite(visited.var).all()):
@@ -1265,6 +1268,74 @@ class ARS:
             self.ep_info_buffer.extend({"r": float(r), "l": int(n)} for r, n in zip(returns, lengths))
             self.num_timesteps += int(lengths.sum())
         return np.array([np.mean(r + self.alive_bonus_offset * n) for r, n, _ in results])
+
+    def _rollouts(self, weights: np.ndarray, seeds: Sequence[Sequence[int]], async_eval: Any) -> list[tuple[np.ndarray, np.ndarray, RunningMeanStd]]:
+        """(returns, lengths, visited) per parameter vector: in worker processes if given, else here."""
+        if async_eval is not None:
+            async_eval.set_policy(self.policy)  # the frozen statistics go with the policy
+            async_eval.send_jobs(weights, len(weights), episode_seeds=seeds)
+            return [(r, n, v) for (_, (r, n)), v in zip(async_eval.get_results(), async_eval.last_visited)]
+        if self.env is None:
+            raise ValueError("no env to evaluate on: pass env= to ARS(...), set_env() or learn(), or an async_eval")
+        return [run_episodes(self.env, self.policy.actor(theta), s) for theta, s in zip(weights, seeds)]
+
+    def _warm_up_statistics(self, async_eval: Any) -> None:
+        """``normalization_samples``: observation statistics from episodes of the initial policy."""
+        theta, visited, episode = self.policy.parameters_to_vector(), RunningMeanStd((self.policy.obs_dim,)), 0
+        batch = max(getattr(async_eval, "n_workers", 1), 1)
+        while visited.count < self.normalization_samples:
+            # iteration key 2**40 is never a training iteration: these seeds are the warm-up's own
+            seeds = [[episode_seed(self.seed, 2**40, episode + i, 0)] for i in range(batch)]
+            for _, lengths, rms in self._rollouts(np.tile(theta, (batch, 1)), seeds, async_eval):
+                visited.combine(rms)
+                self.num_timesteps += int(lengths.sum())
+            episode += batch
+        self.policy.obs_rms = self.policy.obs_rms.copy().combine(visited)
+
+    def warm_start(self, demonstrations: Any, ridge: float = 1e-3) -> None:
+        """Fit the linear policy to demonstrations in closed form, before training.
+
+        The demonstrations' observations seed the observation statistics (V2); the
+        policy is then the ridge regression of the actions on the normalised
+        observations. Squashed Box actions are regressed through ``atanh`` of the
+        rescaled actions; Discrete actions through one-hot targets.
+
+        Parameters
+        ----------
+        demonstrations : tuple or path
+            ``(observations, actions)`` arrays, or a ``.npz`` file or a folder of them,
+            each holding ``observations`` and ``actions``.
+        ridge : float
+            The L2 penalty of the regression.
+        """
+        if self.policy.net_arch:
+            raise ValueError("warm_start fits linear policies (LinearPolicy, or MlpPolicy with net_arch=[])")
+        observations, actions = load_demonstrations(demonstrations) if isinstance(demonstrations, (str, os.PathLike)) else demonstrations
+        observations = _as_array(observations).reshape(-1, self.policy.obs_dim)
+        actions = _as_array(actions, None)
+        if len(actions) != len(observations):
+            raise ValueError(f"got {len(observations)} observations but {len(actions)} actions")
+        if self.policy.obs_rms is not None:
+            self.policy.obs_rms = self.policy.obs_rms.copy().update(observations)
+        policy = self.policy
+        if isinstance(self.action_space, spaces.Discrete):
+            targets = -np.ones((len(actions), policy.action_dim))
+            targets[np.arange(len(actions)), actions.astype(np.int64).reshape(-1) - int(self.action_space.start)] = 1.0
+        else:
+            targets = actions.astype(np.float64).reshape(len(actions), -1)
+            if policy.squash_output:
+                targets = np.arctanh(np.clip((targets - policy._center) / policy._scale, -0.999, 0.999))
+        if policy.obs_rms is not None:  # regress on what the first layer sees: normalised observations
+            var = policy.obs_rms.var.reshape(-1)
+            inv_std = np.where(var < MIN_VARIANCE, 0.0, 1.0 / np.sqrt(np.maximum(var, MIN_VARIANCE)))
+            inputs = (observations - policy.obs_rms.mean.reshape(-1)) * inv_std
+        else:
+            inputs = observations
+        if policy.with_bias:
+            inputs = np.hstack([inputs, np.ones((len(inputs), 1))])
+        solution = np.linalg.solve(inputs.T @ inputs + ridge * np.eye(inputs.shape[1]), inputs.T @ targets).T
+        weight, bias = (solution[:, :-1], solution[:, -1]) if policy.with_bias else (solution, None)
+        policy.load_from_vector(np.concatenate([weight.ravel(), [] if bias is None else bias]))
 
     def _schedule_value(self, value: float | Schedule) -> float:
         return float(value(self._current_progress_remaining) if callable(value) else value)
@@ -1306,6 +1377,7 @@ class ARS:
         progress_bar: bool = False,
         default_root_dir: str | os.PathLike | None = None,
         log_interval: int | None = None,
+        checkpoint_interval: int | None = None,
     ) -> ARS:
         """Train for ``total_timesteps`` env steps (the last iteration may overshoot).
 
@@ -1332,6 +1404,10 @@ class ARS:
             Folder for ``progress.csv``.
         log_interval : int, optional
             Stable-Baselines3's name for ``log_every_n_steps``.
+        checkpoint_interval : int, optional
+            Every this many iterations (and at the end), write ``checkpoint.npz`` to the log
+            folder, atomically. To resume exactly: ``ARS.load(checkpoint)`` then
+            ``learn(total - model.num_timesteps, reset_num_timesteps=False)``.
 
         Returns
         -------
@@ -1348,6 +1424,8 @@ class ARS:
             self.ep_info_buffer.clear()
         self._total_timesteps = int(total_timesteps) + self.num_timesteps
         self.logger = Logger(self.verbose, self._log_dir(default_root_dir, tb_log_name, reset_num_timesteps))
+        if checkpoint_interval and self.logger.dir is None:
+            raise ValueError("checkpoint_interval needs a folder: pass default_root_dir (or set tensorboard_log)")
         bar = None
         if progress_bar:
             tqdm = _require("tqdm", "pip install 'ars-numpy[progress]'")
@@ -1355,6 +1433,8 @@ class ARS:
         callbacks = _Callbacks(callback, self)
         start_time, start_steps = time.perf_counter(), self.num_timesteps
         self._start_time, self._start_steps = start_time, start_steps
+        if self.normalization_samples and self.policy.obs_rms is not None and self.policy.obs_rms.count == 0:
+            self._warm_up_statistics(async_eval)
         callbacks.hook("on_training_start", locals(), globals())
         while self.num_timesteps < self._total_timesteps:
             self._current_progress_remaining = 1.0 - self.num_timesteps / self._total_timesteps
@@ -1365,8 +1445,12 @@ class ARS:
             keep_going = callbacks.on_step(locals())  # before the log row, so an evaluation lands in it
             if log_every and self._n_updates % log_every == 0:
                 self.dump_logs()
+            if checkpoint_interval and self._n_updates % checkpoint_interval == 0:
+                self.save(self.logger.dir / "checkpoint.npz")
             if not keep_going:
                 break
+        if checkpoint_interval:
+            self.save(self.logger.dir / "checkpoint.npz")
         callbacks.hook("on_training_end")
         if bar is not None:
             bar.close()
@@ -1436,7 +1520,8 @@ class ARS:
         config = self.policy.config()
         if policy_name == "LinearPolicy":
             config = {k: config[k] for k in ("with_bias", "squash_output")}
-        hparams = {k: self.hparams[k] for k in ("n_delta", "n_top", "zero_policy", "alive_bonus_offset", "n_eval_episodes", "stats_window_size", "normalize_obs", "common_random_numbers")}
+        names = ("n_delta", "n_top", "zero_policy", "alive_bonus_offset", "n_eval_episodes", "stats_window_size", "normalize_obs", "common_random_numbers", "normalization_samples")
+        hparams = {k: self.hparams[k] for k in names}
         hparams.update(seed=self.seed, learning_rate=self._schedule_value(self.learning_rate), delta_std=self._schedule_value(self.delta_std))
         return dict(
             format=FORMAT, format_version=FORMAT_VERSION, ars_version=__version__,
@@ -1538,6 +1623,22 @@ def _read_model_file(path: str | os.PathLike) -> tuple[dict[str, Any], dict[str,
     return meta, arrays
 
 
+def load_demonstrations(path: str | os.PathLike) -> tuple[np.ndarray, np.ndarray]:
+    """``(observations, actions)`` from a ``.npz`` trajectory or a folder of them (plain arrays only)."""
+    path = Path(path)
+    files = sorted(path.glob("*.npz")) if path.is_dir() else [path]
+    if not files:
+        raise FileNotFoundError(f"no .npz trajectories in {path}")
+    observations, actions = [], []
+    for file in files:
+        with np.load(file, allow_pickle=False) as data:
+            if not {"observations", "actions"} <= set(data.files):
+                raise ValueError(f"{file} must hold arrays 'observations' and 'actions'; it holds {sorted(data.files)}")
+            observations.append(data["observations"])
+            actions.append(data["actions"])
+    return np.concatenate(observations), np.concatenate(actions)
+
+
 # ---------------------------------------------------------------------------
 # Command line
 # ---------------------------------------------------------------------------
@@ -1572,7 +1673,8 @@ def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         f"the env ({', '.join(PAPER_SETTINGS)}; any -v4/-v5 id) or a generic default.",
         epilog="examples:\n  python ars.py                        CartPole-v1 to 500 in seconds\n"
         "  python ars.py --env Hopper-v4        the paper's Hopper run\n"
-        "  python ars.py --eval runs/Hopper-v4-20261129-101500/model.npz",
+        "  python ars.py --eval runs/Hopper-v4-20261129-101500/model.npz\n"
+        "  python ars.py --resume runs/Hopper-v4-20261129-101500",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     add = p.add_argument
@@ -1593,12 +1695,17 @@ def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     add("--workers", type=int, help="worker processes for the rollouts (default: one per core for MuJoCo tasks, else 0: this process)")
     add("--run-dir", help="output folder (default runs/<env>-<date>-<time>)")
     add("--eval", metavar="MODEL", help="evaluate a saved model.npz instead of training")
-    add("--eval-episodes", type=int, default=10, help="episodes of the final evaluation (default 10)")
+    add("--eval-episodes", type=int, default=10, help="episodes per evaluation, during training and at the end (default 10)")
+    add("--eval-freq", type=int, help="timesteps between evaluations during training (default: total / 20)")
+    add("--checkpoint-interval", type=int, default=10, help="iterations between checkpoints in the run folder (default 10)")
+    add("--resume", metavar="RUN_DIR", help="continue an interrupted run from its checkpoint, exactly")
+    add("--demos", metavar="PATH", help="warm start: fit the linear policy to demonstrations (.npz, or a folder of them)")
+    add("--normalization-samples", type=int, default=0, help="V2: steps of the initial policy to estimate the statistics from")
     add("--verbose", type=int, default=0, help="1: print the full log table each iteration")
     return p.parse_args(argv)
 
 
-def _print_progress(total: int) -> Callable[[dict[str, Any], dict[str, Any]], bool]:
+def _print_progress(total: int, evaluation: EvalCallback) -> Callable[[dict[str, Any], dict[str, Any]], bool]:
     """A callback printing one progress line at most every two seconds, and at the end."""
     last = [0.0]
 
@@ -1609,10 +1716,11 @@ def _print_progress(total: int) -> Callable[[dict[str, Any], dict[str, Any]], bo
             last[0] = now
             fps = (model.num_timesteps - model._start_steps) / max(now - model._start_time, 1e-9)
             reward = np.mean([e["r"] for e in model.ep_info_buffer]) if model.ep_info_buffer else float("nan")
+            latest = evaluation.evaluations[-1][2] if evaluation.evaluations else float("nan")
             eta = max(model._total_timesteps - model.num_timesteps, 0) / max(fps, 1e-9)
             print(
-                f"{model.num_timesteps:>12,} / {total:,} steps | iter {model._n_updates:>6} | "
-                f"ep_rew_mean {reward:10.2f} | {fps:9,.0f} steps/s | eta {eta / 60:6.1f} min",
+                f"{model.num_timesteps:>12,} / {total:,} steps | iter {model._n_updates:>6} | train return {reward:10.2f} | "
+                f"eval {latest:10.2f} (best {evaluation.best_mean_reward:10.2f}) | {fps:9,.0f} steps/s | eta {eta / 60:6.1f} min",
                 flush=True,
             )
         return True
@@ -1620,9 +1728,56 @@ def _print_progress(total: int) -> Callable[[dict[str, Any], dict[str, Any]], bo
     return callback
 
 
+def _trim_progress(path: Path, n_updates: int) -> float:
+    """Drop the rows a resumed run will write again (and a row cut short by a kill); returns the best evaluation."""
+    if not path.exists():
+        return -np.inf
+    with path.open(newline="") as f:
+        reader = csv.DictReader(f)
+        columns = reader.fieldnames or []
+        rows = [r for r in reader if None not in r.values() and r.get("train/iterations", "").isdigit() and int(r["train/iterations"]) <= n_updates]
+    with tempfile.NamedTemporaryFile("w", newline="", dir=path.parent, delete=False) as f:
+        writer = csv.DictWriter(f, columns)
+        writer.writeheader()
+        writer.writerows(rows)
+    os.replace(f.name, path)
+    evaluations = [float(r["eval/mean_reward"]) for r in rows if r.get("eval/mean_reward")]
+    return max(evaluations, default=-np.inf)
+
+
+def _new_run(args: argparse.Namespace) -> tuple[ARS, dict[str, Any], Path]:
+    env_id = args.env or "CartPole-v1"
+    config = settings_for(env_id)
+    config.update({k: v for k, v in vars(args).items() if k in config and v is not None})
+    config["total_timesteps"] = int(config["total_timesteps"])
+    env = make_env(env_id)
+    policy_kwargs = {"net_arch": config["net_arch"]} if config["policy"] == "MlpPolicy" and config["net_arch"] is not None else None
+    model = ARS(
+        config["policy"], env, n_delta=config["n_delta"], n_top=config["n_top"], learning_rate=config["learning_rate"],
+        delta_std=config["delta_std"], zero_policy=config["zero_policy"], alive_bonus_offset=config["alive_bonus_offset"],
+        n_eval_episodes=config["n_eval_episodes"], policy_kwargs=policy_kwargs, seed=args.seed, verbose=args.verbose,
+        normalize_obs=config["normalize_obs"], common_random_numbers=config["common_random_numbers"],
+        normalization_samples=args.normalization_samples,
+    )  # fmt: skip
+    if args.demos:
+        model.warm_start(args.demos)
+    is_mujoco = "mujoco" in str(getattr(env.spec, "entry_point", ""))
+    config.update(
+        env=env_id, seed=model.seed, n_top=model.n_top, ars_version=__version__, demos=args.demos, normalization_samples=args.normalization_samples,
+        workers=args.workers if args.workers is not None else (os.cpu_count() or 1) if is_mujoco else 0,
+        eval_freq=args.eval_freq or max(config["total_timesteps"] // 20, 1), eval_episodes=args.eval_episodes,
+        checkpoint_interval=args.checkpoint_interval,
+    )  # fmt: skip
+    run_dir = Path(args.run_dir or Path("runs") / f"{env_id.replace('/', '_')}-{time.strftime('%Y%m%d-%H%M%S')}")
+    run_dir.mkdir(parents=True, exist_ok=True)
+    (run_dir / "config.json").write_text(json.dumps(config, indent=2) + "\n")
+    return model, config, run_dir
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """The command line: train (or ``--eval``) and report; returns the exit status."""
+    """The command line: train, resume or ``--eval``, and report; returns the exit status."""
     args = _parse_args(argv)
+    best = -np.inf
     try:
         if args.eval:
             model = ARS.load(args.eval)
@@ -1634,42 +1789,42 @@ def main(argv: Sequence[str] | None = None) -> int:
             mean, std = evaluate_policy(model, model.env, args.eval_episodes, seed=model.seed + 1)
             print(f"{env_id}: mean return {mean:.2f} +/- {std:.2f} over {args.eval_episodes} episodes ({args.eval})")
             return 0
-        env_id = args.env or "CartPole-v1"
-        config = settings_for(env_id)
-        config.update({k: v for k, v in vars(args).items() if k in config and v is not None})
-        config["total_timesteps"] = int(config["total_timesteps"])
-        env = make_env(env_id)
-        policy_kwargs = {"net_arch": config["net_arch"]} if config["policy"] == "MlpPolicy" and config["net_arch"] is not None else None
-        model = ARS(
-            config["policy"], env, n_delta=config["n_delta"], n_top=config["n_top"], learning_rate=config["learning_rate"],
-            delta_std=config["delta_std"], zero_policy=config["zero_policy"], alive_bonus_offset=config["alive_bonus_offset"],
-            n_eval_episodes=config["n_eval_episodes"], policy_kwargs=policy_kwargs, seed=args.seed, verbose=args.verbose,
-            normalize_obs=config["normalize_obs"], common_random_numbers=config["common_random_numbers"],
-        )  # fmt: skip
+        if args.resume:
+            run_dir = Path(args.resume)
+            if not (run_dir / "config.json").exists() or not (run_dir / "checkpoint.npz").exists():
+                print(f"{run_dir} has no config.json and checkpoint.npz to resume from", file=sys.stderr)
+                return 2
+            config = json.loads((run_dir / "config.json").read_text())
+            model = ARS.load(run_dir / "checkpoint.npz", env=config["env"], verbose=args.verbose)
+            best = _trim_progress(run_dir / "progress.csv", model._n_updates)
+            if args.workers is not None:
+                config["workers"] = args.workers
+            print(f"resuming {run_dir} at {model.num_timesteps:,} steps (iteration {model._n_updates})")
+        else:
+            model, config, run_dir = _new_run(args)
+            print(f"ARS on {config['env']}: {json.dumps({k: v for k, v in config.items() if k not in ('env', 'ars_version')})}")
     except (ModuleNotFoundError, FileNotFoundError, ValueError, TypeError, gym.error.Error) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
-    run_dir = Path(args.run_dir or Path("runs") / f"{env_id.replace('/', '_')}-{time.strftime('%Y%m%d-%H%M%S')}")
-    run_dir.mkdir(parents=True, exist_ok=True)
-    config.update(env=env_id, seed=model.seed, n_top=model.n_top, ars_version=__version__)
-    (run_dir / "config.json").write_text(json.dumps(config, indent=2) + "\n")
-    print(f"ARS on {env_id}: {json.dumps({k: v for k, v in config.items() if k not in ('env', 'ars_version')})}")
-    print(f"writing to {run_dir}/")
-    total = config["total_timesteps"]
-    is_mujoco = "mujoco" in str(getattr(env.spec, "entry_point", ""))
-    workers = args.workers if args.workers is not None else (os.cpu_count() or 1) if is_mujoco else 0
+    env_id, total, workers = config["env"], config["total_timesteps"], config["workers"]
+    print(f"writing to {run_dir}/; rollouts " + (f"in {workers} worker processes" if workers else "in this process"))
+    evaluation = EvalCallback(env_id, config["eval_freq"], config["eval_episodes"], best_model_save_path=run_dir, seed=model.seed + 1)
+    evaluation.best_mean_reward = best
     async_eval = AsyncEval([functools.partial(make_env, env_id)] * workers, model.policy) if workers > 0 else None
-    print(f"rollouts in {workers} worker processes" if workers else "rollouts in this process")
     try:
-        model.learn(total, callback=_print_progress(total), default_root_dir=run_dir, async_eval=async_eval)
+        model.learn(
+            total - model.num_timesteps, callback=[evaluation, _print_progress(total, evaluation)], default_root_dir=run_dir,
+            async_eval=async_eval, reset_num_timesteps=False, checkpoint_interval=config["checkpoint_interval"],
+        )  # fmt: skip
     except KeyboardInterrupt:
         print("interrupted: saving the current model")
     finally:
         if async_eval is not None:
             async_eval.close()
     path = model.save(run_dir / "model.npz")
-    mean, std = evaluate_policy(model, env_id, args.eval_episodes, seed=model.seed + 1)
-    print(f"saved {path}\nevaluation: mean return {mean:.2f} +/- {std:.2f} over {args.eval_episodes} episodes")
+    mean, std = evaluate_policy(model, env_id, config["eval_episodes"], seed=model.seed + 1)
+    print(f"saved {path} (best evaluation kept in {run_dir / 'best_model.npz'})")
+    print(f"evaluation: mean return {mean:.2f} +/- {std:.2f} over {config['eval_episodes']} episodes")
     return 0
 
 

@@ -608,7 +608,7 @@ def test_cli_trains_cartpole_saves_and_evaluates(tmp_path):
     assert result.returncode == 0, result.stderr
     run_dir = next((tmp_path / "runs").iterdir())
     assert run_dir.name.startswith("CartPole-v1-")
-    assert {p.name for p in run_dir.iterdir()} == {"model.npz", "progress.csv", "config.json"}
+    assert {p.name for p in run_dir.iterdir()} == {"model.npz", "best_model.npz", "checkpoint.npz", "progress.csv", "config.json"}
     config = json.loads((run_dir / "config.json").read_text())
     assert config["n_delta"] == 2 and config["seed"] == 0 and config["total_timesteps"] == 50_000
     assert "evaluation: mean return 500.00" in result.stdout
@@ -671,11 +671,17 @@ def test_ars_py_alone_with_only_core_packages(tmp_path):
 
 @pytest.mark.parametrize("example", sorted(p.name for p in (HERE / "examples").glob("*.py")))
 def test_examples_run_with_a_tiny_budget(example, tmp_path):
-    needs = {"ray_cluster.py": "ray", "dask_cluster.py": "distributed", "multicore.py": "mujoco"}
+    needs = {"ray_cluster.py": "ray", "dask_cluster.py": "distributed", "multicore.py": "mujoco", "plot_progress.py": "matplotlib"}
     if example in needs:
         pytest.importorskip(needs[example])
-    result = _run([str(HERE / "examples" / example), "--total-timesteps", "1500"], tmp_path, env=dict(os.environ, PYTHONPATH=str(HERE)))
+    args = ["--total-timesteps", "1500"]
+    if example == "plot_progress.py":  # it plots a run: make one
+        assert _run([str(HERE / "ars.py"), "--total-timesteps", "3000", "--eval-freq", "1000", "--run-dir", "run"], tmp_path).returncode == 0
+        args = ["run"]
+    result = _run([str(HERE / "examples" / example), *args], tmp_path, env=dict(os.environ, PYTHONPATH=str(HERE)))
     assert result.returncode == 0, result.stdout + result.stderr
+    if example == "plot_progress.py":
+        assert (tmp_path / "run" / "progress.png").stat().st_size > 10_000
 
 
 # ---------------------------------------------------------------------------
@@ -915,3 +921,154 @@ def test_cli_workers_give_the_same_model(tmp_path):
     assert "2 worker processes" in result.stdout
     a, b = ARS.load(tmp_path / "w0" / "model.npz"), ARS.load(tmp_path / "w2" / "model.npz")
     assert np.array_equal(a.policy.parameters_to_vector(), b.policy.parameters_to_vector())
+
+
+# ---------------------------------------------------------------------------
+# Long runs: checkpoints and exact resume, evaluation, warm-ups and warm starts
+# ---------------------------------------------------------------------------
+
+
+def test_checkpoint_resume_is_exact_in_one_process_and_with_async_eval(tmp_path):
+    def model():
+        return ARS("LinearPolicy", "Pendulum-v1", n_delta=4, n_top=2, normalize_obs=True, seed=21)
+
+    straight = model().learn(6400)  # 4 iterations of 1600 steps
+    first = model().learn(3200, default_root_dir=tmp_path / "a", checkpoint_interval=1)
+    assert first._n_updates == 2 and (tmp_path / "a" / "checkpoint.npz").exists()
+    resumed = ARS.load(tmp_path / "a" / "checkpoint.npz", env="Pendulum-v1")
+    resumed.learn(6400 - resumed.num_timesteps, reset_num_timesteps=False)
+    with AsyncEval([PENDULUM] * 2, resumed.policy, start_method="fork") as async_eval:
+        parallel = ARS.load(tmp_path / "a" / "checkpoint.npz", env="Pendulum-v1")
+        parallel.learn(6400 - parallel.num_timesteps, reset_num_timesteps=False, async_eval=async_eval)
+    for other in (resumed, parallel):
+        assert other._n_updates == straight._n_updates == 4
+        for got, expected in zip(_weights(other), _weights(straight)):
+            assert np.array_equal(got, expected)
+    rows = list(__import__("csv").DictReader((tmp_path / "a" / "progress.csv").open()))
+    assert [int(r["train/iterations"]) for r in rows] == [1, 2]
+    with pytest.raises(ValueError, match="checkpoint_interval needs a folder"):
+        model().learn(100, checkpoint_interval=1)
+
+
+def test_cli_survives_sigkill_at_random_moments(tmp_path):
+    """Kill the command line at random moments, resume each time: the final model is the uninterrupted one's."""
+    common = ["--env", "Pendulum-v1", "--n-delta", "2", "--total-timesteps", "120000", "--seed", "5", "--checkpoint-interval", "1",
+              "--eval-freq", "40000", "--eval-episodes", "2", "--workers", "0"]  # fmt: skip
+    assert _run([str(HERE / "ars.py"), *common, "--run-dir", "straight"], tmp_path).returncode == 0
+    rng = np.random.default_rng(0)
+    process = subprocess.Popen([sys.executable, str(HERE / "ars.py"), *common, "--run-dir", "killed"], cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    kills = 0
+    for _ in range(3):
+        time.sleep(rng.uniform(1.5, 3.0))
+        if process.poll() is not None:
+            break
+        process.send_signal(signal.SIGKILL)
+        process.wait()
+        kills += 1
+        assert ARS.load(tmp_path / "killed" / "checkpoint.npz").num_timesteps > 0  # the last checkpoint always loads
+        process = subprocess.Popen([sys.executable, str(HERE / "ars.py"), "--resume", "killed"], cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    assert process.wait(timeout=240) == 0, process.stderr.read().decode()
+    assert kills >= 1
+    straight, killed = ARS.load(tmp_path / "straight" / "model.npz"), ARS.load(tmp_path / "killed" / "model.npz")
+    for got, expected in zip(_weights(killed), _weights(straight)):
+        assert np.array_equal(got, expected)
+    rows = list(__import__("csv").DictReader((tmp_path / "killed" / "progress.csv").open()))
+    assert [int(r["train/iterations"]) for r in rows] == list(range(1, killed._n_updates + 1))  # no row lost or repeated
+
+
+def test_eval_callback_logs_and_keeps_the_best_model(tmp_path):
+    evaluation = ars.EvalCallback("CartPole-v1", eval_freq=2000, n_eval_episodes=4, best_model_save_path=tmp_path, seed=3)
+    model = ARS("LinearPolicy", "CartPole-v1", n_delta=2, seed=0, alive_bonus_offset=-1)
+    model.learn(6000, callback=evaluation, default_root_dir=tmp_path)
+    steps = [e[0] for e in evaluation.evaluations]
+    assert steps[0] == 0 and all(b - a >= 2000 for a, b in zip(steps, steps[1:]))
+    best = max(e[2] for e in evaluation.evaluations)
+    assert evaluation.best_mean_reward == best
+    kept = ARS.load(tmp_path / "best_model.npz")
+    mean, _ = ars.evaluate_policy(kept, "CartPole-v1", 4)
+    seeds = np.random.SeedSequence([3, 1]).generate_state(4)
+    returns = ars.run_episodes(ars.make_env("CartPole-v1"), kept.policy.actor(), seeds)[0]
+    assert returns.mean() == best  # the saved best model is the one that scored best, without the alive bonus
+    rows = list(__import__("csv").DictReader((tmp_path / "progress.csv").open()))
+    logged = [float(r["eval/mean_reward"]) for r in rows if r["eval/mean_reward"]]
+    assert logged == [e[2] for e in evaluation.evaluations[: len(logged)]] and len(logged) >= 2
+    parallel = ars.EvalCallback("CartPole-v1", eval_freq=2000, n_eval_episodes=4, eval_concurrency=2, seed=3)
+    ARS("LinearPolicy", "CartPole-v1", n_delta=2, seed=0, alive_bonus_offset=-1).learn(6000, callback=parallel)
+    assert parallel.evaluations[-1][2:] == evaluation.evaluations[-1][2:]
+
+
+def test_normalization_samples_start_v2_from_the_initial_policy(tmp_path):
+    model = ARS("LinearPolicy", NoisyWalk(), n_delta=2, normalize_obs=True, normalization_samples=23, seed=1)
+    recorder = Recorder(NoisyWalk(), model)
+    model.set_env(recorder)
+    model.learn(30)  # the warm-up's 25 steps count: one iteration follows
+    warm = np.array(recorder.acted_on[:25])  # 5 whole episodes of 5 steps: at least 23 steps
+    assert recorder.stats_seen[25][0] == 25  # the first iteration already normalises with them
+    np.testing.assert_allclose(np.array(recorder.stats_seen[25][1]), warm.mean(axis=0), rtol=1e-12)
+    assert model.num_timesteps == 25 + 4 * 5
+
+
+def _demonstrations(env_id, model, episodes=5):
+    env = ars.make_env(env_id)
+    observations, actions = [], []
+    for seed in range(episodes):
+        obs, _ = env.reset(seed=1000 + seed)
+        done = False
+        while not done:
+            action = model.predict(obs)[0]
+            observations.append(obs)
+            actions.append(action)
+            obs, _, terminated, truncated, _ = env.step(action)
+            done = terminated or truncated
+    return np.array(observations), np.array(actions)
+
+
+@pytest.mark.parametrize(
+    "env_id,kwargs,budget",
+    [("CartPole-v1", dict(n_delta=2), 20_000), ("InvertedPendulum-v4", dict(n_delta=4, normalize_obs=True, policy_kwargs=dict(squash_output=True, with_bias=True)), 20_000)],
+)
+def test_warm_start_from_demonstrations(env_id, kwargs, budget, tmp_path):
+    if "Inverted" in env_id:
+        pytest.importorskip("mujoco")
+    expert = ARS("LinearPolicy", env_id, seed=0, **kwargs).learn(budget)
+    expert_return, _ = ars.evaluate_policy(expert, env_id, 10, seed=7)
+    observations, actions = _demonstrations(env_id, expert)
+    student = ARS("LinearPolicy", env_id, seed=1, **kwargs)
+    assert ars.evaluate_policy(student, env_id, 10, seed=7)[0] < 0.5 * expert_return
+    np.savez(tmp_path / "a.npz", observations=observations[:300], actions=actions[:300])
+    np.savez(tmp_path / "b.npz", observations=observations[300:], actions=actions[300:])
+    student.warm_start(tmp_path)  # a folder of trajectories
+    student_return, _ = ars.evaluate_policy(student, env_id, 10, seed=7)
+    assert student_return >= 0.8 * expert_return, (student_return, expert_return)
+    if student.policy.obs_rms is not None:
+        assert student.policy.obs_rms.count == len(observations)
+    with pytest.raises(ValueError, match="linear policies"):
+        ARS("MlpPolicy", env_id).warm_start((observations, actions))
+    np.savez(tmp_path / "bad.npz", obs=observations)
+    with pytest.raises(ValueError, match="'observations' and 'actions'"):
+        student.warm_start(tmp_path / "bad.npz")
+
+
+def test_cli_demos_and_best_model(tmp_path):
+    expert = ARS("LinearPolicy", "CartPole-v1", n_delta=2, seed=0).learn(20_000)
+    observations, actions = _demonstrations("CartPole-v1", expert)
+    np.savez(tmp_path / "demos.npz", observations=observations, actions=actions)
+    result = _run([str(HERE / "ars.py"), "--demos", "demos.npz", "--total-timesteps", "1", "--run-dir", "warm", "--seed", "3"], tmp_path)
+    assert result.returncode == 0, result.stderr
+    final = float(result.stdout.split("evaluation: mean return ")[1].split()[0])
+    assert final >= 400, result.stdout  # one iteration after the warm start
+    assert (tmp_path / "warm" / "best_model.npz").exists() and "eval" in result.stdout
+
+
+def test_benchmark_scripts_run(tmp_path):
+    pytest.importorskip("mujoco")
+    result = _run([str(HERE / "benchmarks" / "speed.py"), "--envs", "Pendulum-v1", "--steps", "2000", "--repeats", "1", "--impls", "bare", "bare-zero", "ars", "ars-async", "--out", "out"], tmp_path)
+    assert result.returncode == 0, result.stderr
+    rows = json.loads((tmp_path / "out" / "speed.json").read_text())["rows"]
+    assert rows[0]["ars"]["median"] > 0 and "ars/bare" in rows[0] and 0 < rows[0]["ars own share"] < 1
+    args = ["--envs", "Swimmer-v4", "--seeds", "1", "--budget", "4000", "--eval-freq", "2000", "--workers", "2", "--results", "out/m.json"]
+    result = _run([str(HERE / "benchmarks" / "mujoco.py"), *args], tmp_path)
+    assert result.returncode == 0, result.stderr
+    runs = json.loads((tmp_path / "out" / "m.json").read_text())["ars:Swimmer-v4"]
+    assert [e[0] for e in runs["1"]["evaluations"]] == [0, 2000, 4000]
+    assert "| Swimmer-v4 | ars | 325 |" in (tmp_path / "out" / "mujoco.md").read_text()
