@@ -49,7 +49,7 @@ def run_ars(env_id: str, seed: int, budget: int, eval_freq: int, workers: int) -
         "LinearPolicy", env_id, n_delta=hp["n_delta"], n_top=hp["n_top"], learning_rate=hp["learning_rate"],
         delta_std=hp["delta_std"], alive_bonus_offset=hp["alive_bonus_offset"], normalize_obs=hp["normalize_obs"], seed=seed,
     )  # fmt: skip
-    evaluation = ars.EvalCallback(env_id, eval_freq=eval_freq, n_eval_episodes=10, seed=seed + 1)
+    evaluation = ars.EvalCallback(env_id, eval_freq=eval_freq, n_eval_episodes=10, eval_concurrency=workers, seed=seed + 1)
     with ars.AsyncEval([functools.partial(ars.make_env, env_id)] * workers, model.policy) as async_eval:
         model.learn(budget, callback=evaluation, async_eval=async_eval)
     return evaluation.evaluations
