@@ -724,8 +724,8 @@ class AsyncEval(_Evaluator):
         seeds = self._job_seeds(len(weights), episode_seeds)
         self._queue.extend((c, weights[c], seeds[c]) for c in range(len(weights)))
         self._expected += len(weights)
-        for i in range(self.n_workers):  # two jobs in flight per worker keeps every core busy
-            for _ in range(2):
+        for _ in range(2):  # two jobs in flight per worker keeps every core busy; dealt round-robin
+            for i in range(self.n_workers):
                 if self._queue:
                     self._send(i, ("eval", self._queue.popleft()))
 
@@ -1666,6 +1666,24 @@ def settings_for(env_id: str) -> dict[str, Any]:
     return {**GENERIC_SETTINGS, **PAPER_SETTINGS.get(env_id.split("/")[-1].rsplit("-v", 1)[0], {})}
 
 
+def paper_model(env_id: str, env: str | gym.Env | Callable[[], gym.Env] | None = None, **overrides: Any) -> ARS:
+    """An :class:`ARS` with the paper's hyper-parameters for ``env_id`` (see :func:`settings_for`).
+
+    ``overrides`` replace any setting (``n_delta=16``, ``net_arch=[32]``, ...) or pass other
+    ``ARS`` arguments (``seed``, ``verbose``, ...). ``env`` defaults to ``env_id``.
+
+    Examples
+    --------
+    >>> model = paper_model("Hopper-v4", seed=237)   # alpha=0.01, nu=0.025, N=8, b=4, shift -1, V2
+    """
+    config = {**settings_for(env_id), **overrides}
+    config.pop("total_timesteps")
+    net_arch = config.pop("net_arch")
+    if config["policy"] == "MlpPolicy" and net_arch is not None:
+        config["policy_kwargs"] = {**(config.get("policy_kwargs") or {}), "net_arch": net_arch}
+    return ARS(config.pop("policy"), env if env is not None else env_id, **config)
+
+
 def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(
         prog="python ars.py",
@@ -1751,14 +1769,7 @@ def _new_run(args: argparse.Namespace) -> tuple[ARS, dict[str, Any], Path]:
     config.update({k: v for k, v in vars(args).items() if k in config and v is not None})
     config["total_timesteps"] = int(config["total_timesteps"])
     env = make_env(env_id)
-    policy_kwargs = {"net_arch": config["net_arch"]} if config["policy"] == "MlpPolicy" and config["net_arch"] is not None else None
-    model = ARS(
-        config["policy"], env, n_delta=config["n_delta"], n_top=config["n_top"], learning_rate=config["learning_rate"],
-        delta_std=config["delta_std"], zero_policy=config["zero_policy"], alive_bonus_offset=config["alive_bonus_offset"],
-        n_eval_episodes=config["n_eval_episodes"], policy_kwargs=policy_kwargs, seed=args.seed, verbose=args.verbose,
-        normalize_obs=config["normalize_obs"], common_random_numbers=config["common_random_numbers"],
-        normalization_samples=args.normalization_samples,
-    )  # fmt: skip
+    model = paper_model(env_id, env, **config, seed=args.seed, verbose=args.verbose, normalization_samples=args.normalization_samples)
     if args.demos:
         model.warm_start(args.demos)
     is_mujoco = "mujoco" in str(getattr(env.spec, "entry_point", ""))

@@ -44,11 +44,7 @@ def task(env_id: str) -> str:
 
 def run_ars(env_id: str, seed: int, budget: int, eval_freq: int, workers: int) -> list[tuple]:
     """Train with the paper's settings; returns the evaluations (timesteps, seconds, mean, std)."""
-    hp = ars.settings_for(env_id)
-    model = ars.ARS(
-        "LinearPolicy", env_id, n_delta=hp["n_delta"], n_top=hp["n_top"], learning_rate=hp["learning_rate"],
-        delta_std=hp["delta_std"], alive_bonus_offset=hp["alive_bonus_offset"], normalize_obs=hp["normalize_obs"], seed=seed,
-    )  # fmt: skip
+    model = ars.paper_model(env_id, seed=seed)
     evaluation = ars.EvalCallback(env_id, eval_freq=eval_freq, n_eval_episodes=10, eval_concurrency=workers, seed=seed + 1)
     with ars.AsyncEval([functools.partial(ars.make_env, env_id)] * workers, model.policy) as async_eval:
         model.learn(budget, callback=evaluation, async_eval=async_eval)

@@ -14,7 +14,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout without installing
 import ars  # noqa: E402
-from ars import ARS, ExecutorEval, evaluate_policy, make_env, settings_for  # noqa: E402
+from ars import ExecutorEval, evaluate_policy, make_env, paper_model  # noqa: E402
 
 
 def main() -> None:
@@ -33,12 +33,8 @@ def main() -> None:
         cluster = LocalCluster(n_workers=args.workers, threads_per_worker=1, processes=True, host="127.0.0.1", dashboard_address=None)
     with Client(args.scheduler or cluster) as client:
         client.upload_file(ars.__file__)  # the workers must be able to `import ars`
-        hp = settings_for(args.env)
-        model = ARS(
-            "LinearPolicy", args.env, n_delta=hp["n_delta"], n_top=hp["n_top"], learning_rate=hp["learning_rate"],
-            delta_std=hp["delta_std"], alive_bonus_offset=hp["alive_bonus_offset"], normalize_obs=hp["normalize_obs"],
-            seed=args.seed, verbose=1,
-        )  # fmt: skip
+        # The paper's hyper-parameters for this task (see ars.PAPER_SETTINGS)
+        model = paper_model(args.env, seed=args.seed, verbose=1)
         evaluator = ExecutorEval(client.get_executor(pure=False), functools.partial(make_env, args.env), model.policy)
         model.learn(args.total_timesteps, async_eval=evaluator, log_every_n_steps=10)
     if cluster is not None:

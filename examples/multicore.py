@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout without installing
-from ars import ARS, AsyncEval, evaluate_policy, make_env, settings_for  # noqa: E402
+from ars import AsyncEval, evaluate_policy, make_env, paper_model  # noqa: E402
 
 
 def main() -> None:
@@ -25,12 +25,8 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
 
-    hp = settings_for(args.env)
-    model = ARS(
-        "LinearPolicy", args.env, n_delta=hp["n_delta"], n_top=hp["n_top"], learning_rate=hp["learning_rate"],
-        delta_std=hp["delta_std"], alive_bonus_offset=hp["alive_bonus_offset"], normalize_obs=hp["normalize_obs"],
-        seed=args.seed, verbose=1,
-    )  # fmt: skip
+    # The paper's hyper-parameters for this task (see ars.PAPER_SETTINGS)
+    model = paper_model(args.env, seed=args.seed, verbose=1)
     # One env function per worker. functools.partial pickles cleanly for every start method.
     envs_fn = [functools.partial(make_env, args.env)] * args.workers
     with AsyncEval(envs_fn, model.policy) as async_eval:

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout without installing
-from ars import ARS, evaluate_policy, make_env, settings_for  # noqa: E402
+from ars import ARS, evaluate_policy, make_env, paper_model  # noqa: E402
 
 parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
 parser.add_argument("--env", default="CartPole-v1")
@@ -17,20 +17,8 @@ parser.add_argument("--total-timesteps", type=int, default=50_000)
 parser.add_argument("--seed", type=int, default=0)
 args = parser.parse_args()
 
-# The paper's hyper-parameters for this task (or generic ones); see ars.PAPER_SETTINGS.
-hp = settings_for(args.env)
-model = ARS(
-    "LinearPolicy",
-    args.env,
-    n_delta=hp["n_delta"],
-    n_top=hp["n_top"],
-    learning_rate=hp["learning_rate"],
-    delta_std=hp["delta_std"],
-    alive_bonus_offset=hp["alive_bonus_offset"],
-    normalize_obs=hp["normalize_obs"],
-    seed=args.seed,
-    verbose=1,
-)
+# The paper's hyper-parameters for this task (see ars.PAPER_SETTINGS); any can be overridden.
+model = paper_model(args.env, seed=args.seed, verbose=1)
 model.learn(total_timesteps=args.total_timesteps, log_every_n_steps=10)
 
 path = model.save("quickstart_model")  # -> quickstart_model.npz: plain arrays and JSON

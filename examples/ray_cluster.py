@@ -15,7 +15,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout without installing
 import ars  # noqa: E402
-from ars import ARS, ExecutorEval, evaluate_policy, make_env, settings_for  # noqa: E402
+from ars import ExecutorEval, evaluate_policy, make_env, paper_model  # noqa: E402
 
 
 class RayExecutor(concurrent.futures.Executor):
@@ -45,12 +45,8 @@ def main() -> None:
 
     # py_modules ships ars.py to every worker, so they can `import ars`.
     ray.init(address=args.address, num_cpus=None if args.address else args.num_cpus, runtime_env={"py_modules": [ars]}, include_dashboard=False)
-    hp = settings_for(args.env)
-    model = ARS(
-        "LinearPolicy", args.env, n_delta=hp["n_delta"], n_top=hp["n_top"], learning_rate=hp["learning_rate"],
-        delta_std=hp["delta_std"], alive_bonus_offset=hp["alive_bonus_offset"], normalize_obs=hp["normalize_obs"],
-        seed=args.seed, verbose=1,
-    )  # fmt: skip
+    # The paper's hyper-parameters for this task (see ars.PAPER_SETTINGS)
+    model = paper_model(args.env, seed=args.seed, verbose=1)
     evaluator = ExecutorEval(RayExecutor(), functools.partial(make_env, args.env), model.policy)
     model.learn(args.total_timesteps, async_eval=evaluator, log_every_n_steps=10)
     ray.shutdown()
