@@ -1072,3 +1072,14 @@ def test_benchmark_scripts_run(tmp_path):
     runs = json.loads((tmp_path / "out" / "m.json").read_text())["ars:Swimmer-v4"]
     assert [e[0] for e in runs["1"]["evaluations"]] == [0, 2000, 4000]
     assert "| Swimmer-v4 | ars | 325 |" in (tmp_path / "out" / "mujoco.md").read_text()
+
+
+def test_async_eval_spreads_few_jobs_over_all_workers():
+    policy = ARSLinearPolicy(NoisyWalk.observation_space, NoisyWalk.action_space)
+    with AsyncEval([NoisyWalk] * 2, policy, start_method="fork") as async_eval:
+        async_eval.send_jobs(np.zeros((2, policy.n_params)), 2)  # e.g. Swimmer's n_delta=1
+        async_eval.get_results()
+        assert [rms.count for rms in async_eval.get_obs_rms()] == [5, 5]
+        torch = pytest.importorskip("torch")
+        async_eval.send_jobs(torch.zeros((2, policy.n_params), dtype=torch.float64), 2)
+        assert len(async_eval.get_results()) == 2
