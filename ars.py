@@ -12,7 +12,7 @@ where ``alpha = learning_rate`` and ``sigma_R`` is the standard deviation of the
 observation with the mean and variance of every state visited so far.
 
 The file reads top to bottom: running statistics, policies, rollouts, parallel
-evaluation, the learner, the command line.
+evaluation, logging and callbacks, the learner, the command line.
 
 Example
 -------
@@ -1341,7 +1341,16 @@ class ARS:
         return float(value(self._current_progress_remaining) if callable(value) else value)
 
     def _do_one_update(self, callbacks: _Callbacks, async_eval: Any) -> None:
-        """One iteration of Algorithm 2 (see the module docstring for the update)."""
+        """One iteration of Algorithm 2 (Mania, Guy & Recht 2018)::
+
+            delta_k ~ N(0, I), k = 1..N                  rollouts of theta + nu delta_k and theta - nu delta_k
+            keep the b directions with the largest max(r+_k, r-_k)
+            theta <- theta + alpha / (b sigma_R) * sum_k (r+_k - r-_k) delta_k
+
+        with ``sigma_R`` the standard deviation (ddof=0) of the 2b kept returns. Under V2
+        the observation statistics stay frozen during the rollouts and absorb every
+        visited state afterwards.
+        """
         alpha, nu = self._schedule_value(self.learning_rate), self._schedule_value(self.delta_std)
         theta = self.policy.parameters_to_vector()
         deltas = self._rng.standard_normal((self.n_delta, self.policy.n_params))

@@ -952,8 +952,8 @@ def test_checkpoint_resume_is_exact_in_one_process_and_with_async_eval(tmp_path)
 
 def test_cli_survives_sigkill_at_random_moments(tmp_path):
     """Kill the command line at random moments, resume each time: the final model is the uninterrupted one's."""
-    common = ["--env", "Pendulum-v1", "--n-delta", "2", "--total-timesteps", "120000", "--seed", "5", "--checkpoint-interval", "1",
-              "--eval-freq", "40000", "--eval-episodes", "2", "--workers", "0"]  # fmt: skip
+    common = ["--env", "Pendulum-v1", "--n-delta", "2", "--total-timesteps", "400000", "--seed", "5", "--checkpoint-interval", "1",
+              "--eval-freq", "100000", "--eval-episodes", "2", "--workers", "0"]  # fmt: skip
     assert _run([str(HERE / "ars.py"), *common, "--run-dir", "straight"], tmp_path).returncode == 0
     rng = np.random.default_rng(0)
     process = subprocess.Popen([sys.executable, str(HERE / "ars.py"), *common, "--run-dir", "killed"], cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
@@ -968,7 +968,7 @@ def test_cli_survives_sigkill_at_random_moments(tmp_path):
         assert ARS.load(tmp_path / "killed" / "checkpoint.npz").num_timesteps > 0  # the last checkpoint always loads
         process = subprocess.Popen([sys.executable, str(HERE / "ars.py"), "--resume", "killed"], cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     assert process.wait(timeout=240) == 0, process.stderr.read().decode()
-    assert kills >= 1
+    assert kills >= 2
     straight, killed = ARS.load(tmp_path / "straight" / "model.npz"), ARS.load(tmp_path / "killed" / "model.npz")
     for got, expected in zip(_weights(killed), _weights(straight)):
         assert np.array_equal(got, expected)
