@@ -434,6 +434,26 @@ def test_evaluate_candidates_returns_one_return_per_candidate():
         model.evaluate_candidates(np.zeros((3, 5)), None, None)
 
 
+@pytest.mark.parametrize("env_id", ["CartPole-v1", "Pendulum-v1"])
+def test_rollouts_match_stepping_through_every_wrapper(env_id):
+    """run_episodes steps past gymnasium's pass-through wrappers: the episodes must not change."""
+    model = ARS("LinearPolicy", env_id, n_delta=2, seed=0).learn(20_000 if env_id == "CartPole-v1" else 2000)
+    act, seeds = model.policy.actor(), [11, 12, 13]
+    returns, lengths, visited = ars.run_episodes(ars.make_env(env_id), act, seeds)
+    env, expected, observations = ars.make_env(env_id), [], []
+    for seed in seeds:
+        obs, _ = env.reset(seed=seed)
+        total, steps, done = 0.0, 0, False
+        while not done:
+            observations.append(obs)
+            obs, reward, terminated, truncated, _ = env.step(act(obs))
+            total, steps, done = total + reward, steps + 1, terminated or truncated
+        expected.append((total, steps))
+    assert [(float(r), int(n)) for r, n in zip(returns, lengths)] == expected
+    assert env_id != "CartPole-v1" or 500 in lengths  # the time limit, enforced without TimeLimit
+    np.testing.assert_array_equal(visited.mean, np.mean(observations, axis=0, dtype=np.float64))
+
+
 def test_predict_one_or_a_batch():
     model = ARS("LinearPolicy", "Pendulum-v1", n_delta=2, seed=0).learn(1000)
     obs = np.stack([model.env.observation_space.sample() for _ in range(5)])
