@@ -1034,9 +1034,9 @@ class EvalCallback:
     def init_callback(self, model: ARS) -> None:
         self.model = model
         if self.eval_concurrency > 1 and self._async_eval is None:
-            env_fn = self.eval_env if callable(self.eval_env) and not isinstance(self.eval_env, gym.Env) else functools.partial(make_env, self.eval_env)
             if isinstance(self.eval_env, gym.Env):
                 raise ValueError("eval_concurrency > 1 needs the eval env as an id or a function, to build it in each worker")
+            env_fn = self.eval_env if callable(self.eval_env) else functools.partial(make_env, self.eval_env)
             self._async_eval = AsyncEval([env_fn] * self.eval_concurrency, model.policy)
         elif self._env is None and self.eval_concurrency <= 1:
             self._env = make_env(self.eval_env)
