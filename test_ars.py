@@ -319,6 +319,19 @@ def test_hyper_parameter_checks():
     assert ARS("LinearPolicy", "CartPole-v1", n_delta=3, learning_rate=0.1).hparams["learning_rate"] == 0.1
 
 
+def test_sb3_contrib_documented_example_with_only_the_import_changed(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    from ars import ARS as ImportedARS  # was: from sb3_contrib import ARS
+
+    model = ImportedARS("LinearPolicy", "Pendulum-v1", verbose=1)
+    model.learn(total_timesteps=10000, log_interval=4)
+    model.save("ars_pendulum")
+    del model
+    model = ImportedARS.load("ars_pendulum")
+    action, _states = model.predict(np.zeros(3), deterministic=True)
+    assert action.shape == (1,) and (tmp_path / "ars_pendulum.npz").exists()
+
+
 def test_env_as_id_instance_or_function_and_positional_style():
     for env in ("CartPole-v1", gym.make("CartPole-v1"), lambda: gym.make("CartPole-v1")):
         model = ARS("LinearPolicy", env, n_delta=2, seed=0).learn(200)
