@@ -12,7 +12,7 @@ where ``alpha = learning_rate`` and ``sigma_R`` is the standard deviation of the
 observation with the mean and variance of every state visited so far.
 
 The file reads top to bottom: running statistics, policies, rollouts, parallel
-evaluation, logging and callbacks, the learner, the command line.
+evaluation, logging and callbacks, model files, the learner, the command line.
 
 Example
 -------
@@ -1085,6 +1085,83 @@ class EvalCallback:
 
 
 # ---------------------------------------------------------------------------
+# Model files: plain arrays and JSON, never pickle
+# ---------------------------------------------------------------------------
+
+
+def _space_to_json(space: spaces.Space) -> dict[str, Any]:
+    if isinstance(space, spaces.Discrete):
+        return {"type": "Discrete", "n": int(space.n), "start": int(space.start)}
+    return {"type": "Box", "low": space.low.tolist(), "high": space.high.tolist(), "shape": list(space.shape), "dtype": str(space.dtype)}
+
+
+def _space_from_json(data: dict[str, Any]) -> spaces.Space:
+    if data["type"] == "Discrete":
+        return spaces.Discrete(data["n"], start=data["start"])
+    dtype = np.dtype(data["dtype"])
+    low = np.array(data["low"], dtype=dtype).reshape(data["shape"])
+    return spaces.Box(low, np.array(data["high"], dtype=dtype).reshape(data["shape"]), dtype=dtype)
+
+
+def _npz_path(path: str | os.PathLike) -> Path:
+    path = Path(path)
+    return path if path.suffix else path.with_suffix(".npz")
+
+
+def _write_npz_atomic(path: str | os.PathLike, arrays: dict[str, np.ndarray]) -> Path:
+    """Write ``arrays`` to ``path`` through a temporary file and a rename: never half a file."""
+    path = _npz_path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            np.savez(f, **arrays)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return path
+
+
+def _read_model_file(path: str | os.PathLike) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+    """Metadata and arrays of a file written by ``ARS.save``, never unpickling anything."""
+    path = Path(path)
+    if not path.exists() and not path.suffix and path.with_suffix(".npz").exists():
+        path = path.with_suffix(".npz")
+    if not path.exists():
+        raise FileNotFoundError(f"no model file at {path}")
+    try:
+        with np.load(path, allow_pickle=False) as data:
+            arrays = {key: data[key] for key in data.files}
+        meta = json.loads(str(arrays.pop("metadata")))
+    except Exception as error:  # zip, zlib, npy and JSON errors all mean the same to the user
+        raise ValueError(f"{path} is not a readable ars model file ({type(error).__name__}: {error}); is it truncated, or written by another program?") from error
+    if not isinstance(meta, dict) or meta.get("format") != FORMAT:
+        raise ValueError(f"{path} is an .npz file but not one written by ars (ARS.save)")
+    if meta.get("format_version", 0) > FORMAT_VERSION:
+        raise ValueError(f"{path} was written by a newer ars (format {meta['format_version']}); upgrade ars to load it")
+    return meta, arrays
+
+
+def load_demonstrations(path: str | os.PathLike) -> tuple[np.ndarray, np.ndarray]:
+    """``(observations, actions)`` from a ``.npz`` trajectory or a folder of them (plain arrays only)."""
+    path = Path(path)
+    files = sorted(path.glob("*.npz")) if path.is_dir() else [path]
+    if not files:
+        raise FileNotFoundError(f"no .npz trajectories in {path}")
+    observations, actions = [], []
+    for file in files:
+        with np.load(file, allow_pickle=False) as data:
+            if not {"observations", "actions"} <= set(data.files):
+                raise ValueError(f"{file} must hold arrays 'observations' and 'actions'; it holds {sorted(data.files)}")
+            observations.append(data["observations"])
+            actions.append(data["actions"])
+    return np.concatenate(observations), np.concatenate(actions)
+
+
+# ---------------------------------------------------------------------------
 # The learner
 # ---------------------------------------------------------------------------
 
@@ -1595,78 +1672,6 @@ class ARS:
         if env is not None:
             model.set_env(env)
         return model
-
-
-def _space_to_json(space: spaces.Space) -> dict[str, Any]:
-    if isinstance(space, spaces.Discrete):
-        return {"type": "Discrete", "n": int(space.n), "start": int(space.start)}
-    return {"type": "Box", "low": space.low.tolist(), "high": space.high.tolist(), "shape": list(space.shape), "dtype": str(space.dtype)}
-
-
-def _space_from_json(data: dict[str, Any]) -> spaces.Space:
-    if data["type"] == "Discrete":
-        return spaces.Discrete(data["n"], start=data["start"])
-    dtype = np.dtype(data["dtype"])
-    low = np.array(data["low"], dtype=dtype).reshape(data["shape"])
-    return spaces.Box(low, np.array(data["high"], dtype=dtype).reshape(data["shape"]), dtype=dtype)
-
-
-def _npz_path(path: str | os.PathLike) -> Path:
-    path = Path(path)
-    return path if path.suffix else path.with_suffix(".npz")
-
-
-def _write_npz_atomic(path: str | os.PathLike, arrays: dict[str, np.ndarray]) -> Path:
-    """Write ``arrays`` to ``path`` through a temporary file and a rename: never half a file."""
-    path = _npz_path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            np.savez(f, **arrays)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return path
-
-
-def _read_model_file(path: str | os.PathLike) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
-    """Metadata and arrays of a file written by ``ARS.save``, never unpickling anything."""
-    path = Path(path)
-    if not path.exists() and not path.suffix and path.with_suffix(".npz").exists():
-        path = path.with_suffix(".npz")
-    if not path.exists():
-        raise FileNotFoundError(f"no model file at {path}")
-    try:
-        with np.load(path, allow_pickle=False) as data:
-            arrays = {key: data[key] for key in data.files}
-        meta = json.loads(str(arrays.pop("metadata")))
-    except Exception as error:  # zip, zlib, npy and JSON errors all mean the same to the user
-        raise ValueError(f"{path} is not a readable ars model file ({type(error).__name__}: {error}); is it truncated, or written by another program?") from error
-    if not isinstance(meta, dict) or meta.get("format") != FORMAT:
-        raise ValueError(f"{path} is an .npz file but not one written by ars (ARS.save)")
-    if meta.get("format_version", 0) > FORMAT_VERSION:
-        raise ValueError(f"{path} was written by a newer ars (format {meta['format_version']}); upgrade ars to load it")
-    return meta, arrays
-
-
-def load_demonstrations(path: str | os.PathLike) -> tuple[np.ndarray, np.ndarray]:
-    """``(observations, actions)`` from a ``.npz`` trajectory or a folder of them (plain arrays only)."""
-    path = Path(path)
-    files = sorted(path.glob("*.npz")) if path.is_dir() else [path]
-    if not files:
-        raise FileNotFoundError(f"no .npz trajectories in {path}")
-    observations, actions = [], []
-    for file in files:
-        with np.load(file, allow_pickle=False) as data:
-            if not {"observations", "actions"} <= set(data.files):
-                raise ValueError(f"{file} must hold arrays 'observations' and 'actions'; it holds {sorted(data.files)}")
-            observations.append(data["observations"])
-            actions.append(data["actions"])
-    return np.concatenate(observations), np.concatenate(actions)
 
 
 # ---------------------------------------------------------------------------
