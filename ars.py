@@ -447,9 +447,24 @@ def make_env(env: str | gym.Env | Callable[[], gym.Env]) -> gym.Env:
     return made
 
 
+# Every random number of a run comes from a stream named by its coordinates, never from a
+# generator that advances: a direction or an env seed is the same whoever computes it, so a
+# worker can regenerate a direction from four integers instead of receiving it.
+ENV_SEEDS, DIRECTIONS, WARM_UP = 0, 1, 2
+
+
+def _stream(seed: int, purpose: int, *coordinates: int) -> np.random.SeedSequence:
+    return np.random.SeedSequence(seed, spawn_key=(purpose, *coordinates))
+
+
 def episode_seed(seed: int, iteration: int, candidate: int, episode: int) -> int:
     """The env seed of one rollout: a function of its coordinates alone, never of who runs it."""
-    return int(np.random.SeedSequence([seed, iteration, candidate, episode]).generate_state(1)[0])
+    return int(_stream(seed, ENV_SEEDS, iteration, candidate, episode).generate_state(1)[0])
+
+
+def direction(seed: int, iteration: int, k: int, n_params: int) -> np.ndarray:
+    """``delta_k ~ N(0, I)`` of an iteration, regenerated from its coordinates."""
+    return np.random.default_rng(_stream(seed, DIRECTIONS, iteration, k)).standard_normal(n_params)
 
 
 def _inner_step(env: gym.Env) -> tuple[Callable[[Any], tuple], int | None]:
@@ -471,8 +486,15 @@ def _inner_step(env: gym.Env) -> tuple[Callable[[Any], tuple], int | None]:
     return inner.step, limit
 
 
+OBS_CHUNK_BYTES = 8 << 20  # visited observations are folded into statistics in chunks this big
+
+
 def run_episodes(
-    env: gym.Env, act: Callable[[np.ndarray], Any], seeds: Sequence[int], options: dict[str, Any] | None = None
+    env: gym.Env,
+    act: Callable[[np.ndarray], Any],
+    seeds: Sequence[int],
+    options: dict[str, Any] | None = None,
+    track_obs: bool = True,
 ) -> tuple[np.ndarray, np.ndarray, RunningMeanStd]:
     """Roll out ``act`` for one episode per env seed (``options`` go to every ``env.reset``).
 
@@ -483,24 +505,35 @@ def run_episodes(
     lengths : numpy.ndarray
         Steps of each episode.
     visited : RunningMeanStd
-        Statistics of every observation the policy acted on.
+        Statistics of every observation the policy acted on (empty unless ``track_obs``).
+        They are folded in chunks, so memory stays bounded however long the episodes.
     """
     returns, lengths = np.zeros(len(seeds)), np.zeros(len(seeds), dtype=np.int64)
-    observations: list[np.ndarray] = []
+    shape = env.observation_space.shape
+    dim = int(np.prod(shape))
+    visited = RunningMeanStd((dim,))
+    chunk = max(1, min(1000, OBS_CHUNK_BYTES // (8 * dim)))
+    buffer = np.empty((chunk, *shape)) if track_obs else None
+    rows = 0
     step, limit = _inner_step(env)
     for i, seed in enumerate(seeds):
         obs, _ = env.reset(seed=int(seed), options=options)
-        first, total = len(observations), 0.0
-        last = first + limit if limit is not None else -1
+        total, steps = 0.0, 0
         while True:  # the hot loop: nothing here that could be done once per episode
-            observations.append(obs)
+            if track_obs:
+                buffer[rows] = obs
+                rows += 1
+                if rows == chunk:
+                    visited.update(buffer.reshape(chunk, dim))
+                    rows = 0
             obs, reward, terminated, truncated, _ = step(act(obs))
             total += reward
-            if terminated or truncated or len(observations) == last:
+            steps += 1
+            if terminated or truncated or steps == limit:
                 break
-        returns[i], lengths[i] = total, len(observations) - first
-    shape = env.observation_space.shape
-    visited = RunningMeanStd((int(np.prod(shape)),)).update(np.asarray(observations, dtype=np.float64).reshape(len(observations), -1))
+        returns[i], lengths[i] = total, steps
+    if rows:
+        visited.update(buffer[:rows].reshape(rows, dim))
     return returns, lengths, visited
 
 
@@ -515,7 +548,7 @@ def evaluate_policy(
     """
     policy = getattr(model, "policy", model)
     seeds = np.random.SeedSequence(seed).generate_state(n_eval_episodes)
-    returns, lengths, _ = run_episodes(make_env(env), policy.actor(), seeds)
+    returns, lengths, _ = run_episodes(make_env(env), policy.actor(), seeds, track_obs=False)
     if return_episode_rewards:
         return returns, lengths
     return float(returns.mean()), float(returns.std())
@@ -606,7 +639,7 @@ def _worker(remote: Any, parent_remote: Any, env_fn_bytes: bytes, policy_bytes: 
         try:
             if command == "eval":
                 index, theta, seeds = data
-                returns, lengths, rms = run_episodes(env, policy.actor(theta), seeds, options)
+                returns, lengths, rms = run_episodes(env, policy.actor(theta), seeds, options, policy.obs_rms is not None)
                 visited.combine(rms)
                 remote.send(("ok", (index, returns, lengths, _rms_to_tuple(rms))))
             elif command == "set_policy":
@@ -804,7 +837,7 @@ def _evaluate_task(env_fn_bytes: bytes, policy_bytes: bytes, jobs: list[tuple[in
     env, policy = _TASK_ENVS[key], cloudpickle.loads(policy_bytes)
     out = []
     for index, theta, seeds in jobs:
-        returns, lengths, rms = run_episodes(env, policy.actor(theta), seeds, options)
+        returns, lengths, rms = run_episodes(env, policy.actor(theta), seeds, options, policy.obs_rms is not None)
         out.append((index, returns, lengths, _rms_to_tuple(rms)))
     return out
 
@@ -1062,7 +1095,7 @@ class EvalCallback:
             self._async_eval.send_jobs(weights, self.n_eval_episodes, episode_seeds=self.seeds[:, None])
             returns = np.array([r[0] for _, (r, _) in self._async_eval.get_results()])
         else:
-            returns = run_episodes(self._env, policy.actor(), self.seeds)[0]
+            returns = run_episodes(self._env, policy.actor(), self.seeds, track_obs=False)[0]
         mean, std = float(returns.mean()), float(returns.std())
         self._eval_seconds += time.perf_counter() - began
         seconds = time.perf_counter() - self._start - self._eval_seconds
@@ -1268,7 +1301,7 @@ class ARS:
         self.normalization_samples = int(normalization_samples)
         self.tensorboard_log, self.verbose = tensorboard_log, int(verbose)
         self.seed = int(seed) if seed is not None else int(np.random.SeedSequence().entropy % 2**63)
-        self._rng = np.random.default_rng(self.seed)  # draws the directions
+        self._rng = np.random.default_rng(self.seed)  # draws the initial weights (zero_policy=False)
         self.num_timesteps, self._n_updates, self._total_timesteps = 0, 0, 0
         self._current_progress_remaining = 1.0
         self.ep_info_buffer: collections.deque = collections.deque(maxlen=int(stats_window_size))
@@ -1375,15 +1408,15 @@ class ARS:
             return [(r, n, v) for (_, (r, n)), v in zip(async_eval.get_results(), async_eval.last_visited)]
         if self.env is None:
             raise ValueError("no env to evaluate on: pass env= to ARS(...), set_env() or learn(), or an async_eval")
-        return [run_episodes(self.env, self.policy.actor(theta), s) for theta, s in zip(weights, seeds)]
+        track = self.policy.obs_rms is not None
+        return [run_episodes(self.env, self.policy.actor(theta), s, track_obs=track) for theta, s in zip(weights, seeds)]
 
     def _warm_up_statistics(self, async_eval: Any) -> None:
         """``normalization_samples``: observation statistics from episodes of the initial policy."""
         theta, visited, episode = self.policy.parameters_to_vector(), RunningMeanStd((self.policy.obs_dim,)), 0
         batch = max(getattr(async_eval, "n_workers", 1), 1)
         while visited.count < self.normalization_samples:
-            # iteration key 2**40 is never a training iteration: these seeds are the warm-up's own
-            seeds = [[episode_seed(self.seed, 2**40, episode + i, 0)] for i in range(batch)]
+            seeds = [[int(_stream(self.seed, WARM_UP, episode + i).generate_state(1)[0])] for i in range(batch)]
             for _, lengths, rms in self._rollouts(np.tile(theta, (batch, 1)), seeds, async_eval):
                 visited.combine(rms)
                 self.num_timesteps += int(lengths.sum())
@@ -1451,7 +1484,7 @@ class ARS:
         """
         alpha, nu = self._schedule_value(self.learning_rate), self._schedule_value(self.delta_std)
         theta = self.policy.parameters_to_vector()
-        deltas = self._rng.standard_normal((self.n_delta, self.policy.n_params))
+        deltas = np.stack([direction(self.seed, self._n_updates, k, self.policy.n_params) for k in range(self.n_delta)])
         candidates = np.concatenate([theta + nu * deltas, theta - nu * deltas])
         returns = self.evaluate_candidates(candidates, callbacks, async_eval)
         r_plus, r_minus = returns[: self.n_delta], returns[self.n_delta :]
@@ -1685,7 +1718,7 @@ PAPER_SETTINGS: dict[str, dict[str, Any]] = {
     "HalfCheetah": dict(learning_rate=0.02, delta_std=0.03, n_delta=32, n_top=4, alive_bonus_offset=0, normalize_obs=True, total_timesteps=12_500_000),
     "Walker2d": dict(learning_rate=0.03, delta_std=0.025, n_delta=40, n_top=30, alive_bonus_offset=-1, normalize_obs=True, total_timesteps=75_000_000),
     "Ant": dict(learning_rate=0.015, delta_std=0.025, n_delta=60, n_top=20, alive_bonus_offset=-1, normalize_obs=True, total_timesteps=75_000_000),
-    "Humanoid": dict(learning_rate=0.02, delta_std=0.0075, n_delta=256, n_top=256, alive_bonus_offset=-5, normalize_obs=True, total_timesteps=250_000_000),
+    "Humanoid": dict(learning_rate=0.02, delta_std=0.0075, n_delta=230, n_top=230, alive_bonus_offset=-5, normalize_obs=True, total_timesteps=250_000_000),
     "CartPole": dict(learning_rate=0.02, delta_std=0.05, n_delta=2, n_top=2, alive_bonus_offset=0, normalize_obs=False, total_timesteps=50_000),
     "Pendulum": dict(learning_rate=0.018, delta_std=0.1, n_delta=4, n_top=1, alive_bonus_offset=0, normalize_obs=True, total_timesteps=2_000_000,
                      policy="MlpPolicy", net_arch=[16], zero_policy=False),

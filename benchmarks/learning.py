@@ -1,0 +1,330 @@
+"""Learning benchmark: the paper's hyper-parameters and protocol on MuJoCo, the paper's seeds.
+
+    python benchmarks/learning.py --envs Walker2d-v4 Ant-v4       # train (resumes, skips done runs)
+    python benchmarks/learning.py --envs Humanoid-v4 --seeds 237  # N = b = 230, the paper's
+    python benchmarks/learning.py --envs Humanoid-v4 --n-delta 256  # rl-baselines3-zoo's N = b
+    python benchmarks/learning.py --envs Hopper-v4 --peer sb3-contrib
+    python benchmarks/learning.py --report                        # table and plots only
+
+Protocol. Every --eval-freq timesteps (checked after each iteration) the current policy is
+evaluated: deterministic, 10 episodes, the env's own rewards (no alive bonus), on seeds of
+its own. Each evaluation records (timesteps, training seconds without the evaluations,
+mean, std, episodes). A run stops at its budget or, with --stop-at-threshold (the
+default), once an evaluation has reached the paper's threshold and the next one confirms.
+
+Long runs. Each ars run keeps a checkpoint in benchmarks/runs/ (every evaluation, and at
+least every --checkpoint-seconds): model and protocol state are written together, so an
+interrupted run (SIGKILL, a closed terminal, a reboot) resumes exactly where its last
+checkpoint was, and loses only the work since. A finished run is stored in
+benchmarks/results/learning.json with its final model in benchmarks/results/models/,
+and is never repeated. sb3-contrib runs cannot resume (its learn() restarts from zero
+weights after a load), so an interrupted peer run starts again.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+
+import ars
+
+THRESHOLDS = {
+    "Swimmer": 325, "Hopper": 3120, "HalfCheetah": 3430,
+    "Walker2d": 4390, "Ant": 3580, "Humanoid": 6000,
+}  # fmt: skip
+BUDGETS = {
+    "Swimmer": 2_000_000, "Hopper": 3_000_000, "HalfCheetah": 3_000_000,
+    "Walker2d": 30_000_000, "Ant": 30_000_000, "Humanoid": 40_000_000,
+}  # fmt: skip
+EVAL_FREQ = {"Walker2d": 200_000, "Ant": 200_000, "Humanoid": 250_000}  # others: 50,000
+ZOO = {  # rl-baselines3-zoo's published sb3-contrib ARS results (older env versions)
+    "Swimmer": "355 at 2M", "Hopper": "3344 at 7M", "HalfCheetah": "4815 at 12M",
+    "Walker2d": "2994 at 75M", "Ant": "2334 at 75M", "Humanoid": "not published",
+}  # fmt: skip
+PAPER_SEEDS = [237, 759, 959]
+HERE = Path(__file__).resolve().parent
+RESULTS, RUNS = HERE / "results", HERE / "runs"
+
+
+def task(env_id: str) -> str:
+    return env_id.rsplit("-v", 1)[0]
+
+
+def eval_seeds(seed: int) -> np.ndarray:
+    """The evaluation episodes' env seeds: fixed per run, never used in training."""
+    return np.random.SeedSequence([seed + 1, 1]).generate_state(10)
+
+
+def write_json(path: Path, data: object) -> None:
+    """Write JSON atomically: a kill leaves the old file or the new one, never half of one."""
+    tmp = path.with_name(path.name + ".tmp")
+    with tmp.open("w") as f:
+        f.write(json.dumps(data, indent=1) + "\n")
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+
+
+def confirmed(evaluations: list, threshold: float) -> bool:
+    """The stopping rule: the last two evaluations both reached the threshold."""
+    return len(evaluations) >= 2 and min(e[2] for e in evaluations[-2:]) >= threshold
+
+
+def run_ars(env_id: str, seed: int, budget: int, eval_freq: int, args: argparse.Namespace) -> dict:
+    """Train (or resume) one run; returns its record for learning.json."""
+    n_delta, workers, stop = args.n_delta, args.workers, args.stop_at_threshold
+    overrides = {} if n_delta is None else {"n_delta": n_delta, "n_top": n_delta}
+    name = f"ars-{env_id}-{seed}" + (f"-N{n_delta}" if n_delta else "")
+    run_dir = Path(args.runs_dir) / name
+    run_dir.mkdir(parents=True, exist_ok=True)
+    state_path, threshold = run_dir / "state.json", THRESHOLDS[task(env_id)]
+    if state_path.exists():  # the state names the checkpoint written with it
+        state = json.loads(state_path.read_text())
+        model = ars.ARS.load(run_dir / state["checkpoint"], env=env_id)
+        print(f"  resuming at {model.num_timesteps:,} steps, iteration {model._n_updates}", flush=True)
+    else:
+        model = ars.paper_model(env_id, seed=seed, **overrides)
+        state = {"checkpoint": None, "evaluations": [], "train_seconds": 0.0, "next_eval": 0}
+    seeds, per_iteration = eval_seeds(seed), 2 * model.n_delta * model.n_eval_episodes
+
+    def checkpoint() -> None:
+        old, new = state["checkpoint"], f"checkpoint-{model._n_updates}.npz"
+        model.save(run_dir / new)
+        state["checkpoint"] = new
+        write_json(state_path, state)
+        if old and old != new:
+            (run_dir / old).unlink(missing_ok=True)
+
+    env_fns = [ars.functools.partial(ars.make_env, env_id)] * workers
+    with ars.AsyncEval(env_fns, model.policy) as async_eval:
+
+        def evaluate() -> None:
+            """Evaluate now, the 10 episodes spread over the workers; schedule the next one."""
+            async_eval.set_policy(model.policy)
+            theta = np.tile(model.policy.parameters_to_vector(), (len(seeds), 1))
+            async_eval.send_jobs(theta, len(seeds), episode_seeds=seeds[:, None])
+            returns = np.array([r[0] for _, (r, _) in async_eval.get_results()])
+            episodes = model._n_updates * per_iteration
+            state["evaluations"].append([model.num_timesteps, state["train_seconds"],
+                                         float(returns.mean()), float(returns.std()), episodes])  # fmt: skip
+            while state["next_eval"] <= model.num_timesteps:
+                state["next_eval"] += eval_freq
+            mean = returns.mean()
+            print(f"  {model.num_timesteps:>11,} steps {episodes:>8,} episodes "
+                  f"{state['train_seconds'] / 60:6.1f} min: {mean:8.1f}", flush=True)  # fmt: skip
+
+        if not state["evaluations"]:
+            evaluate()
+            checkpoint()
+        marks = {"iteration": time.perf_counter(), "checkpoint": time.perf_counter()}
+
+        def after_iteration(locals_: dict, globals_: dict) -> bool:
+            now = time.perf_counter()
+            state["train_seconds"] += now - marks["iteration"]
+            keep_going, evaluated = True, model.num_timesteps >= state["next_eval"]
+            if evaluated:
+                evaluate()
+                keep_going = not (stop and confirmed(state["evaluations"], threshold))
+                state["stopped"] = None if keep_going else "threshold reached and confirmed"
+            if evaluated or now - marks["checkpoint"] >= args.checkpoint_seconds:
+                checkpoint()
+                marks["checkpoint"] = time.perf_counter()
+            marks["iteration"] = time.perf_counter()
+            return keep_going
+
+        if not state.get("stopped") and model.num_timesteps < budget:
+            model.learn(budget - model.num_timesteps, callback=after_iteration,
+                        async_eval=async_eval, reset_num_timesteps=False)  # fmt: skip
+        if state["evaluations"][-1][0] != model.num_timesteps:
+            evaluate()  # the final policy
+            checkpoint()
+    models = Path(args.results).parent / "models"
+    models.mkdir(parents=True, exist_ok=True)
+    model.save(models / f"{name.removeprefix('ars-')}.npz")
+    return {"budget": budget, "workers": workers, "n_delta": model.n_delta, "n_top": model.n_top,
+            "stopped": state.get("stopped") or "budget", "evaluations": state["evaluations"]}  # fmt: skip
+
+
+def run_sb3(env_id: str, seed: int, budget: int, eval_freq: int, args: argparse.Namespace) -> dict:
+    """The same protocol with sb3-contrib's ARS (observations normalised by VecNormalize, as the zoo)."""
+    from sb3_contrib import ARS as SB3ARS
+    from sb3_contrib.common.vec_env import AsyncEval as SB3AsyncEval
+    from speed import sb3_env
+    from stable_baselines3.common.callbacks import BaseCallback
+
+    hp = ars.settings_for(env_id)
+    n_delta, workers, stop = args.n_delta or hp["n_delta"], args.workers, args.stop_at_threshold
+    env = sb3_env(env_id, hp["normalize_obs"])
+    model = SB3ARS(
+        "LinearPolicy", env, n_delta=n_delta, n_top=min(hp["n_top"] or n_delta, n_delta),
+        learning_rate=hp["learning_rate"], delta_std=hp["delta_std"],
+        alive_bonus_offset=hp["alive_bonus_offset"], seed=seed,
+    )  # fmt: skip
+    eval_env, seeds, threshold = ars.make_env(env_id), eval_seeds(seed), THRESHOLDS[task(env_id)]
+
+    def evaluate() -> tuple[float, float]:
+        returns = []
+        for episode_seed in seeds:
+            obs, _ = eval_env.reset(seed=int(episode_seed))
+            total, done = 0.0, False
+            while not done:
+                if hasattr(env, "normalize_obs"):
+                    obs = env.normalize_obs(obs)
+                action = model.predict(obs, deterministic=True)[0]
+                obs, reward, terminated, truncated, _ = eval_env.step(action)
+                total += reward
+                done = terminated or truncated
+            returns.append(total)
+        return float(np.mean(returns)), float(np.std(returns))
+
+    class Evaluate(BaseCallback):
+        def _on_training_start(self) -> None:
+            self.records, self.next, self.eval_seconds = [], 0, 0.0
+            self.start, self.stopped = time.perf_counter(), None
+
+        def _on_step(self) -> bool:
+            if self.num_timesteps >= self.next:
+                self.next = self.num_timesteps + eval_freq
+                began = time.perf_counter()
+                mean, std = evaluate()
+                self.eval_seconds += time.perf_counter() - began
+                seconds = time.perf_counter() - self.start - self.eval_seconds
+                episodes = self.model._n_updates * 2 * n_delta
+                self.records.append((self.num_timesteps, seconds, mean, std, episodes))
+                if stop and confirmed(self.records, threshold):
+                    self.stopped = "threshold reached and confirmed"
+                    return False  # sb3-contrib ignores this; the record still shows the rule
+            return True
+
+    callback = Evaluate()
+    env_fns = [ars.functools.partial(sb3_env, env_id, hp["normalize_obs"])] * workers
+    async_eval = SB3AsyncEval(env_fns, model.policy) if workers > 1 else None
+    model.learn(budget, callback=callback, async_eval=async_eval)
+    return {"budget": budget, "workers": workers, "n_delta": n_delta,
+            "stopped": callback.stopped or "budget", "evaluations": callback.records}  # fmt: skip
+
+
+def first_reach(evaluations: list, threshold: float) -> list | None:
+    return next((e for e in evaluations if e[2] >= threshold), None)
+
+
+def summary(runs: dict, threshold: float) -> dict:
+    """Medians over seeds; a seed that never reached the threshold counts as infinite."""
+    reached = [first_reach(r["evaluations"], threshold) for r in runs.values()]
+
+    def median(i: int) -> float:
+        return statistics.median([h[i] if h else float("inf") for h in reached])
+
+    finals = [r["evaluations"][-1][2] for r in runs.values()]
+    stops = sorted({r.get("stopped", "budget") for r in runs.values()})
+    return {"hits": sum(h is not None for h in reached), "n": len(runs), "steps": median(0),
+            "seconds": median(1), "episodes": median(4) if all(len(e) > 4 for r in runs.values()
+            for e in r["evaluations"]) else float("nan"), "final": statistics.median(finals),
+            "min": min(finals), "max": max(finals), "stopped": ", ".join(stops),
+            "budget": max(r["budget"] for r in runs.values())}  # fmt: skip
+
+
+def _fmt(value: float, scale: float, unit: str) -> str:
+    if np.isnan(value):
+        return "not recorded"
+    return f"{value / scale:.2f}{unit}" if np.isfinite(value) else "not reached"
+
+
+def report(results: dict) -> str:
+    """The full Markdown table (benchmarks/results/learning.md), and one plot per task."""
+    lines = [
+        "| task | implementation | N, b | threshold | seeds reaching it | median timesteps to it "
+        "| median episodes to it | median training wall time to it | final reward, median "
+        "(min to max) | runs ended by | budget | rl-zoo sb3-contrib |",
+        "|---" * 12 + "|",
+    ]
+    for key in sorted(results, key=lambda k: (list(THRESHOLDS).index(task(k.split(":")[1])), k)):
+        impl, env_id = key.split(":")[:2]
+        runs = results[key]
+        s = summary(runs, THRESHOLDS[task(env_id)])
+        first = next(iter(runs.values()))
+        lines.append(
+            f"| {env_id} | {impl} | {first['n_delta']}, {first.get('n_top', '')} "
+            f"| {THRESHOLDS[task(env_id)]} | {s['hits']}/{s['n']} | {_fmt(s['steps'], 1e6, 'M')} "
+            f"| {_fmt(s['episodes'], 1e3, 'k')} | {_fmt(s['seconds'], 60, ' min')} "
+            f"| {s['final']:.0f} ({s['min']:.0f} to {s['max']:.0f}) | {s['stopped']} "
+            f"| {s['budget'] / 1e6:g}M | {ZOO[task(env_id)]} |"
+        )
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print("matplotlib is not installed: no plots (pip install -e '.[plot]')")
+        return "\n".join(lines)
+    for env_id in sorted({k.split(":")[1] for k in results}):
+        fig, ax = plt.subplots(figsize=(6, 4))
+        for impl, color in (("ars", "tab:blue"), ("sb3-contrib", "tab:orange")):
+            runs = sorted(results.get(f"{impl}:{env_id}", {}).items())
+            for i, (_seed, run) in enumerate(runs):
+                e = np.array([row[:4] for row in run["evaluations"]])
+                ax.plot(e[:, 0] / 1e6, e[:, 2], color=color, alpha=0.8, label=impl if i == 0 else None)
+        ax.axhline(THRESHOLDS[task(env_id)], color="gray", linestyle="--", label="paper threshold")
+        ax.set(xlabel="timesteps (millions)", ylabel="mean return (10 episodes)",
+               title=f"{env_id}: seeds {', '.join(map(str, PAPER_SEEDS))}")  # fmt: skip
+        ax.legend()
+        fig.tight_layout()
+        fig.savefig(RESULTS / f"{env_id}.png", dpi=100)
+        plt.close(fig)
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--envs", nargs="*", default=["Swimmer-v4", "Hopper-v4", "HalfCheetah-v4"])
+    parser.add_argument("--seeds", nargs="*", type=int, default=PAPER_SEEDS)
+    parser.add_argument("--budget", type=float, help="timesteps per run (default: per task, see BUDGETS)")
+    parser.add_argument("--eval-freq", type=int, help="timesteps between evaluations (default: per task)")
+    parser.add_argument("--n-delta", type=int, help="N = b for every run (Humanoid: 256 is the zoo's)")
+    parser.add_argument("--workers", type=int, default=os.cpu_count())
+    parser.add_argument("--stop-at-threshold", action=argparse.BooleanOptionalAction, default=True)
+    parser.add_argument("--checkpoint-seconds", type=float, default=60.0)
+    parser.add_argument("--peer", choices=["sb3-contrib"], help="run the peer instead of ars")
+    parser.add_argument("--report", action="store_true", help="only rebuild the table and plots")
+    parser.add_argument("--results", default=str(RESULTS / "learning.json"))
+    parser.add_argument("--runs-dir", default=str(RUNS), help="checkpoints of unfinished runs")
+    args = parser.parse_args()
+    warnings.filterwarnings("ignore")
+
+    path = Path(args.results)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    results = json.loads(path.read_text()) if path.exists() else {}
+    if not args.report:
+        impl, runner = ("sb3-contrib", run_sb3) if args.peer else ("ars", run_ars)
+        for env_id in args.envs:
+            key = f"{impl}:{env_id}" + (f":N{args.n_delta}" if args.n_delta else "")
+            for seed in args.seeds:
+                if str(seed) in results.get(key, {}):
+                    continue
+                budget = int(args.budget or BUDGETS[task(env_id)])
+                eval_freq = args.eval_freq or EVAL_FREQ.get(task(env_id), 50_000)
+                print(f"{impl} {env_id} seed {seed}: up to {budget:,} steps, {args.workers} workers",
+                      flush=True)  # fmt: skip
+                began = time.perf_counter()
+                record = runner(env_id, seed, budget, eval_freq, args)
+                results.setdefault(key, {})[str(seed)] = record
+                write_json(path, results)  # after every run: an interrupted benchmark keeps its runs
+                hit = first_reach(record["evaluations"], THRESHOLDS[task(env_id)])
+                print(f"  final {record['evaluations'][-1][2]:.1f}; threshold "
+                      f"{'at ' + format(hit[0], ',') + ' steps' if hit else 'not reached'}; "
+                      f"{(time.perf_counter() - began) / 60:.1f} min this session", flush=True)  # fmt: skip
+    table = report(results)
+    (path.parent / "learning.md").write_text(table + "\n")
+    print(table)
+
+
+if __name__ == "__main__":
+    main()
