@@ -1,41 +1,50 @@
 """Augmented Random Search (Mania, Guy & Recht, 2018) in one NumPy file.
 
-ARS trains a policy with parameters ``theta`` without gradients. Each iteration
-draws ``N = n_delta`` directions ``delta_k ~ N(0, I)``, rolls out the policies
-``theta + nu * delta_k`` and ``theta - nu * delta_k`` (``nu = delta_std``), keeps
-the ``b = n_top`` directions with the largest ``max(r+_k, r-_k)`` and moves
+ARS trains a policy with parameters ``theta`` without gradients. Each iteration draws
+``N = n_delta`` random directions ``delta_k ~ N(0, I)``, rolls out the two policies
+``theta + nu * delta_k`` and ``theta - nu * delta_k`` (``nu = delta_std``), keeps the
+``b = n_top`` directions with the largest ``max(r+_k, r-_k)``, and moves
 
     theta <- theta + alpha / (b * sigma_R) * sum_k (r+_k - r-_k) * delta_k
 
-where ``alpha = learning_rate`` and ``sigma_R`` is the standard deviation of the
-``2b`` kept returns (arXiv 1803.07055, Algorithm 2). V2 also normalises each
-observation with the mean and variance of every state visited so far.
+where ``alpha = learning_rate`` and ``sigma_R`` is the standard deviation of the ``2b``
+kept returns (arXiv 1803.07055, Algorithm 2). V2 also normalises each observation with
+the mean and variance of every state visited so far.
 
-The file reads top to bottom: running statistics, policies, rollouts, parallel
-evaluation, logging and callbacks, model files, the learner, the command line.
+How to read this file. The algorithm comes first and is complete on its own: the
+paper's settings, running statistics, the policies, rollouts, and the learner
+(construction, one iteration, ``learn``). Everything after the line "Plumbing" serves
+it: evaluation in worker processes or on a cluster, logging and callbacks, model
+files, the adapters for Stable-Baselines3 users, and the command line.
 
 Example
 -------
 >>> from ars import ARS
 >>> model = ARS("LinearPolicy", "CartPole-v1", n_delta=2, seed=0)
 >>> model = model.learn(total_timesteps=20_000)
->>> action, _ = model.predict(model.env.reset(seed=0)[0])
+>>> action, _ = model.predict(model.gym_env.reset(seed=0)[0])
 
-Command line: ``python ars.py --env Hopper-v4`` (``--help`` lists every flag).
+Command line: ``python ars.py`` trains CartPole in seconds; ``python ars.py --env
+Hopper-v4`` runs the paper's Hopper; ``--help`` lists every flag.
 """
 
 from __future__ import annotations
 
 import argparse
 import collections
+import collections.abc
 import csv
 import functools
 import hashlib
+import inspect
+import io
 import json
 import math
 import multiprocessing
 import multiprocessing.connection
 import os
+import re
+import signal
 import sys
 import tempfile
 import threading
@@ -43,19 +52,18 @@ import time
 import traceback
 import warnings
 import weakref
+import zipfile
+import zlib
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import cloudpickle
 import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
-__version__ = "0.1.0"
-
-FORMAT = "ars-numpy"  # marks the files written by ARS.save
-FORMAT_VERSION = 1
+__version__ = "0.2.0"
 
 
 def _require(module: str, install: str) -> Any:
@@ -67,29 +75,69 @@ def _require(module: str, install: str) -> Any:
     except ImportError as error:
         raise ModuleNotFoundError(f"this feature needs {module}: {install}") from error
 
+# ===========================================================================================
+# The paper's settings
+# ===========================================================================================
+#
+# Table 9 of the paper, as kept by rl-baselines3-zoo: step size alpha, exploration noise
+# nu, directions N, top directions b, the per-step shift that cancels the survival bonus,
+# and V1 (no normalisation) or V2. Humanoid uses the paper's N = b = 230 (the zoo: 256).
 
-# ---------------------------------------------------------------------------
+_PAPER_TABLE = {
+    # task: alpha, nu, N, b, shift, V2, budget (timesteps)
+    "Swimmer": (0.02, 0.01, 1, 1, 0, False, 2_000_000),
+    "Hopper": (0.01, 0.025, 8, 4, -1, True, 7_000_000),
+    "HalfCheetah": (0.02, 0.03, 32, 4, 0, True, 12_500_000),
+    "Walker2d": (0.03, 0.025, 40, 30, -1, True, 75_000_000),
+    "Ant": (0.015, 0.025, 60, 20, -1, True, 75_000_000),
+    "Humanoid": (0.02, 0.0075, 230, 230, -5, True, 250_000_000),
+    "CartPole": (0.02, 0.05, 2, 2, 0, False, 50_000),
+    "Pendulum": (0.018, 0.1, 4, 1, 0, True, 2_000_000),
+}
+_COLUMNS = ("learning_rate", "delta_std", "n_delta", "n_top", "alive_bonus_offset",
+            "normalize_obs", "total_timesteps")  # fmt: skip
+PAPER_SETTINGS: dict[str, dict[str, Any]] = {task: dict(zip(_COLUMNS, row)) for task, row in _PAPER_TABLE.items()}
+PAPER_SETTINGS["Pendulum"].update(policy="MlpPolicy", net_arch=[16], zero_policy=False)
+GENERIC_SETTINGS: dict[str, Any] = dict(
+    policy="LinearPolicy", net_arch=None, learning_rate=0.02, delta_std=0.03, n_delta=8,
+    n_top=None, alive_bonus_offset=0.0, normalize_obs=True, zero_policy=True,
+    common_random_numbers=True, n_eval_episodes=1, total_timesteps=1_000_000,
+)  # fmt: skip
+
+
+def settings_for(env_id: str) -> dict[str, Any]:
+    """The paper's hyper-parameters for ``env_id`` (any version), else generic defaults.
+
+    Examples
+    --------
+    >>> settings_for("Hopper-v5")["n_delta"]
+    8
+    """
+    task = env_id.split("/")[-1].rsplit("-v", 1)[0]
+    return {**GENERIC_SETTINGS, **PAPER_SETTINGS.get(task, {})}
+
+
+# ===========================================================================================
 # Running statistics
-# ---------------------------------------------------------------------------
+# ===========================================================================================
 
 
 class RunningMeanStd:
     """Mean and (population) variance of every row seen so far.
 
-    Two statistics merge exactly (Chan, Golub & LeVeque, 1979), so per-rollout
-    or per-worker statistics combine into those of all the data, in any grouping.
-    With no data yet, ``mean`` is 0 and ``var`` is 1, so normalising is the identity.
+    Two statistics merge exactly (Chan, Golub & LeVeque, 1979), so the statistics of
+    each rollout combine into those of all the data, in any grouping. With no data yet,
+    ``mean`` is 0 and ``var`` is 1: normalising is then the identity.
 
     Parameters
     ----------
     shape : tuple of int
-        Shape of one row (one observation).
+        Shape of one row (one flattened observation).
 
     Examples
     --------
     >>> a, b = RunningMeanStd((2,)), RunningMeanStd((2,))
-    >>> a.update(np.ones((3, 2))); b.update(np.zeros((1, 2)))
-    >>> a.combine(b).mean
+    >>> a.update(np.ones((3, 2))).combine(b.update(np.zeros((1, 2)))).mean
     array([0.75, 0.75])
     """
 
@@ -102,14 +150,13 @@ class RunningMeanStd:
         """Add the rows of ``batch`` (shape ``(n, *shape)``); returns ``self``."""
         batch = np.asarray(batch, dtype=np.float64).reshape((-1, *self.mean.shape))
         if len(batch):
-            other = RunningMeanStd(self.mean.shape)
-            with np.errstate(invalid="ignore"):  # inf rows give nan statistics; the learner reports them
-                other.mean, other.var, other.count = batch.mean(axis=0), batch.var(axis=0), len(batch)
-            self.combine(other)
+            with np.errstate(invalid="ignore"):  # inf gives nan statistics; the learner reports it
+                moments = batch.mean(axis=0), batch.var(axis=0), len(batch)
+            self.combine(RunningMeanStd.from_moments(*moments))
         return self
 
     def combine(self, other: RunningMeanStd) -> RunningMeanStd:
-        """Merge ``other`` into ``self`` exactly (parallel algorithm); returns ``self``."""
+        """Merge ``other`` into ``self`` exactly (the parallel algorithm); returns ``self``."""
         if other.count == 0:
             return self
         if self.count == 0:
@@ -117,7 +164,8 @@ class RunningMeanStd:
             return self
         count = self.count + other.count
         delta = other.mean - self.mean
-        m2 = self.var * self.count + other.var * other.count + delta**2 * (self.count * other.count / count)
+        m2 = (self.var * self.count + other.var * other.count
+              + delta**2 * (self.count * other.count / count))  # fmt: skip
         self.mean = self.mean + delta * (other.count / count)
         self.var = m2 / count
         self.count = count
@@ -125,14 +173,19 @@ class RunningMeanStd:
 
     def copy(self) -> RunningMeanStd:
         """An independent copy."""
-        new = RunningMeanStd(self.mean.shape)
-        new.mean, new.var, new.count = self.mean.copy(), self.var.copy(), self.count
-        return new
+        return RunningMeanStd.from_moments(self.mean.copy(), self.var.copy(), self.count)
+
+    @staticmethod
+    def from_moments(mean: np.ndarray, var: np.ndarray, count: int) -> RunningMeanStd:
+        """The statistics of ``count`` rows with this mean and variance."""
+        rms = RunningMeanStd(np.shape(mean))
+        rms.mean, rms.var, rms.count = mean, var, count
+        return rms
 
 
-# ---------------------------------------------------------------------------
+# ===========================================================================================
 # Policies
-# ---------------------------------------------------------------------------
+# ===========================================================================================
 
 ACTIVATIONS: dict[str, Callable[[np.ndarray], np.ndarray]] = {
     "relu": lambda x: np.maximum(x, 0.0),
@@ -143,47 +196,70 @@ ACTIVATIONS: dict[str, Callable[[np.ndarray], np.ndarray]] = {
 MIN_VARIANCE = 1e-8  # V2: inputs with a smaller variance are treated as constant and zeroed
 
 
-def _as_array(x: Any, dtype: Any = np.float64) -> np.ndarray:
-    """A NumPy array from an array-like or a CPU torch tensor (torch is never imported)."""
-    if hasattr(x, "detach") and hasattr(x, "device"):
-        if x.device.type != "cpu":
-            raise ValueError(f"got a torch tensor on {x.device}; move it to the CPU first (tensor.cpu())")
-        x = x.detach().numpy()
-    return np.asarray(x, dtype=dtype)
+def _flattener(space: spaces.Space) -> Callable[[np.ndarray], np.ndarray]:
+    """``obs -> float vector`` for observations with any leading axes, as ``spaces.flatten``.
+
+    Box observations are flattened; Discrete ones become one-hot vectors, MultiDiscrete
+    ones concatenated one-hot vectors, MultiBinary ones 0/1 vectors.
+    """
+    dim = spaces.flatdim(space)
+    if isinstance(space, spaces.Box):
+        shape = space.shape
+        return lambda x: x.reshape(x.shape[: x.ndim - len(shape)] + (dim,))
+    if isinstance(space, spaces.Discrete):
+        one_hot, start = np.eye(dim), int(space.start)
+        return lambda x: one_hot[np.asarray(x, dtype=np.int64) - start]
+    if isinstance(space, spaces.MultiBinary):
+        size = len(space.shape)
+        return lambda x: np.asarray(x, np.float64).reshape(np.shape(x)[: np.ndim(x) - size] + (dim,))
+    # MultiDiscrete: one one-hot block per entry, side by side
+    offsets = np.concatenate([[0], np.cumsum(space.nvec.reshape(-1))[:-1]]) - space.start.reshape(-1)
+    n_entries = len(offsets)
+
+    def multi_one_hot(x: np.ndarray) -> np.ndarray:
+        x = np.asarray(x, dtype=np.int64)
+        index = x.reshape(x.shape[: x.ndim - len(space.shape)] + (n_entries,)) + offsets
+        out = np.zeros(index.shape[:-1] + (dim,))
+        np.put_along_axis(out, index, 1.0, axis=-1)
+        return out
+
+    return multi_one_hot
+
+
+OBSERVATION_SPACES = (spaces.Box, spaces.Discrete, spaces.MultiDiscrete, spaces.MultiBinary)
+
+
+def check_spaces(observation_space: spaces.Space, action_space: spaces.Space) -> None:
+    """Raise ``NotImplementedError`` naming the space when ARS cannot use it."""
+    if not isinstance(observation_space, OBSERVATION_SPACES):
+        raise NotImplementedError(
+            f"ARS supports Box, Discrete, MultiDiscrete and MultiBinary observation spaces; "
+            f"got {observation_space}. Flatten it first: gymnasium.wrappers.FlattenObservation."
+        )
+    if not isinstance(action_space, (spaces.Box, spaces.Discrete)):
+        raise NotImplementedError(f"ARS supports Box and Discrete action spaces; got {action_space}.")
 
 
 def _activation_name(activation_fn: Any) -> str:
     """'relu', 'tanh', ... from a name or a torch.nn activation class such as nn.ReLU."""
     name = activation_fn if isinstance(activation_fn, str) else getattr(activation_fn, "__name__", "")
-    name = name.lower()
-    if name not in ACTIVATIONS:
+    if name.lower() not in ACTIVATIONS:
         raise ValueError(f"activation_fn {activation_fn!r} is not supported; use one of {sorted(ACTIVATIONS)}")
-    return name
-
-
-def _check_spaces(observation_space: spaces.Space, action_space: spaces.Space) -> None:
-    if not isinstance(observation_space, spaces.Box):
-        raise TypeError(
-            f"ARS supports Box observation spaces (of any shape); got {observation_space}. "
-            "Wrap the env to give Box observations, e.g. gymnasium.wrappers.FlattenObservation."
-        )
-    if not isinstance(action_space, (spaces.Box, spaces.Discrete)):
-        raise TypeError(f"ARS supports Box and Discrete action spaces; got {action_space}.")
+    return name.lower()
 
 
 class ARSPolicy:
     """A deterministic MLP policy held as one flat NumPy parameter vector.
 
-    The observation is flattened, normalised with ``obs_rms`` when that is set
-    (V2: ``(x - mean) / sqrt(var)``, inputs with variance below 1e-8 zeroed),
-    passed through the layers, and mapped to an action: ``argmax`` for Discrete
-    actions; for Box actions ``tanh`` rescaled to ``[low, high]`` when
-    ``squash_output`` is set, else clipped to the bounds.
+    The observation is flattened, normalised with ``obs_rms`` when that is set (V2:
+    ``(x - mean) / sqrt(var)``, inputs with variance below 1e-8 zeroed), passed through
+    the layers, and mapped to an action: ``argmax`` for Discrete actions; for Box actions
+    ``tanh`` rescaled to ``[low, high]`` when ``squash_output`` is set, else clipped.
 
     Parameters
     ----------
-    observation_space : gymnasium.spaces.Box
-        Observations of any shape; they are flattened.
+    observation_space : gymnasium.spaces.Space
+        Box of any shape, Discrete, MultiDiscrete or MultiBinary.
     action_space : gymnasium.spaces.Box or gymnasium.spaces.Discrete
     net_arch : list of int, optional
         Hidden layer sizes, ``[64, 64]`` by default; ``[]`` gives a linear policy.
@@ -196,7 +272,6 @@ class ARSPolicy:
 
     Examples
     --------
-    >>> import gymnasium as gym
     >>> env = gym.make("Pendulum-v1")
     >>> policy = ARSPolicy(env.observation_space, env.action_space, net_arch=[16])
     >>> policy.predict(env.reset(seed=0)[0])[0].shape
@@ -212,34 +287,36 @@ class ARSPolicy:
         with_bias: bool = True,
         squash_output: bool = True,
     ):
-        _check_spaces(observation_space, action_space)
+        check_spaces(observation_space, action_space)
         self.observation_space, self.action_space = observation_space, action_space
         self.net_arch = [64, 64] if net_arch is None else [int(n) for n in net_arch]
+        if any(n < 1 for n in self.net_arch):
+            raise ValueError(f"net_arch sizes must be at least 1; got {self.net_arch}")
         self.activation_fn = _activation_name(activation_fn)
         self.with_bias, self.squash_output = bool(with_bias), bool(squash_output)
-        self.obs_dim = int(np.prod(observation_space.shape))
+        self.obs_dim = spaces.flatdim(observation_space)
+        self._flat_box = isinstance(observation_space, spaces.Box) and len(observation_space.shape) == 1
         if isinstance(action_space, spaces.Discrete):
             self.action_dim = int(action_space.n)
         else:
             self.action_dim = int(np.prod(action_space.shape))
-            low, high = action_space.low.astype(np.float64), action_space.high.astype(np.float64)
-            if self.squash_output and not (np.isfinite(low).all() and np.isfinite(high).all()):
+            self._low = action_space.low.astype(np.float64).reshape(-1)
+            self._high = action_space.high.astype(np.float64).reshape(-1)
+            bounded = np.isfinite(self._low).all() and np.isfinite(self._high).all()
+            if self.squash_output and not bounded:
                 raise ValueError(
-                    f"squash_output=True rescales tanh to the action bounds, but {action_space} is unbounded; "
-                    "use squash_output=False (actions are then clipped) or bound the action space."
+                    f"squash_output=True rescales tanh to the action bounds, but {action_space} is "
+                    "unbounded; use squash_output=False (actions are clipped) or bound the space."
                 )
-            self._low, self._high = low.reshape(-1), high.reshape(-1)
-            if self.squash_output:
-                self._center, self._scale = (self._high + self._low) / 2, (self._high - self._low) / 2
         sizes = [self.obs_dim, *self.net_arch, self.action_dim]
-        self._layer_shapes = list(zip(sizes[1:], sizes[:-1]))  # (out, in) per layer
-        self.n_params = sum(o * i + (o if self.with_bias else 0) for o, i in self._layer_shapes)
+        self.layer_shapes = list(zip(sizes[1:], sizes[:-1]))  # (out, in) per layer
+        self.n_params = sum(o * i + (o if self.with_bias else 0) for o, i in self.layer_shapes)
         self._theta = np.zeros(self.n_params)
         self.obs_rms: RunningMeanStd | None = None  # set by ARS(normalize_obs=True): V2
 
-    # -- parameters -------------------------------------------------------
+    # -- parameters -----------------------------------------------------------------------
     def parameters_to_vector(self) -> np.ndarray:
-        """A copy of the flat parameter vector (layer by layer: weights row-major, then bias)."""
+        """A copy of the flat parameter vector (layer by layer: weight row-major, then bias)."""
         return self._theta.copy()
 
     def load_from_vector(self, vector: Any) -> None:
@@ -252,29 +329,26 @@ class ARSPolicy:
     def init_weights(self, rng: np.random.Generator) -> np.ndarray:
         """Random parameters, uniform in +-1/sqrt(fan_in) per layer (torch's nn.Linear default)."""
         parts = []
-        for out, inp in self._layer_shapes:
+        for out, inp in self.layer_shapes:
             bound = 1.0 / math.sqrt(inp)
             parts.append(rng.uniform(-bound, bound, out * inp + (out if self.with_bias else 0)))
         return np.concatenate(parts)
 
     def config(self) -> dict[str, Any]:
         """The constructor arguments beyond the spaces, as plain data."""
-        return dict(
-            net_arch=self.net_arch,
-            activation_fn=self.activation_fn,
-            with_bias=self.with_bias,
-            squash_output=self.squash_output,
-        )
+        return dict(net_arch=self.net_arch, activation_fn=self.activation_fn,
+                    with_bias=self.with_bias, squash_output=self.squash_output)  # fmt: skip
 
-    # -- forward ----------------------------------------------------------
-    def _layers(self, theta: np.ndarray) -> list[tuple[np.ndarray, np.ndarray | None]]:
-        """(W, b) per layer for ``theta`` of shape ``(..., n_params)``, normalisation folded in.
+    # -- the forward pass -----------------------------------------------------------------
+    def layers(self, theta: np.ndarray | None = None) -> list[tuple[np.ndarray, np.ndarray | None]]:
+        """``(weight, bias)`` per layer for ``theta`` (``(n_params,)`` or a population).
 
-        ``W ((x - mean) * s) + b == (W * s) x + (b - (W * s) mean)``: folding the
-        frozen observation statistics into the first layer costs nothing per step.
+        V2 normalisation is folded into the first layer, so it costs nothing per step:
+        ``W ((x - mean) * s) + b == (W * s) x + (b - (W * s) mean)``.
         """
+        theta = self._theta if theta is None else theta
         lead, start, layers = theta.shape[:-1], 0, []
-        for out, inp in self._layer_shapes:
+        for out, inp in self.layer_shapes:
             weight = theta[..., start : start + out * inp].reshape(*lead, out, inp)
             start += out * inp
             bias = None
@@ -282,175 +356,181 @@ class ARSPolicy:
                 bias, start = theta[..., start : start + out], start + out
             layers.append((weight, bias))
         if self.obs_rms is not None:
-            var = self.obs_rms.var.reshape(-1)
-            inv_std = np.where(var < MIN_VARIANCE, 0.0, 1.0 / np.sqrt(np.maximum(var, MIN_VARIANCE)))
             weight, bias = layers[0]
-            weight = weight * inv_std
+            weight = weight * _inverse_std(self.obs_rms.var)
             shift = -(weight @ self.obs_rms.mean.reshape(-1))
             layers[0] = (weight, shift if bias is None else bias + shift)
         return layers
 
-    def _action_map(self) -> Callable[[np.ndarray], Any]:
-        """The function from network outputs ``(..., action_dim)`` (a fresh array) to actions.
-
-        Chosen once per policy, not per call: it runs at every env step.
-        """
+    def _to_action(self) -> Callable[[np.ndarray], Any]:
+        """The map from network outputs ``(..., action_dim)`` (a fresh array) to actions."""
         if isinstance(self.action_space, spaces.Discrete):
             start = int(self.action_space.start)
             return lambda out: out.argmax(axis=-1) + start
         if self.squash_output:
-            center, scale, tanh = self._center, self._scale, np.tanh
-            to_box = lambda out: center + scale * tanh(out)
+            center, scale = (self._high + self._low) / 2, (self._high - self._low) / 2
+            to_box = lambda out: center + scale * np.tanh(out)
         else:  # np.clip, in place and without its per-call overhead
             low, high, maximum, minimum = self._low, self._high, np.maximum, np.minimum
             to_box = lambda out: minimum(maximum(out, low, out=out), high, out=out)
         shape = self.action_space.shape
         return to_box if len(shape) == 1 else lambda out: to_box(out).reshape(out.shape[:-1] + shape)
 
-    def actor(self, theta: Any = None) -> Callable[[np.ndarray], Any]:
-        """A fast function ``obs -> action`` for one parameter vector (the rollout hot path)."""
-        layers = self._layers(self._theta if theta is None else _as_array(theta))
-        hidden, (w_out, b_out) = layers[:-1], layers[-1]
-        activation, to_action, obs_dim = ACTIVATIONS[self.activation_fn], self._action_map(), self.obs_dim
-        flat = len(self.observation_space.shape) == 1
+    def forward(self, obs: Any, theta: Any = None) -> Any:
+        """Actions for observations, for one parameter vector or a population of them.
 
+        Parameters
+        ----------
+        obs : array_like or torch.Tensor
+            One observation or a batch ``(B, *obs_shape)``; with a population of ``P``
+            parameter vectors, ``(P, *obs_shape)`` or ``(P, B, *obs_shape)``.
+        theta : array_like, optional
+            ``(n_params,)`` (default: the policy's own) or a population ``(P, n_params)``.
+
+        Returns
+        -------
+        numpy.ndarray or torch.Tensor
+            Actions with the leading axes of ``obs`` (a torch tensor for a torch input).
+        """
+        theta = self._theta if theta is None else _as_array(theta)
+        x = _as_array(obs, None)
+        obs_shape = self.observation_space.shape
+        n_lead = x.ndim - len(obs_shape)
+        if n_lead < 0 or x.shape[n_lead:] != obs_shape:
+            raise ValueError(f"expected observations of shape {obs_shape} or (batch, *{obs_shape}), got {x.shape}")
+        if theta.ndim == 2 and (n_lead == 0 or x.shape[0] != len(theta)):
+            raise ValueError(f"{len(theta)} parameter vectors need observations of shape ({len(theta)}, ...), got {x.shape}")
+        h = _flattener(self.observation_space)(x).astype(np.float64)
+        if theta.ndim == 2 and n_lead == 1:
+            h = h[:, None, :]  # one observation per parameter vector
+        activation, layers = ACTIVATIONS[self.activation_fn], self.layers(theta)
+        for i, (weight, bias) in enumerate(layers):  # the network, for any leading axes
+            h = h @ np.swapaxes(weight, -1, -2)
+            if bias is not None:
+                h = h + (bias[:, None, :] if theta.ndim == 2 else bias)
+            if i < len(layers) - 1:
+                h = activation(h)
+        actions = self._to_action()(h)
+        if theta.ndim == 2 and n_lead == 1:
+            actions = actions[:, 0]
+        return _like(obs, actions)
+
+    def actor(self, theta: np.ndarray | None = None) -> Callable[[Any], Any]:
+        """A fast ``obs -> action`` for one observation: the rollout's hot path.
+
+        The same network as :meth:`forward` (a test checks it), specialised to a single
+        observation and a precomputed set of layers.
+        """
+        layers = self.layers(self._theta if theta is None else theta)
+        hidden, (w_out, b_out) = layers[:-1], layers[-1]
+        activation, to_action = ACTIVATIONS[self.activation_fn], self._to_action()
+        flatten = None if self._flat_box else _flattener(self.observation_space)
         dot = np.dot  # cheaper per call than the @ operator on one small vector
 
-        def act(obs: np.ndarray) -> Any:
-            h = obs if flat else obs.reshape(obs_dim)
+        def act(obs: Any) -> Any:
+            h = obs if flatten is None else flatten(obs)
             for weight, bias in hidden:
                 h = activation(dot(weight, h) if bias is None else dot(weight, h) + bias)
             return to_action(dot(w_out, h) if b_out is None else dot(w_out, h) + b_out)
 
         return act
 
-    def forward(self, obs: Any, theta: Any = None) -> np.ndarray:
-        """Actions for a batch of observations, for one or a population of parameter vectors.
+    def predict(self, observation: Any, state: Any = None, episode_start: Any = None,
+                deterministic: bool = True) -> tuple[Any, None]:  # fmt: skip
+        """``(action, None)`` for one observation or a batch, in the action space's dtype.
 
-        Parameters
-        ----------
-        obs : array_like
-            ``obs_shape`` or ``(B, *obs_shape)``; with a population, ``(P, *obs_shape)``
-            or ``(P, B, *obs_shape)``.
-        theta : array_like, optional
-            ``(n_params,)`` (default: the policy's own) or a population ``(P, n_params)``.
-
-        Returns
-        -------
-        numpy.ndarray
-            Actions with the leading axes of ``obs``.
+        SB3's signature and shapes; ``state``, ``episode_start`` and ``deterministic``
+        are accepted and ignored (ARS policies are deterministic and stateless).
         """
-        theta = self._theta if theta is None else _as_array(theta)
-        obs = _as_array(obs)
-        obs_shape = self.observation_space.shape
-        n_lead = obs.ndim - len(obs_shape)
-        if n_lead < 0 or obs.shape[n_lead:] != obs_shape:
-            raise ValueError(f"expected observations of shape {obs_shape} or (batch, *{obs_shape}), got {obs.shape}")
-        lead = obs.shape[:n_lead]
-        layers = self._layers(theta)
-        activation = ACTIVATIONS[self.activation_fn]
-        if theta.ndim == 2:  # a population: one parameter vector per leading entry
-            if n_lead == 0 or lead[0] != len(theta):
-                raise ValueError(f"{len(theta)} parameter vectors need observations of shape ({len(theta)}, ...), got {obs.shape}")
-            h = obs.reshape(len(theta), -1, self.obs_dim)
-            for i, (weight, bias) in enumerate(layers):
-                h = h @ np.swapaxes(weight, -1, -2) + (0.0 if bias is None else bias[:, None, :])
-                h = activation(h) if i < len(layers) - 1 else h
-        else:
-            h = obs.reshape(*lead, self.obs_dim)
-            for i, (weight, bias) in enumerate(layers):
-                h = h @ weight.T + (0.0 if bias is None else bias)
-                h = activation(h) if i < len(layers) - 1 else h
-        return self._action_map()(h).reshape(lead + self.action_space.shape)
+        actions = self.forward(observation)
+        dtype = self.action_space.dtype
+        if _is_torch(actions):
+            return actions.to(getattr(sys.modules["torch"], str(np.dtype(dtype)))), None
+        return np.asarray(actions).astype(dtype, copy=False), None
 
-    def predict(self, observation: Any, state: Any = None, episode_start: Any = None, deterministic: bool = True) -> tuple[np.ndarray, None]:
-        """``(action, None)`` for one observation or a batch (SB3's signature; ARS is deterministic)."""
-        return self.forward(observation), None
+    # -- plumbing: Stable-Baselines3's policy API, defined with the model files below ------
+    device = property(lambda self: _cpu_device(), doc="Always the CPU: ARS computes in NumPy.")
+
+    def state_dict(self) -> dict[str, np.ndarray]:
+        """Parameters under sb3-contrib's names (``action_net.0.weight``, ...)."""
+        return _policy_state_dict(self)
+
+    def load_state_dict(self, state_dict: dict[str, Any], strict: bool = True) -> None:
+        """Set parameters from :meth:`state_dict`'s names (NumPy arrays or torch tensors)."""
+        _load_policy_state_dict(self, state_dict, strict)
+
+    def save(self, path: str | os.PathLike | io.IOBase) -> None:
+        """Write the policy alone (spaces, options, parameters, statistics) as plain data."""
+        _save_policy(self, path)
+
+    @classmethod
+    def load(cls, path: str | os.PathLike | io.IOBase, device: Any = "auto") -> ARSPolicy:
+        """A policy written by :meth:`save` (or the policy of a saved model)."""
+        return _load_policy(path)
 
     def to_torch(self) -> Any:
-        """A ``torch.nn.Module`` computing the same actions as :meth:`predict` (normalisation included)."""
-        torch = _require("torch", "pip install 'ars-numpy[torch]'")
-        nn = torch.nn
-        modules: list[Any] = []
-        layers = self._layers(self._theta)
-        for i, (weight, bias) in enumerate(layers):
-            linear = nn.Linear(weight.shape[1], weight.shape[0], bias=bias is not None, dtype=torch.float64)
-            with torch.no_grad():
-                linear.weight.copy_(torch.from_numpy(weight))
-                if bias is not None:
-                    linear.bias.copy_(torch.from_numpy(bias))
-            modules.append(linear)
-            if i < len(layers) - 1:
-                modules.append({"relu": nn.ReLU, "tanh": nn.Tanh, "sigmoid": nn.Sigmoid, "identity": nn.Identity}[self.activation_fn]())
-        policy = self
-
-        class TorchARSPolicy(nn.Module):
-            """The ARS policy as a torch module: flattened observations in, actions out."""
-
-            def __init__(self) -> None:
-                super().__init__()
-                self.net = nn.Sequential(*modules)
-                if isinstance(policy.action_space, spaces.Box):
-                    self.register_buffer("low", torch.from_numpy(policy._low))
-                    self.register_buffer("high", torch.from_numpy(policy._high))
-
-            def forward(self, obs: Any) -> Any:
-                obs = torch.as_tensor(obs, dtype=torch.float64)
-                n_lead = obs.dim() - len(policy.observation_space.shape)
-                out = self.net(obs.reshape(*obs.shape[:n_lead], policy.obs_dim))
-                if isinstance(policy.action_space, spaces.Discrete):
-                    return out.argmax(dim=-1) + int(policy.action_space.start)
-                if policy.squash_output:
-                    out = (self.high + self.low) / 2 + (self.high - self.low) / 2 * torch.tanh(out)
-                else:
-                    out = torch.clamp(out, self.low, self.high)
-                return out.reshape(*out.shape[:-1], *policy.action_space.shape)
-
-        return TorchARSPolicy()
+        """A ``torch.nn.Module`` computing the same actions (normalisation included)."""
+        return _policy_to_torch(self)
 
 
 class ARSLinearPolicy(ARSPolicy):
-    """The paper's linear policy ``a = M x`` (with ``obs_rms``: ``a = M diag(var)^-1/2 (x - mean)``).
+    """The paper's linear policy ``a = M x`` (V2: ``a = M diag(var)^-1/2 (x - mean)``).
 
     An :class:`ARSPolicy` with no hidden layer, no bias and clipped actions by default.
     """
 
-    def __init__(self, observation_space: spaces.Space, action_space: spaces.Space, with_bias: bool = False, squash_output: bool = False):
-        super().__init__(observation_space, action_space, net_arch=[], with_bias=with_bias, squash_output=squash_output)
+    def __init__(self, observation_space: spaces.Space, action_space: spaces.Space,
+                 with_bias: bool = False, squash_output: bool = False):  # fmt: skip
+        super().__init__(observation_space, action_space, net_arch=[],
+                         with_bias=with_bias, squash_output=squash_output)  # fmt: skip
 
 
+MlpPolicy, LinearPolicy = ARSPolicy, ARSLinearPolicy  # sb3-contrib's names
 POLICY_ALIASES = {"LinearPolicy": ARSLinearPolicy, "MlpPolicy": ARSPolicy}
 
 
-# ---------------------------------------------------------------------------
-# Environments and rollouts
-# ---------------------------------------------------------------------------
+def _inverse_std(var: np.ndarray) -> np.ndarray:
+    """``1 / sqrt(var)``, with 0 where ``var < 1e-8`` (the input is then ignored)."""
+    var = var.reshape(-1)
+    return np.where(var < MIN_VARIANCE, 0.0, 1.0 / np.sqrt(np.maximum(var, MIN_VARIANCE)))
 
 
-def make_env(env: str | gym.Env | Callable[[], gym.Env]) -> gym.Env:
-    """A gymnasium env from an id (``"Hopper-v4"``), an env, or a function returning one."""
-    if isinstance(env, str):
-        with warnings.catch_warnings():  # v4 MuJoCo ids still work; don't bury the output in notices
-            warnings.filterwarnings("ignore", message=".*is out of date.*")
-            try:
-                return gym.make(env)
-            except gym.error.DependencyNotInstalled as error:
-                if "mujoco" in str(error).lower():
-                    raise ModuleNotFoundError(f"{env} needs MuJoCo: pip install 'ars-numpy[mujoco]'  (or: pip install 'gymnasium[mujoco]')") from error
-                raise
-    made = env() if callable(env) and not isinstance(env, gym.Env) else env
-    if not isinstance(made, gym.Env):
-        raise TypeError(
-            f"expected an env id, a gymnasium.Env or a function returning one; got {type(made).__name__}. "
-            "ARS steps single envs: for parallel rollouts use AsyncEval, not a vectorised env."
-        )
-    return made
+def _is_torch(x: Any) -> bool:
+    return type(x).__module__.startswith("torch") and hasattr(x, "detach")
 
 
+def _as_array(x: Any, dtype: Any = np.float64) -> np.ndarray:
+    """A NumPy array from an array-like or a CPU torch tensor (torch is never imported)."""
+    if _is_torch(x):
+        if x.device.type != "cpu":
+            raise ValueError(f"got a torch tensor on {x.device}; move it to the CPU first (tensor.cpu())")
+        x = x.detach().numpy()
+    return np.asarray(x, dtype=dtype)
+
+
+def _like(reference: Any, array: Any) -> Any:
+    """``array`` as a torch tensor when ``reference`` is one: torch in, torch out."""
+    if _is_torch(reference):
+        return sys.modules["torch"].from_numpy(np.ascontiguousarray(array))
+    return array
+
+
+def _cpu_device() -> Any:
+    """``torch.device("cpu")`` when torch is already imported, else the string ``"cpu"``."""
+    torch = sys.modules.get("torch")
+    return torch.device("cpu") if torch is not None and hasattr(torch, "device") else "cpu"
+
+
+# ===========================================================================================
+# Rollouts
+# ===========================================================================================
+#
 # Every random number of a run comes from a stream named by its coordinates, never from a
-# generator that advances: a direction or an env seed is the same whoever computes it, so a
-# worker can regenerate a direction from four integers instead of receiving it.
-ENV_SEEDS, DIRECTIONS, WARM_UP = 0, 1, 2
+# generator that advances: a direction or an env seed is the same whoever computes it, so
+# any number of workers gives the same run, and a worker rebuilds a candidate from a few
+# integers instead of receiving its parameters.
+
+ENV_SEEDS, DIRECTIONS, WARM_UP = 0, 1, 2  # the streams' purposes
 
 
 def _stream(seed: int, purpose: int, *coordinates: int) -> np.random.SeedSequence:
@@ -458,7 +538,7 @@ def _stream(seed: int, purpose: int, *coordinates: int) -> np.random.SeedSequenc
 
 
 def episode_seed(seed: int, iteration: int, candidate: int, episode: int) -> int:
-    """The env seed of one rollout: a function of its coordinates alone, never of who runs it."""
+    """The env seed of one rollout: a function of its coordinates alone."""
     return int(_stream(seed, ENV_SEEDS, iteration, candidate, episode).generate_state(1)[0])
 
 
@@ -467,12 +547,40 @@ def direction(seed: int, iteration: int, k: int, n_params: int) -> np.ndarray:
     return np.random.default_rng(_stream(seed, DIRECTIONS, iteration, k)).standard_normal(n_params)
 
 
-def _inner_step(env: gym.Env) -> tuple[Callable[[Any], tuple], int | None]:
-    """``env.step`` past gymnasium's pass-through wrappers, and the time limit to enforce instead.
+def make_env(env: Any) -> gym.Env:
+    """A gymnasium env from an id (``"Hopper-v4"``), an env, a function returning one, or an
+    SB3 VecEnv holding one env (``DummyVecEnv``, ``VecNormalize``; see :func:`unwrap_vec_env`)."""
+    if isinstance(env, str):
+        with warnings.catch_warnings():  # v4 MuJoCo ids still work; don't bury the output
+            warnings.filterwarnings("ignore", message=".*is out of date.*")
+            try:
+                return gym.make(env)
+            except gym.error.DependencyNotInstalled as error:
+                if "mujoco" in str(error).lower():
+                    raise ModuleNotFoundError(
+                        f"{env} needs MuJoCo: pip install 'ars-numpy[mujoco]'  "
+                        "(or: pip install 'gymnasium[mujoco]')"
+                    ) from error
+                raise
+    if _is_vec_env(env):
+        return unwrap_vec_env(env)[0]
+    made = env() if callable(env) and not isinstance(env, gym.Env) else env
+    if _is_vec_env(made):
+        return unwrap_vec_env(made)[0]
+    if not isinstance(made, gym.Env):
+        raise TypeError(
+            f"expected an env id, a gymnasium.Env, an SB3 VecEnv or a function returning one; "
+            f"got {type(made).__name__}"
+        )
+    return made
 
-    TimeLimit, OrderEnforcing and PassiveEnvChecker change nothing in a rollout that resets
-    through them first; stepping past them saves about a microsecond per step. Any
-    other wrapper is kept, and so is everything inside it.
+
+def _inner_step(env: gym.Env) -> tuple[Callable[[Any], tuple], int | None]:
+    """``env.step`` past gymnasium's pass-through wrappers, and the time limit to enforce.
+
+    TimeLimit, OrderEnforcing and PassiveEnvChecker change nothing in a rollout that
+    resets through them first; stepping past them saves about a microsecond per step.
+    Any other wrapper is kept, and so is everything inside it.
     """
     from gymnasium.wrappers import OrderEnforcing, PassiveEnvChecker, TimeLimit
 
@@ -487,16 +595,36 @@ def _inner_step(env: gym.Env) -> tuple[Callable[[Any], tuple], int | None]:
 
 
 OBS_CHUNK_BYTES = 8 << 20  # visited observations are folded into statistics in chunks this big
+NO_LIMIT_STEPS = 100_000  # an episode this long in an env without a time limit is an error
 
 
 def run_episodes(
     env: gym.Env,
-    act: Callable[[np.ndarray], Any],
+    act: Callable[[Any], Any],
     seeds: Sequence[int],
     options: dict[str, Any] | None = None,
     track_obs: bool = True,
+    max_episode_steps: int | None = None,
+    on_step: Callable[[Any, tuple], None] | None = None,
 ) -> tuple[np.ndarray, np.ndarray, RunningMeanStd]:
-    """Roll out ``act`` for one episode per env seed (``options`` go to every ``env.reset``).
+    """Roll out ``act`` for one episode per env seed.
+
+    Parameters
+    ----------
+    env : gymnasium.Env
+    act : callable
+        ``obs -> action`` (e.g. :meth:`ARSPolicy.actor`).
+    seeds : sequence of int
+        One env seed per episode, given to ``env.reset``.
+    options : dict, optional
+        Passed to every ``env.reset``.
+    track_obs : bool
+        Keep statistics of the observations acted on (V2 needs them; V1 does not).
+    max_episode_steps : int, optional
+        End episodes after this many steps (or the env's own time limit, if sooner). An
+        env with neither that runs ``NO_LIMIT_STEPS`` steps raises an error.
+    on_step : callable, optional
+        ``on_step(action, (obs, reward, terminated, truncated, info))`` after every step.
 
     Returns
     -------
@@ -505,23 +633,27 @@ def run_episodes(
     lengths : numpy.ndarray
         Steps of each episode.
     visited : RunningMeanStd
-        Statistics of every observation the policy acted on (empty unless ``track_obs``).
-        They are folded in chunks, so memory stays bounded however long the episodes.
+        Statistics of every observation acted on (empty unless ``track_obs``), folded in
+        chunks: memory stays bounded however long the episodes.
     """
     returns, lengths = np.zeros(len(seeds)), np.zeros(len(seeds), dtype=np.int64)
-    shape = env.observation_space.shape
-    dim = int(np.prod(shape))
+    space = env.observation_space
+    dim = spaces.flatdim(space)
     visited = RunningMeanStd((dim,))
     chunk = max(1, min(1000, OBS_CHUNK_BYTES // (8 * dim)))
-    buffer = np.empty((chunk, *shape)) if track_obs else None
+    to_row = None if isinstance(space, spaces.Box) else _flattener(space)
+    buffer = np.empty((chunk, *space.shape) if to_row is None else (chunk, dim)) if track_obs else None
     rows = 0
     step, limit = _inner_step(env)
+    limit = min(x for x in (limit, max_episode_steps, math.inf) if x is not None)
+    if on_step is not None:
+        step = _observed(step, on_step)
     for i, seed in enumerate(seeds):
         obs, _ = env.reset(seed=int(seed), options=options)
         total, steps = 0.0, 0
         while True:  # the hot loop: nothing here that could be done once per episode
             if track_obs:
-                buffer[rows] = obs
+                buffer[rows] = obs if to_row is None else to_row(obs)
                 rows += 1
                 if rows == chunk:
                     visited.update(buffer.reshape(chunk, dim))
@@ -531,86 +663,776 @@ def run_episodes(
             steps += 1
             if terminated or truncated or steps == limit:
                 break
+            if steps == NO_LIMIT_STEPS and limit == math.inf:
+                raise RuntimeError(
+                    f"an episode ran {NO_LIMIT_STEPS:,} steps without ending (env seed {seed}) and "
+                    "the env has no time limit: wrap it in gymnasium.wrappers.TimeLimit, or pass "
+                    "max_episode_steps= to ARS"
+                )
         returns[i], lengths[i] = total, steps
     if rows:
         visited.update(buffer[:rows].reshape(rows, dim))
     return returns, lengths, visited
 
 
-def evaluate_policy(
-    model: Any, env: str | gym.Env | Callable[[], gym.Env], n_eval_episodes: int = 10, seed: int | None = None, return_episode_rewards: bool = False
-) -> tuple[float, float] | tuple[np.ndarray, np.ndarray]:
-    """Mean and std of the return of ``model`` (an ARS or a policy) over ``n_eval_episodes``.
+def _observed(step: Callable[[Any], tuple], on_step: Callable[[Any, tuple], None]) -> Callable:
+    """``step`` that reports every transition to ``on_step`` (for per-step callbacks)."""
 
-    Rewards are the env's own (no ``alive_bonus_offset``); each episode gets its
-    own seed drawn from ``seed``. With ``return_episode_rewards``, returns the
-    per-episode returns and lengths instead.
+    def observed_step(action: Any) -> tuple:
+        transition = step(action)
+        on_step(action, transition)
+        return transition
+
+    return observed_step
+
+
+class Iteration(NamedTuple):
+    """What an evaluator needs, once per iteration, to rebuild any candidate of it."""
+
+    policy: ARSPolicy  # structure and the frozen observation statistics
+    theta: np.ndarray  # the current parameters
+    delta_std: float  # nu
+    seed: int  # with ``index``, names the iteration's random directions
+    index: int  # the iteration number
+    track_obs: bool = False  # return statistics of the visited observations
+    max_episode_steps: int | None = None
+    obs_filter: Any = None  # an SB3 VecNormalize's normalisation, applied before the policy
+
+
+class Job(NamedTuple):
+    """One candidate to evaluate: ``theta + sign * nu * delta_k``, or explicit ``weights``."""
+
+    candidate: int
+    k: int
+    sign: int
+    seeds: np.ndarray  # one env seed per episode
+    weights: np.ndarray | None = None
+
+
+class Result(NamedTuple):
+    returns: np.ndarray  # per episode, the env's own rewards
+    lengths: np.ndarray
+    visited: RunningMeanStd | None
+
+
+def candidate_parameters(it: Iteration, job: Job) -> np.ndarray:
+    """The parameters a job evaluates (the same bits wherever it is computed)."""
+    if job.weights is not None:
+        return job.weights
+    delta = direction(it.seed, it.index, job.k, it.policy.n_params)
+    return it.theta + it.delta_std * delta if job.sign > 0 else it.theta - it.delta_std * delta
+
+
+def run_job(env: gym.Env, it: Iteration, job: Job, options: dict | None = None,
+            on_step: Callable | None = None) -> Result:  # fmt: skip
+    """Evaluate one candidate: its episodes, their lengths, the states it visited."""
+    act = it.policy.actor(candidate_parameters(it, job))
+    if it.obs_filter is not None:
+        act = it.obs_filter.wrap(act)
+    returns, lengths, visited = run_episodes(
+        env, act, job.seeds, options, it.track_obs, it.max_episode_steps, on_step
+    )
+    return Result(returns, lengths, visited if it.track_obs else None)
+
+
+# ===========================================================================================
+# The learner
+# ===========================================================================================
+
+Schedule = Callable[[float], float]
+HPARAMS = ("n_delta", "n_top", "learning_rate", "delta_std", "zero_policy", "alive_bonus_offset",
+           "n_eval_episodes", "policy_kwargs", "stats_window_size", "tensorboard_log", "seed",
+           "verbose", "device", "normalize_obs", "common_random_numbers", "normalization_samples",
+           "max_episode_steps")  # fmt: skip
+# Positional parameters after ``policy``: the seed's order and sb3-contrib's (which adds env).
+SEED_ORDER = ("n_delta", "n_top", "learning_rate", "delta_std", "zero_policy", "alive_bonus_offset",
+              "n_eval_episodes", "policy_kwargs", "stats_window_size", "seed", "verbose", "device",
+              "_init_setup_model")  # fmt: skip
+SB3_ORDER = ("env", *SEED_ORDER[:9], "tensorboard_log", *SEED_ORDER[9:])
+
+
+class ARS:
+    """Augmented Random Search (Mania, Guy & Recht 2018, Algorithm 2).
+
+    Parameters
+    ----------
+    policy : str, ARSPolicy class or instance
+        ``"LinearPolicy"`` (the paper's) or ``"MlpPolicy"``. An instance brings its spaces,
+        so the model is built at once, env or not.
+    env : str, gymnasium.Env, SB3 VecEnv or callable, optional
+        Env id, env, a VecEnv holding one env, or a function returning one of those. Without
+        it, the policy is built at the first ``learn(total_timesteps, env=...)``.
+    n_delta : int
+        ``N``: random directions per iteration (2N rollouts).
+    n_top : int, optional
+        ``b``: directions kept for the update (default ``n_delta``; ``b < N`` is "-t").
+    learning_rate : float or callable
+        ``alpha``, or a schedule ``f(progress_remaining)`` going from 1 to 0.
+    delta_std : float or callable
+        ``nu``, the exploration noise, or a schedule.
+    zero_policy : bool
+        Start from all-zero parameters (the paper); else torch-like random ones.
+    alive_bonus_offset : float
+        Added to every training reward (the paper's "shift"); never to evaluations.
+    n_eval_episodes : int
+        Episodes per candidate; its return is their mean.
+    policy_kwargs : dict, optional
+        ``net_arch``, ``activation_fn``, ``with_bias``, ``squash_output``.
+    stats_window_size : int
+        Episodes averaged in ``rollout/ep_rew_mean`` and ``rollout/ep_len_mean``.
+    tensorboard_log : str, optional
+        Folder for ``<tb_log_name>_<n>/``: progress.csv, and TensorBoard event files when a
+        writer is installed (``pip install tensorboard``).
+    seed : int, optional
+        One seed gives bit-identical weights, whatever evaluates the rollouts. Default:
+        drawn from NumPy's global generator (so SB3's ``set_random_seed`` fixes it).
+    verbose : int
+        1 prints a table every ``log_interval`` iterations.
+    device : str
+        Accepted for compatibility; ARS computes on the CPU (a GPU device warns once).
+    normalize_obs : bool
+        V2 (True): normalise observations with the statistics of all visited states.
+    common_random_numbers : bool
+        Give the + and - rollouts of a direction the same env seeds.
+    normalization_samples : int
+        V2: before the first iteration, estimate the statistics from whole episodes of
+        the initial policy totalling at least this many steps (counted as timesteps).
+    max_episode_steps : int, optional
+        End every episode after this many steps; required for an env that has no time
+        limit of its own and may never end.
+
+    Positional arguments after ``policy`` follow the seed's order (``n_delta, n_top, ...``)
+    when the first is an int, else sb3-contrib's (``env, n_delta, ...``).
+
+    Examples
+    --------
+    >>> model = ARS("LinearPolicy", "Pendulum-v1", n_delta=4, n_top=1, normalize_obs=True)
+    >>> model = model.learn(2_000)
+    >>> model.save("pendulum.zip"); model = ARS.load("pendulum")
     """
-    policy = getattr(model, "policy", model)
-    seeds = np.random.SeedSequence(seed).generate_state(n_eval_episodes)
-    returns, lengths, _ = run_episodes(make_env(env), policy.actor(), seeds, track_obs=False)
-    if return_episode_rewards:
-        return returns, lengths
-    return float(returns.mean()), float(returns.std())
+
+    def __init__(
+        self,
+        policy: str | type[ARSPolicy] | ARSPolicy,
+        *args: Any,
+        env: Any = None,
+        n_delta: int = 8,
+        n_top: int | None = None,
+        learning_rate: float | Schedule = 0.02,
+        delta_std: float | Schedule = 0.05,
+        zero_policy: bool = True,
+        alive_bonus_offset: float = 0.0,
+        n_eval_episodes: int = 1,
+        policy_kwargs: dict[str, Any] | None = None,
+        stats_window_size: int = 100,
+        tensorboard_log: str | os.PathLike | None = None,
+        seed: int | None = None,
+        verbose: int = 0,
+        device: Any = "cpu",
+        _init_setup_model: bool = True,
+        normalize_obs: bool = False,
+        common_random_numbers: bool = True,
+        normalization_samples: int = 0,
+        max_episode_steps: int | None = None,
+    ):
+        given = {k: v for k, v in locals().items() if k not in ("self", "policy", "args")}
+        given = _positional(args, given, SEED_ORDER if _is_int(args[:1]) else SB3_ORDER, "ARS")
+        for name in HPARAMS:
+            setattr(self, name, given[name])
+        self.policy_class, self.n_top = policy, given["n_top"]
+        self.seed = int(np.random.randint(0, 2**31 - 1)) if self.seed is None else self.seed
+        _check_device(self.device)
+        self.num_timesteps, self._n_updates, self._total_timesteps = 0, 0, 0
+        self._current_progress_remaining = 1.0
+        self.ep_info_buffer: collections.deque = collections.deque(maxlen=int(stats_window_size))
+        self._logger: Any = None
+        self.gym_env: gym.Env | None = None  # what the rollouts step
+        self.env_id: str | None = None
+        self._vec_env = self._vec_normalize = None  # an SB3 VecEnv given by the user
+        self.policy: ARSPolicy | None = None
+        self.observation_space = self.action_space = None
+        if isinstance(policy, ARSPolicy):
+            self.observation_space, self.action_space = policy.observation_space, policy.action_space
+        if given["env"] is not None:
+            self.set_env(given["env"])
+        self._check_hparams()
+        self.hparams_initial = _FrozenHParams(self.hparams)
+        if given["_init_setup_model"] and self.observation_space is not None:
+            self._setup_model()
+
+    def _check_hparams(self) -> None:
+        """Refuse settings that cannot train, naming the parameter (before any rollout)."""
+        for name in ("n_delta", "n_eval_episodes", "stats_window_size"):
+            if not _is_int(getattr(self, name)) or getattr(self, name) < 1:
+                raise ValueError(f"{name} must be an integer of at least 1; got {getattr(self, name)!r}")
+        if self.n_top is None:
+            self.n_top = self.n_delta
+        if not _is_int(self.n_top) or self.n_top < 1:
+            raise ValueError(f"n_top must be an integer of at least 1; got {self.n_top!r}")
+        if self.n_top > self.n_delta:
+            warnings.warn(f"n_top={self.n_top} is larger than n_delta={self.n_delta}; using n_top={self.n_delta}",
+                          stacklevel=3)  # fmt: skip
+            self.n_top = self.n_delta
+        for name, low in (("learning_rate", 0.0), ("delta_std", None)):
+            if not callable(getattr(self, name)):
+                _check_float(name, getattr(self, name), low=low, positive=low is None)
+        _check_float("alive_bonus_offset", self.alive_bonus_offset)
+        if not _is_int(self.seed) or self.seed < 0:
+            raise ValueError(f"seed must be a non-negative integer or None; got {self.seed!r}")
+        if not _is_int(self.normalization_samples) or self.normalization_samples < 0:
+            raise ValueError(f"normalization_samples must be a non-negative integer; got {self.normalization_samples!r}")
+        if self.max_episode_steps is not None and (not _is_int(self.max_episode_steps) or self.max_episode_steps < 1):
+            raise ValueError(f"max_episode_steps must be a positive integer or None; got {self.max_episode_steps!r}")
+        if self.normalize_obs and self._vec_normalize is not None and self._vec_normalize.norm_obs:
+            raise ValueError(
+                "the env is an SB3 VecNormalize, which already normalises observations: use "
+                "normalize_obs=False (V1 on its observations, as sb3-contrib), or drop VecNormalize"
+            )
+
+    def _setup_model(self) -> None:
+        """Build the policy for the model's spaces (V2 statistics, initial parameters)."""
+        if isinstance(self.policy_class, ARSPolicy):
+            policy = self.policy_class
+        else:
+            cls = POLICY_ALIASES.get(self.policy_class, self.policy_class)
+            if not (isinstance(cls, type) and issubclass(cls, ARSPolicy)):
+                raise ValueError(f"policy must be one of {list(POLICY_ALIASES)}, an ARSPolicy class "
+                                 f"or instance; got {self.policy_class!r}")  # fmt: skip
+            policy = cls(self.observation_space, self.action_space, **(self.policy_kwargs or {}))
+        if (policy.observation_space, policy.action_space) != (self.observation_space, self.action_space):
+            raise ValueError(self._space_mismatch(policy.observation_space, policy.action_space, "the policy"))
+        if self.normalize_obs and policy.obs_rms is None:
+            policy.obs_rms = RunningMeanStd((policy.obs_dim,))
+        if self.zero_policy:
+            policy.load_from_vector(np.zeros(policy.n_params))
+        elif not isinstance(self.policy_class, ARSPolicy):
+            policy.load_from_vector(policy.init_weights(np.random.default_rng(self.seed)))
+        self.policy = policy
+
+    # -- environments -----------------------------------------------------------------------
+    def set_env(self, env: Any, force_reset: bool = True) -> None:
+        """Train on ``env`` (id, env, SB3 VecEnv or function); its spaces must match the model's.
+
+        ``force_reset`` is accepted for SB3 compatibility: every rollout resets anyway.
+        """
+        gym_env, vec_env, vec_normalize = resolve_env(env)
+        check_spaces(gym_env.observation_space, gym_env.action_space)
+        if self.observation_space is not None and (
+            (gym_env.observation_space, gym_env.action_space) != (self.observation_space, self.action_space)
+        ):
+            raise ValueError(self._space_mismatch(gym_env.observation_space, gym_env.action_space, "the env"))
+        self.observation_space, self.action_space = gym_env.observation_space, gym_env.action_space
+        self.gym_env, self._vec_env, self._vec_normalize, self._env_view = gym_env, vec_env, vec_normalize, None
+        self.env_id = gym_env.spec.id if gym_env.spec is not None else self.env_id
+
+    def _space_mismatch(self, observation_space: Any, action_space: Any, what: str) -> str:
+        return (f"{what} has observation space {observation_space} and action space {action_space}, "
+                f"but the model was built for {self.observation_space} and {self.action_space}")  # fmt: skip
+
+    # -- one iteration ------------------------------------------------------------------------
+    def _iteration(self, evaluator: Any, callbacks: _Callbacks) -> None:
+        """One iteration of Algorithm 2; the comments give the paper's line numbers."""
+        alpha, nu = self._schedule_value("learning_rate"), self._schedule_value("delta_std")
+        theta, n_params = self.policy.parameters_to_vector(), self.policy.n_params
+        # Line 4: N directions delta_k with i.i.d. standard normal entries.
+        deltas = np.stack([direction(self.seed, self._n_updates, k, n_params) for k in range(self.n_delta)])
+        # Line 5: 2N rollouts, of theta + nu delta_k and theta - nu delta_k, statistics frozen.
+        returns, visited = self._rollouts(evaluator, theta, nu, callbacks)
+        r_plus, r_minus = returns[: self.n_delta], returns[self.n_delta :]
+        # Line 6: order the directions by max(r+_k, r-_k) and keep the best b.
+        top = np.argsort(-np.maximum(r_plus, r_minus), kind="stable")[: self.n_top]
+        # Line 7: step along sum_k (r+_k - r-_k) delta_k, scaled by alpha / (b sigma_R), with
+        # sigma_R the std of the 2b kept returns. sigma_R = 0 means every kept return is the
+        # same, so every r+_k - r-_k is 0: no step.
+        sigma_r = np.concatenate([r_plus[top], r_minus[top]]).std()
+        step_size = alpha / (self.n_top * sigma_r) if sigma_r > 0 else 0.0
+        self.policy.load_from_vector(theta + step_size * ((r_plus[top] - r_minus[top]) @ deltas[top]))
+        # Line 8 (V2): mu and Sigma absorb every state visited in this iteration, in order.
+        self.policy.obs_rms = merge_statistics(self.policy.obs_rms, visited)
+        _update_vec_normalize(self._vec_normalize, visited)  # an SB3 VecNormalize env, likewise
+        self.logger.record("train/iterations", self._n_updates, exclude="tensorboard")
+        self._n_updates += 1
+        self.logger.record("train/delta_std", nu)
+        self.logger.record("train/learning_rate", alpha)
+        self.logger.record("train/step_size", float(step_size))
+        self.logger.record("rollout/return_std", float(sigma_r))
+
+    def _rollouts(self, evaluator: Any, theta: np.ndarray, nu: float,
+                  callbacks: _Callbacks) -> tuple[np.ndarray, list]:  # fmt: skip
+        """The 2N candidates' returns (with the shift) and visited-state statistics.
+
+        Candidate ``c < N`` is ``theta + nu delta_c``, candidate ``N + c`` is
+        ``theta - nu delta_c``; with common random numbers both share the env seeds.
+        """
+        n, track = self.n_delta, self.policy.obs_rms is not None or _filters(self._vec_normalize)
+        it = Iteration(self.policy, theta, nu, self.seed, self._n_updates, track,
+                       self.max_episode_steps, _obs_filter(self._vec_normalize))  # fmt: skip
+        keys = [c % n if self.common_random_numbers else c for c in range(2 * n)]
+        jobs = [Job(c, c % n, 1 if c < n else -1, self._env_seeds(keys[c])) for c in range(2 * n)]
+        callbacks.on_rollout_start()
+        start = self.num_timesteps
+        results = evaluator.evaluate(it, jobs, callbacks.step_reporter())
+        callbacks.on_rollout_end()
+        for job, result in zip(jobs, results):
+            _check_finite(result, job, self._n_updates, n)
+        for result in results:
+            self.ep_info_buffer.extend({"r": float(r), "l": int(n_steps)}
+                                       for r, n_steps in zip(result.returns, result.lengths))  # fmt: skip
+        self.num_timesteps = start + int(sum(r.lengths.sum() for r in results))
+        shifted = [np.mean(r.returns + self.alive_bonus_offset * r.lengths) for r in results]
+        return np.array(shifted), [r.visited for r in results]
+
+    def _env_seeds(self, key: int) -> np.ndarray:
+        episodes = range(self.n_eval_episodes)
+        return np.array([episode_seed(self.seed, self._n_updates, key, e) for e in episodes], dtype=np.uint64)
+
+    def _schedule_value(self, name: str) -> float:
+        """A hyper-parameter's current value: a float, or its schedule's value now."""
+        value = getattr(self, name)
+        if callable(value):
+            value = value(self._current_progress_remaining)
+            _check_float(f"{name} (its schedule at progress {self._current_progress_remaining:.3f})",
+                         value, low=0.0 if name == "learning_rate" else None,
+                         positive=name == "delta_std")  # fmt: skip
+        return float(value)
+
+    def _warm_up_statistics(self, evaluator: Any) -> None:
+        """``normalization_samples``: V2 statistics from episodes of the initial policy."""
+        theta, visited, episode = self.policy.parameters_to_vector(), [], 0
+        it = Iteration(self.policy, theta, 0.0, self.seed, 0, True, self.max_episode_steps)
+        steps = 0
+        while steps < self.normalization_samples:
+            batch = max(evaluator.n_workers, 1)
+            seeds = [_stream(self.seed, WARM_UP, episode + i).generate_state(1) for i in range(batch)]
+            jobs = [Job(i, 0, 1, np.asarray(s, np.uint64), theta) for i, s in enumerate(seeds)]
+            for result in evaluator.evaluate(it, jobs):
+                visited.append(result.visited)
+                steps += int(result.lengths.sum())
+            episode += batch
+        self.num_timesteps += steps
+        self.policy.obs_rms = merge_statistics(self.policy.obs_rms, visited)
+
+    # -- training ------------------------------------------------------------------------------
+    def learn(
+        self,
+        total_timesteps: int,
+        *args: Any,
+        env: Any = None,
+        callback: Any = None,
+        log_interval: int | None = 1,
+        tb_log_name: str = "ARS",
+        reset_num_timesteps: bool = True,
+        async_eval: Any = None,
+        progress_bar: bool = False,
+        default_root_dir: str | os.PathLike | None = None,
+        checkpoint_interval: int | None = None,
+        log_every_n_steps: int | None = None,
+    ) -> ARS:
+        """Train for ``total_timesteps`` env steps (the last iteration may overshoot).
+
+        Parameters
+        ----------
+        total_timesteps : int
+            Env steps to train for, counted over all candidates and episodes.
+        env : optional
+            Env id, env, SB3 VecEnv or env function to (re)train on.
+        callback : optional
+            A function ``f(locals, globals)`` called after every iteration, an SB3 callback
+            (called after every env step, as in SB3), ars's :class:`EvalCallback`, or a list
+            of them. Returning False stops training.
+        log_interval : int, optional
+            Log (and with ``verbose=1`` print) every this many iterations; None: never.
+            ``log_every_n_steps`` is the seed's name for it.
+        tb_log_name : str
+            Run name under ``tensorboard_log``.
+        reset_num_timesteps : bool
+            False continues the step count (and schedules) of the previous call.
+        async_eval : AsyncEval or ExecutorEval, optional
+            Evaluate the candidates elsewhere; ``learn`` never closes it.
+        progress_bar : bool
+            Show a tqdm progress bar (``pip install 'ars-numpy[progress]'``).
+        default_root_dir : str, optional
+            The seed's name for a log folder used as it is (``tensorboard_log`` adds
+            ``<tb_log_name>_<n>`` sub-folders).
+        checkpoint_interval : int, optional
+            Every this many iterations, and at the end, write ``checkpoint.npz`` to the log
+            folder, atomically, with the callbacks' state. To resume exactly:
+            ``ARS.load(checkpoint)``, then ``learn(total - model.num_timesteps,
+            reset_num_timesteps=False)``.
+
+        Positional arguments after ``total_timesteps`` follow the seed's order (``env,
+        callback, log_every_n_steps, ...``) when the first is an env, else sb3-contrib's
+        (``callback, log_interval, ...``).
+
+        Returns
+        -------
+        ARS
+            ``self``.
+        """
+        given = {k: v for k, v in locals().items() if k not in ("self", "total_timesteps", "args")}
+        order = LEARN_SEED_ORDER if _looks_like_env(args[:1], args[1:2]) else LEARN_SB3_ORDER
+        given = _positional(args, given, order, "learn")
+        if given["env"] is not None:
+            self.set_env(given["env"])
+        if self.policy is None:
+            if self.observation_space is None:
+                raise ValueError("no env to train on: pass env= to ARS(...) or to learn(...)")
+            self._setup_model()
+        self._check_hparams()
+        _check_float("total_timesteps", total_timesteps, low=0.0)
+        evaluator = given["async_eval"] or InProcessEval(self.gym_env, missing="an env or an async_eval")
+        if given["reset_num_timesteps"]:
+            self.num_timesteps, self._n_updates = 0, self._n_updates
+            self.ep_info_buffer.clear()
+        self._total_timesteps = int(total_timesteps) + self.num_timesteps
+        log_interval = given["log_interval"] if given["log_every_n_steps"] is None else given["log_every_n_steps"]
+        self._setup_logger(given["default_root_dir"], given["tb_log_name"], given["reset_num_timesteps"])
+        interval = given["checkpoint_interval"]
+        if interval and self.logger.dir is None:
+            raise ValueError("checkpoint_interval needs a log folder: pass default_root_dir or tensorboard_log")
+        callbacks = _Callbacks(given["callback"], self, given["progress_bar"])
+        self._start_time, self._start_steps = time.perf_counter(), self.num_timesteps
+        if self.normalization_samples and self.policy.obs_rms is not None and self.policy.obs_rms.count == 0:
+            self._warm_up_statistics(evaluator)
+        callbacks.on_training_start(dict(locals(), total_timesteps=int(total_timesteps)), globals())
+        while self.num_timesteps < self._total_timesteps:
+            self._current_progress_remaining = 1.0 - self.num_timesteps / self._total_timesteps
+            if not self._guarded_iteration(evaluator, callbacks):
+                break  # a per-step callback returned False: the unfinished iteration is discarded
+            keep_going = callbacks.on_iteration(locals())  # before the log row: evaluations land in it
+            if log_interval and self._n_updates % log_interval == 0:
+                self.dump_logs()
+            if interval and self._n_updates % interval == 0:
+                write_checkpoint(self, self.logger.dir / "checkpoint.npz", callbacks)
+            if not keep_going:
+                break
+        if interval:
+            write_checkpoint(self, self.logger.dir / "checkpoint.npz", callbacks)
+        callbacks.on_training_end()
+        return self
+
+    def _guarded_iteration(self, evaluator: Any, callbacks: _Callbacks) -> bool:
+        """Run one iteration, or leave the model exactly as it was (Ctrl+C, errors, a stop)."""
+        saved = (self.policy.parameters_to_vector(), self.policy.obs_rms, self.num_timesteps,
+                 list(self.ep_info_buffer), _copy_vec_normalize(self._vec_normalize))  # fmt: skip
+        try:
+            self._iteration(evaluator, callbacks)
+            return True
+        except BaseException as error:
+            self.policy.load_from_vector(saved[0])
+            self.policy.obs_rms, self.num_timesteps = saved[1], saved[2]
+            self.ep_info_buffer.clear()
+            self.ep_info_buffer.extend(saved[3])
+            _restore_vec_normalize(self._vec_normalize, saved[4])
+            self.logger.values.clear() if hasattr(self.logger, "values") else None
+            if isinstance(error, StopTraining):
+                return False
+            raise
+
+    def predict(self, observation: Any, state: Any = None, episode_start: Any = None,
+                deterministic: bool = True) -> tuple[Any, None]:  # fmt: skip
+        """``(action, None)`` for one observation or a batch (SB3's signature and shapes)."""
+        if self.policy is None:
+            raise ValueError("the model has no policy yet: give it an env, or learn(..., env=...)")
+        return self.policy.predict(observation, state, episode_start, deterministic)
+
+    # -- plumbing: defined in the sections below ---------------------------------------------
+    def dump_logs(self) -> None:
+        """Record the rollout and time statistics, and write the log row."""
+        _dump_logs(self)
+
+    logger = property(lambda self: self._logger if self._logger is not None else _null_logger(self),
+                      doc="The logger ``learn`` writes to (see :meth:`set_logger`).")  # fmt: skip
+
+    def set_logger(self, logger: Any) -> None:
+        """Log to ``logger``: ars's :class:`Logger` or SB3's ``configure(folder, formats)``."""
+        self._logger, self._custom_logger = logger, True
+
+    def _setup_logger(self, root_dir: Any, tb_log_name: str, reset: bool) -> None:
+        if not getattr(self, "_custom_logger", False):
+            self._logger = Logger(self.verbose, _log_dir(self, root_dir, tb_log_name, reset),
+                                  tensorboard=self.tensorboard_log is not None)  # fmt: skip
+
+    env = property(lambda self: _vec_env_view(self), doc="The training env as an SB3 VecEnv (or None).")
+
+    def get_env(self) -> Any:
+        """The training env as a VecEnv (SB3's ``reset``/``step`` API); ``gym_env`` is the
+        gymnasium env itself."""
+        return self.env
+
+    def get_vec_normalize_env(self) -> Any:
+        """The SB3 ``VecNormalize`` env given by the user, if any."""
+        return self._vec_normalize
+
+    def set_random_seed(self, seed: int | None = None) -> None:
+        """Use ``seed`` from now on (directions and env seeds of later iterations)."""
+        self.seed = int(np.random.randint(0, 2**31 - 1)) if seed is None else seed
+        self._check_hparams()
+        if self.action_space is not None:
+            self.action_space.seed(self.seed)
+
+    hparams = property(lambda self: _HParams(self), doc="The hyper-parameters in use (writable).")
+    device = property(lambda self: _cpu_device(), lambda self, value: _check_device(value),
+                      doc="Always the CPU: ARS computes in NumPy.")  # fmt: skip
+
+    def evaluate_candidates(self, candidate_weights: Any, callback: Any = None, async_eval: Any = None) -> Any:
+        """Return of each row of ``candidate_weights`` (mean over ``n_eval_episodes``, shifted).
+
+        The seed's method: an array (or torch tensor) in, the same kind out.
+        """
+        return _evaluate_candidates(self, candidate_weights, callback, async_eval)
+
+    def warm_start(self, demonstrations: Any, ridge: float = 1e-3) -> None:
+        """Fit the linear policy to demonstrations before training (see :func:`warm_start`)."""
+        warm_start(self, demonstrations, ridge)
+
+    def get_parameters(self) -> dict[str, dict[str, np.ndarray]]:
+        """``{"policy": policy.state_dict()}``: sb3-contrib's names, NumPy arrays."""
+        return {"policy": self.policy.state_dict()}
+
+    def set_parameters(self, load_path_or_dict: Any, exact_match: bool = True, device: Any = "auto") -> None:
+        """Load parameters from a model file or a dict like :meth:`get_parameters`' (all or nothing)."""
+        _set_parameters(self, load_path_or_dict, exact_match)
+
+    def save(self, path: str | os.PathLike | io.IOBase, exclude: Sequence[str] | None = None,
+             include: Sequence[str] | None = None) -> Path | None:  # fmt: skip
+        """Write the model as plain arrays and JSON (an ``.npz``, itself a zip), atomically.
+
+        A path without a suffix gets ``.zip``, as in SB3. ``exclude`` may drop the episode
+        window (``"ep_info_buffer"``); ``include`` adds attributes with JSON values.
+        """
+        return save_model(self, path, exclude=exclude, include=include)
+
+    @classmethod
+    def load(cls, path: str | os.PathLike | io.IOBase, env: Any = None, device: Any = "auto",
+             custom_objects: dict[str, Any] | None = None, print_system_info: bool = False,
+             force_reset: bool = True, **kwargs: Any) -> ARS:  # fmt: skip
+        """A model from a file of :meth:`save` (or sb3-contrib's ``ARS.save``); ``learn``
+        continues from it. ``custom_objects`` and ``kwargs`` override saved settings."""
+        return load_model(cls, path, env, device, {**(custom_objects or {}), **kwargs}, print_system_info)
 
 
-# ---------------------------------------------------------------------------
-# Parallel evaluation
-# ---------------------------------------------------------------------------
+LEARN_SEED_ORDER = ("env", "callback", "log_every_n_steps", "tb_log_name", "reset_num_timesteps",
+                    "async_eval", "progress_bar", "default_root_dir")  # fmt: skip
+LEARN_SB3_ORDER = ("callback", "log_interval", "tb_log_name", "reset_num_timesteps", "async_eval",
+                   "progress_bar")  # fmt: skip
+_DEFAULTS = {name: {p.name: p.default for p in inspect.signature(fn).parameters.values()}
+             for name, fn in (("ARS", ARS.__init__), ("learn", ARS.learn))}  # fmt: skip
+
+
+def _looks_like_env(first: tuple, second: tuple) -> bool:
+    """For ``learn``'s second positional argument: an env (the seed's order), not a callback."""
+    if not first:
+        return False
+    value = first[0]
+    if value is None:  # both orders have None there; sb3-contrib's has an int next
+        return not _is_int(second)
+    if isinstance(value, (str, gym.Env)) or _is_vec_env(value):
+        return True
+    if callable(value) and not _is_sb3_callback(value) and not hasattr(value, "on_iteration"):
+        try:  # an env factory takes no argument; a callback function takes (locals, globals)
+            return len(inspect.signature(value).parameters) == 0
+        except (TypeError, ValueError):
+            return False
+    return False
+
+
+def merge_statistics(obs_rms: RunningMeanStd | None, visited: Sequence[RunningMeanStd | None]) -> Any:
+    """``obs_rms`` merged with each candidate's visited states, in candidate order (None: V1).
+
+    The order is fixed, so the result has the same bits whoever ran the candidates.
+    """
+    if obs_rms is None:
+        return None
+    merged = obs_rms.copy()
+    for rms in visited:
+        merged.combine(rms)
+    return merged
+
+
+class StopTraining(Exception):
+    """Raised inside a rollout when a per-step callback returns False."""
+
+
+def _check_finite(result: Result, job: Job, iteration: int, n_delta: int) -> None:
+    """A NaN or inf reward or observation stops training with the candidate named."""
+    bad_reward = not np.isfinite(result.returns).all()
+    visited = result.visited
+    if bad_reward or (visited is not None and not (np.isfinite(visited.mean).all() and np.isfinite(visited.var).all())):
+        raise FloatingPointError(
+            f"iteration {iteration}, candidate {job.candidate} (direction {job.k}, "
+            f"{'+' if job.sign > 0 else '-'}): the env returned a non-finite "
+            f"{'reward' if bad_reward else 'observation'} (nan or inf) in an episode with env seeds "
+            f"{[int(s) for s in job.seeds]}. The weights are as they were before this iteration."
+        )
+
+
+def _check_float(name: str, value: Any, low: float | None = None, positive: bool = False) -> None:
+    """A finite number (and at least ``low``, or > 0), else a ValueError naming ``name``."""
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be a number; got {value!r}") from None
+    if not math.isfinite(number) or (low is not None and number < low) or (positive and number <= 0):
+        need = "a positive" if positive else f"a finite number >= {low:g}" if low is not None else "a finite"
+        raise ValueError(f"{name} must be {need}{' number' if 'number' not in need else ''}; got {value!r}")
+
+
+def _is_int(value: Any) -> bool:
+    """An int (not a bool); for a tuple of one item, whether that item is."""
+    if isinstance(value, tuple):
+        return len(value) == 1 and _is_int(value[0])
+    return isinstance(value, (int, np.integer)) and not isinstance(value, bool)
+
+
+def _positional(args: tuple, given: dict[str, Any], order: Sequence[str], where: str) -> dict[str, Any]:
+    """Place positional ``args`` by ``order``; a name given both ways is an error."""
+    if len(args) > len(order):
+        raise TypeError(f"{where}() takes at most {len(order)} positional arguments after the first; got {len(args)}")
+    defaults = _DEFAULTS[where]
+    for name, value in zip(order, args):
+        if given[name] is not defaults[name]:
+            raise TypeError(f"{where}() got two values for {name!r}")
+        given[name] = value
+    return given
+
+
+# ===========================================================================================
+# Plumbing
+# ===========================================================================================
 #
-# The 2N rollouts of an iteration are independent. Each job carries its
-# candidate's parameters and env seeds, so a result never depends on which
-# process ran it: any number of workers gives bit-identical training.
+# The algorithm is complete above. What follows serves it, in the order it is used:
+# evaluators (this process, worker processes, any executor), logging and callbacks,
+# model files, adapters for Stable-Baselines3 users, and the command line.
+
+# -------------------------------------------------------------------------------------------
+# Evaluators: InProcessEval, AsyncEval, ExecutorEval
+# -------------------------------------------------------------------------------------------
+#
+# An evaluator turns (Iteration, jobs) into one Result per job, in job order. The learner
+# sends the iteration (policy, parameters, statistics) once per worker, then jobs of a
+# few integers each: candidate, direction, sign and env seeds. Workers rebuild the
+# candidate from its direction's stream, so the result never depends on who ran it.
+
+DEFAULT_JOB_TIMEOUT = 600.0  # seconds without a finished job: a stuck env, not a long episode
+DEFAULT_START_TIMEOUT = 120.0  # seconds for a worker to start and build its env
 
 
-def _rms_to_tuple(rms: RunningMeanStd) -> tuple[np.ndarray, np.ndarray, int]:
-    return rms.mean, rms.var, rms.count
+def batch_sizes(n_jobs: int, n_workers: int) -> list[int]:
+    """Guided self-scheduling: each batch is the jobs left over twice the workers.
 
-
-def _rms_from_tuple(data: tuple[np.ndarray, np.ndarray, int]) -> RunningMeanStd:
-    rms = RunningMeanStd(np.shape(data[0]))
-    rms.mean, rms.var, rms.count = data
-    return rms
+    Large batches first keep the messages few; ever smaller ones at the end keep every
+    worker busy until the last job (for 460 jobs on 2 workers: 115, 87, 65, ..., 1).
+    """
+    sizes, left = [], n_jobs
+    while left:
+        size = min(left, max(1, -(-left // (2 * n_workers))))
+        sizes.append(size)
+        left -= size
+    return sizes
 
 
 class _Evaluator:
-    """What AsyncEval and ExecutorEval share: job seeds, the policy sent with jobs, results in order."""
+    """The seed's evaluator API (``send_jobs``, ``get_results``, ``get_obs_rms``,
+    ``sync_obs_rms``, ``seed``, ``set_options``, ``close``), built on ``evaluate``."""
 
-    def __init__(self, train_policy: Any, n_eval_episodes: int):
-        self.policy: ARSPolicy = getattr(train_policy, "policy", train_policy)
-        if not isinstance(self.policy, ARSPolicy):
-            raise TypeError(f"train_policy must be an ARSPolicy (model.policy); got {type(train_policy).__name__}")
+    n_workers = 1
+
+    def _setup(self, train_policy: Any, n_eval_episodes: int) -> None:
+        self.policy: ARSPolicy | None = _policy_of(train_policy)
+        if not _is_int(n_eval_episodes) or n_eval_episodes < 1:
+            raise ValueError(f"n_eval_episodes must be an integer of at least 1; got {n_eval_episodes!r}")
         self.n_eval_episodes = int(n_eval_episodes)
-        self._seed, self._n_jobs = int(np.random.SeedSequence().entropy % 2**63), 0
-        self.last_visited: list[RunningMeanStd] = []
+        self._seed, self._n_sends = int(np.random.randint(0, 2**31 - 1)), 0
+        self._pending: tuple | None = None
+        self._options: list[dict | None] = [None] * self.n_workers
+        self._visited = [RunningMeanStd((0,)) for _ in range(self.n_workers)]
+        self._lock = threading.Lock()
 
-    def seed(self, seed: int | None = None) -> list[int | None]:
-        """Seed the env seeds of later jobs that are sent without ``episode_seeds``."""
-        self._seed = int(np.random.SeedSequence().entropy % 2**63) if seed is None else int(seed)
-        self._n_jobs = 0
-        return [seed] * self.n_workers
+    def _exclusive(self) -> Any:
+        """One caller at a time: a second thread gets a clear error, not corrupted messages."""
+        if not self._lock.acquire(blocking=False):
+            raise RuntimeError(f"this {type(self).__name__} is in use by another thread; "
+                               "give each thread its own evaluator")  # fmt: skip
+        return _Release(self._lock)
 
-    def _job_seeds(self, n_candidates: int, episode_seeds: Any) -> np.ndarray:
-        if episode_seeds is None:
-            episode_seeds = [[episode_seed(self._seed, self._n_jobs, c, e) for e in range(self.n_eval_episodes)] for c in range(n_candidates)]
-        self._n_jobs += 1
-        episode_seeds = np.asarray(episode_seeds, dtype=np.uint64)
-        if episode_seeds.ndim != 2 or len(episode_seeds) != n_candidates:
-            raise ValueError(f"episode_seeds must have shape ({n_candidates}, n_episodes); got {episode_seeds.shape}")
-        return episode_seeds
+    def _record_visited(self, worker: int, result: Result) -> None:
+        if result.visited is not None:  # an empty RunningMeanStd takes the shape of the first
+            self._visited[worker].combine(result.visited)
 
-    @staticmethod
-    def _check_weights(candidate_weights: Any, pop_size: int | None, n_params: int) -> np.ndarray:
+    def set_policy(self, policy: Any) -> None:
+        """Evaluate later ``send_jobs`` with ``policy`` (structure and statistics)."""
+        self.policy = _policy_of(policy)
+        self._visited = [RunningMeanStd((0,)) for _ in range(self.n_workers)]
+
+    def send_jobs(self, candidate_weights: Any, pop_size: int | None = None, episode_seeds: Any = None) -> None:
+        """Queue the evaluation of the first ``pop_size`` rows of ``candidate_weights``.
+
+        Parameters
+        ----------
+        candidate_weights : array_like or torch.Tensor
+            ``(n, n_params)`` parameter vectors.
+        pop_size : int, optional
+            How many rows to evaluate (default: all), as in sb3-contrib.
+        episode_seeds : array_like, optional
+            ``(pop_size, n_eval_episodes)`` env seeds; by default they derive from
+            :meth:`seed` and a counter of calls.
+        """
+        if self.closed:
+            raise RuntimeError(f"this {type(self).__name__} is closed")
+        if self._pending is not None:
+            raise RuntimeError("send_jobs was called twice without get_results in between: "
+                               "call get_results() to collect the first jobs")  # fmt: skip
+        if self.policy is None:
+            raise ValueError(f"this {type(self).__name__} has no policy: pass train_policy, or set_policy()")
         weights = _as_array(candidate_weights)
-        if weights.ndim != 2 or weights.shape[1] != n_params or (pop_size is not None and len(weights) != pop_size):
-            raise ValueError(f"candidate_weights must have shape ({pop_size or 'pop_size'}, {n_params}); got {weights.shape}")
-        return weights
+        n = len(weights) if pop_size is None else int(pop_size)
+        if weights.ndim != 2 or weights.shape[1] != self.policy.n_params or not 0 < n <= len(weights):
+            raise ValueError(f"candidate_weights must have shape (>= pop_size, {self.policy.n_params}) "
+                             f"with pop_size >= 1; got {weights.shape} and pop_size={pop_size}")  # fmt: skip
+        if episode_seeds is None:
+            episode_seeds = [[episode_seed(self._seed, self._n_sends, c, e) for e in range(self.n_eval_episodes)]
+                             for c in range(n)]  # fmt: skip
+        seeds = np.asarray(episode_seeds, dtype=np.uint64)
+        if seeds.ndim != 2 or len(seeds) != n:
+            raise ValueError(f"episode_seeds must have shape ({n}, n_episodes); got {seeds.shape}")
+        self._n_sends += 1
+        it = Iteration(self.policy, self.policy.parameters_to_vector(), 0.0, 0, 0,
+                       track_obs=self.policy.obs_rms is not None)  # fmt: skip
+        self._pending = (it, [Job(c, 0, 1, seeds[c], weights[c]) for c in range(n)])
 
-    def _ordered(self, results: dict[int, tuple[np.ndarray, np.ndarray, tuple]]) -> list[tuple[int, tuple[np.ndarray, np.ndarray]]]:
-        """Results by candidate index; the visited-state statistics go to ``last_visited``."""
-        order = sorted(results)
-        self.last_visited = [_rms_from_tuple(results[i][2]) for i in order]
-        return [(i, (results[i][0], results[i][1])) for i in order]
+    def get_results(self) -> list[tuple[int, tuple[np.ndarray, np.ndarray]]]:
+        """``[(candidate_index, (episode_rewards, episode_lengths)), ...]`` for the jobs sent."""
+        if self._pending is None:
+            raise RuntimeError("get_results() without send_jobs(): there is nothing to collect")
+        (it, jobs), self._pending = self._pending, None
+        results = self.evaluate(it, jobs)
+        return [(job.candidate, (r.returns, r.lengths)) for job, r in zip(jobs, results)]
+
+    def get_obs_rms(self) -> list[RunningMeanStd]:
+        """Per worker, the statistics of the states visited since the last sync."""
+        return [rms.copy() for rms in self._visited]
+
+    def sync_obs_rms(self, obs_rms: RunningMeanStd | None) -> None:
+        """Normalise with ``obs_rms`` from now on (V2); resets the visited-state statistics."""
+        if self.policy is None:
+            raise ValueError(f"this {type(self).__name__} has no policy to normalise for")
+        self.policy.obs_rms = None if obs_rms is None else _as_rms(obs_rms).copy()
+        self._visited = [RunningMeanStd((0,)) for _ in range(self.n_workers)]
+
+    def seed(self, seed: int | None = None) -> list:
+        """Seed the env seeds of later ``send_jobs``; as sb3-contrib, ``None`` does nothing."""
+        if seed is None:
+            return []
+        self._seed, self._n_sends = int(seed), 0
+        return [[int(seed) + i] for i in range(self.n_workers)]
+
+    def set_options(self, options: list[dict] | dict | None = None) -> list[None]:
+        """Options for every ``env.reset``: one dict for all workers, or one per worker."""
+        if isinstance(options, list) and len(options) != self.n_workers:
+            raise ValueError(f"got {len(options)} options for {self.n_workers} workers")
+        self._options = list(options) if isinstance(options, list) else [options] * self.n_workers
+        return [None] * self.n_workers
 
     def __enter__(self) -> _Evaluator:
         return self
@@ -618,42 +1440,81 @@ class _Evaluator:
     def __exit__(self, *exc_info: Any) -> None:
         self.close()
 
+    closed = False
 
-def _worker(remote: Any, parent_remote: Any, env_fn_bytes: bytes, policy_bytes: bytes) -> None:
-    """A worker process: builds its env once, then runs the commands it receives."""
+    def close(self) -> None:
+        """Free what the evaluator holds. Idempotent."""
+
+
+class _Release:
+    def __init__(self, lock: threading.Lock):
+        self.lock = lock
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *exc_info: Any) -> None:
+        self.lock.release()
+
+
+class InProcessEval(_Evaluator):
+    """Evaluate candidates one after the other in this process (``learn``'s default).
+
+    Parameters
+    ----------
+    env : str, gymnasium.Env, SB3 VecEnv or callable
+    train_policy : ARSPolicy or ARS, optional
+        For the seed's ``send_jobs``/``get_results``.
+    n_eval_episodes : int
+    """
+
+    def __init__(self, env: Any, train_policy: Any = None, n_eval_episodes: int = 1, missing: str = "an env"):
+        if env is None:
+            raise ValueError(f"no env to evaluate on: pass {missing}")
+        self.env = make_env(env)
+        self._setup(train_policy, n_eval_episodes)
+
+    def evaluate(self, it: Iteration, jobs: Sequence[Job], on_step: Any = None) -> list[Result]:
+        """One Result per job, in order; ``on_step`` sees every env step."""
+        with self._exclusive():
+            results = [run_job(self.env, it, job, self._options[0], on_step) for job in jobs]
+        for result in results:
+            self._record_visited(0, result)
+        return results
+
+
+def _worker(remote: Any, parent_remote: Any, env_fn_bytes: bytes) -> None:
+    """An AsyncEval worker: builds its env once, then evaluates the batches it receives.
+
+    The protocol alternates strictly: the main process sends a batch only when the
+    previous one's results are all in, so neither side ever blocks on a full pipe while
+    the other does too, whatever the size of the messages.
+    """
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl+C is the main process's to handle
     parent_remote.close()
     try:
         env = make_env(cloudpickle.loads(env_fn_bytes))
-        policy: ARSPolicy = cloudpickle.loads(policy_bytes)
-        _check_spaces(env.observation_space, env.action_space)
-        visited, options = RunningMeanStd((policy.obs_dim,)), None
-        remote.send(("ok", None))
+        check_spaces(env.observation_space, env.action_space)
+        remote.send(("ready", None))
     except BaseException:
-        remote.send(("error", traceback.format_exc()))
+        remote.send(("error", (None, traceback.format_exc())))
         return
+    it = None
     while True:
         try:
             command, data = remote.recv()
-        except (EOFError, OSError, KeyboardInterrupt):  # the main process is gone
+        except (EOFError, OSError):  # the main process is gone
             break
-        try:
-            if command == "eval":
-                index, theta, seeds = data
-                returns, lengths, rms = run_episodes(env, policy.actor(theta), seeds, options, policy.obs_rms is not None)
-                visited.combine(rms)
-                remote.send(("ok", (index, returns, lengths, _rms_to_tuple(rms))))
-            elif command == "set_policy":
-                policy, visited = cloudpickle.loads(data), RunningMeanStd((policy.obs_dim,))
-            elif command == "sync_obs_rms":
-                policy.obs_rms, visited = data, RunningMeanStd((policy.obs_dim,))
-            elif command == "set_options":
-                options = data
-            elif command == "get_obs_rms":
-                remote.send(("ok", _rms_to_tuple(visited)))
-            elif command == "close":
+        if command == "close":
+            break
+        it_bytes, options, batch = data
+        it = cloudpickle.loads(it_bytes) if it_bytes is not None else it
+        for job in batch:
+            try:
+                remote.send(("result", (job.candidate, run_job(env, it, job, options))))
+            except BaseException:
+                remote.send(("error", (job.candidate, traceback.format_exc())))
                 break
-        except BaseException:
-            remote.send(("error", traceback.format_exc()))
     env.close()
     remote.close()
 
@@ -680,177 +1541,191 @@ def _shutdown(processes: list[Any], remotes: list[Any]) -> None:
 
 
 class AsyncEval(_Evaluator):
-    """Evaluate candidates in worker processes, one env per worker, over ``multiprocessing`` Pipes.
+    """Evaluate candidates in worker processes, one env each, over ``multiprocessing`` Pipes.
 
-    Jobs go out one candidate at a time to whichever worker is free, so long
-    and short episodes balance across workers. ``learn(async_eval=...)`` gives
-    the same weights as the single-process run, for any number of workers, and
-    does not close the evaluator: one AsyncEval serves many ``learn`` calls and
-    models with the same spaces. Close it with :meth:`close` or a ``with`` block
-    (it is also closed when garbage-collected or at interpreter exit).
+    Work is dealt in batches sized from the jobs left and the number of workers (see
+    :func:`batch_sizes`), to whichever worker is free. ``learn(async_eval=...)`` gives the
+    same weights as the single-process run for any number of workers, and does not close
+    the evaluator: one AsyncEval serves many ``learn`` calls. Close it with :meth:`close`
+    or a ``with`` block (it also closes when garbage-collected or at exit).
 
     Parameters
     ----------
     envs_fn : list of callables
-        One function per worker returning a gymnasium env (or an env id); sent with cloudpickle.
-    train_policy : ARSPolicy or ARS
-        The policy (structure and observation statistics) the workers evaluate.
+        One function per worker returning a gymnasium env, an SB3 VecEnv holding one env,
+        or an env id; sent with cloudpickle.
+    train_policy : ARSPolicy or ARS, optional
+        The policy for the seed's ``send_jobs`` (``learn`` sends its own).
     start_method : str, optional
-        ``"forkserver"`` (default where available), ``"spawn"`` or ``"fork"``.
-        With the first two, guard your script with ``if __name__ == "__main__":``.
+        ``"forkserver"`` (default where available), ``"spawn"`` or ``"fork"``. With the first
+        two, guard your script with ``if __name__ == "__main__":``.
     n_eval_episodes : int
-        Episodes per candidate.
+        Episodes per candidate for ``send_jobs``.
+    job_timeout : float
+        Seconds a worker may take for one job before it is taken for stuck: the error
+        names the worker, the candidate and its env seeds, and the workers are stopped.
+    start_timeout : float
+        Seconds for each worker to start and build its env.
 
     Examples
     --------
-    >>> model = ARS("LinearPolicy", "HalfCheetah-v4", n_delta=32, n_top=4, seed=0)
-    >>> with AsyncEval([lambda: make_env("HalfCheetah-v4")] * 2, model.policy) as async_eval:
+    >>> model = ARS("LinearPolicy", "HalfCheetah-v4", n_delta=32, n_top=4)
+    >>> with AsyncEval([lambda: make_env("HalfCheetah-v4")] * 2) as async_eval:
     ...     model.learn(100_000, async_eval=async_eval)
     """
 
-    def __init__(self, envs_fn: Sequence[Callable[[], gym.Env]], train_policy: Any, start_method: str | None = None, n_eval_episodes: int = 1):
-        super().__init__(train_policy, n_eval_episodes)
+    def __init__(self, envs_fn: Sequence[Callable[[], Any]], train_policy: Any = None,
+                 start_method: str | None = None, n_eval_episodes: int = 1,
+                 job_timeout: float = DEFAULT_JOB_TIMEOUT,
+                 start_timeout: float = DEFAULT_START_TIMEOUT):  # fmt: skip
         if not envs_fn:
             raise ValueError("envs_fn must hold at least one env function (one per worker)")
+        _check_float("job_timeout", job_timeout, positive=True)
+        _check_float("start_timeout", start_timeout, positive=True)
         methods = multiprocessing.get_all_start_methods()
         start_method = start_method or ("forkserver" if "forkserver" in methods else "spawn")
         if start_method not in methods:
             raise ValueError(f"start_method must be one of {methods}; got {start_method!r}")
-        ctx = multiprocessing.get_context(start_method)
-        self.n_workers = len(envs_fn)
-        self.remotes, self.processes = [], []
+        self.n_workers, self.job_timeout = len(envs_fn), float(job_timeout)
+        self._setup(train_policy, n_eval_episodes)
+        self.remotes: list[Any] = []
+        self.processes: list[Any] = []
         self._closer = weakref.finalize(self, _shutdown, self.processes, self.remotes)
-        policy_bytes = cloudpickle.dumps(self.policy)
+        self._batches: list[collections.deque] = [collections.deque() for _ in envs_fn]
+        self._deadlines = [math.inf] * self.n_workers  # a busy worker's next result is due by then
+        ctx = multiprocessing.get_context(start_method)
         for env_fn in envs_fn:
             remote, work_remote = ctx.Pipe()
-            process = ctx.Process(target=_worker, args=(work_remote, remote, cloudpickle.dumps(env_fn), policy_bytes), daemon=True)
+            process = ctx.Process(target=_worker, args=(work_remote, remote, cloudpickle.dumps(env_fn)),
+                                  daemon=True)  # fmt: skip
             process.start()
             work_remote.close()
             self.remotes.append(remote)
             self.processes.append(process)
+        deadline = time.monotonic() + float(start_timeout)
         for i in range(self.n_workers):  # every env must build before any job is sent
-            self._receive(i, "starting its env")
-        self._queue: collections.deque = collections.deque()
-        self._results: dict[int, Any] = {}
-        self._expected = 0
+            self._receive(i, "starting its env", deadline)
 
     def _fail(self, message: str) -> RuntimeError:
         self.close()
-        return RuntimeError(message + "\nThe AsyncEval has been closed; create a new one to continue.")
+        return RuntimeError(message + "\nThe AsyncEval has been closed: create a new one to go on.")
 
-    def _receive(self, i: int, doing: str) -> Any:
-        """The next message of worker ``i``; a worker that died or failed raises, never hangs."""
+    def _receive(self, i: int, doing: str, deadline: float) -> Any:
+        """Worker ``i``'s next message by ``deadline``; death or silence raise, never hang."""
         remote, process = self.remotes[i], self.processes[i]
         try:
-            while not remote.poll(0.2):
+            while not remote.poll(min(0.2, max(deadline - time.monotonic(), 0.0))):
                 if not process.is_alive() and not remote.poll():
-                    raise self._fail(f"AsyncEval worker {i} (pid {process.pid}) died (exit code {process.exitcode}) while {doing}")
-            status, payload = remote.recv()
+                    raise self._fail(f"AsyncEval worker {i} (pid {process.pid}) died "
+                                     f"(exit code {process.exitcode}) while {doing}")  # fmt: skip
+                if time.monotonic() >= deadline:
+                    raise self._fail(f"AsyncEval worker {i} (pid {process.pid}) did not answer in time "
+                                     f"while {doing}")  # fmt: skip
+            kind, payload = remote.recv()
         except (EOFError, OSError) as error:
             process.join(1.0)
-            state = f"died (exit code {process.exitcode})" if process.exitcode is not None else f"stopped answering ({error!r})"
-            raise self._fail(f"AsyncEval worker {i} (pid {process.pid}) {state} while {doing}") from error
-        if status == "error":
-            raise self._fail(f"AsyncEval worker {i} failed while {doing}:\n{payload}")
+            raise self._fail(f"AsyncEval worker {i} (pid {process.pid}) died (exit code "
+                             f"{process.exitcode}) while {doing} ({error!r})") from error  # fmt: skip
+        if kind == "error":
+            candidate, trace = payload
+            what = doing if candidate is None else f"evaluating candidate {candidate}"
+            raise self._fail(f"AsyncEval worker {i} failed while {what}:\n{trace}")
         return payload
 
-    def _send(self, i: int, message: tuple[str, Any]) -> None:
+    def _send(self, i: int, message: tuple) -> None:
         try:
             self.remotes[i].send(message)
         except (OSError, ValueError) as error:
-            raise self._fail(f"AsyncEval worker {i} (pid {self.processes[i].pid}) cannot be reached ({error!r})") from error
+            raise self._fail(f"AsyncEval worker {i} (pid {self.processes[i].pid}) cannot be reached "
+                             f"({error!r})") from error  # fmt: skip
 
-    def _broadcast(self, command: str, data: Any) -> None:
-        if not self._closer.alive:
+    def _deal(self, i: int, queue: collections.deque, it_bytes: bytes | None) -> None:
+        size = batch_sizes(len(queue), self.n_workers)[0]
+        batch = [queue.popleft() for _ in range(size)]
+        self._batches[i].extend(batch)
+        self._deadlines[i] = time.monotonic() + self.job_timeout
+        self._send(i, ("run", (it_bytes, self._options[i], batch)))
+
+    def _drain(self) -> None:
+        """Collect and discard what an interrupted call left running in the workers."""
+        for i, batch in enumerate(self._batches):
+            while batch:
+                self._receive(i, "finishing an interrupted batch", time.monotonic() + self.job_timeout)
+                batch.popleft()
+
+    closed = property(lambda self: not self._closer.alive, doc="Whether :meth:`close` was called.")
+
+    def evaluate(self, it: Iteration, jobs: Sequence[Job], on_step: Any = None) -> list[Result]:
+        """One Result per job, in job order, whichever worker ran it."""
+        if self.closed:
             raise RuntimeError("this AsyncEval is closed")
-        for i in range(self.n_workers):
-            self._send(i, (command, data[i] if isinstance(data, list) else data))
-
-    def send_jobs(self, candidate_weights: Any, pop_size: int | None = None, episode_seeds: Any = None) -> None:
-        """Queue the evaluation of each row of ``candidate_weights`` (NumPy array or CPU torch tensor).
-
-        ``episode_seeds`` (shape ``(pop_size, n_eval_episodes)``) fixes each rollout's
-        env seed; by default they derive from :meth:`seed` and a job counter.
-        """
-        if not self._closer.alive:
-            raise RuntimeError("this AsyncEval is closed")
-        weights = self._check_weights(candidate_weights, pop_size, self.policy.n_params)
-        seeds = self._job_seeds(len(weights), episode_seeds)
-        self._queue.extend((c, weights[c], seeds[c]) for c in range(len(weights)))
-        self._expected += len(weights)
-        for _ in range(2):  # two jobs in flight per worker keeps every core busy; dealt round-robin
+        with self._exclusive():
+            self._drain()
+            it_bytes, queue, results = cloudpickle.dumps(it), collections.deque(jobs), {}
+            sent = [False] * self.n_workers
             for i in range(self.n_workers):
-                if self._queue:
-                    self._send(i, ("eval", self._queue.popleft()))
+                if queue:
+                    self._deal(i, queue, it_bytes)
+                    sent[i] = True
+            while len(results) < len(jobs):
+                i = self._next_ready()
+                candidate, result = self._receive(i, "evaluating candidates", time.monotonic() + 1.0)
+                self._batches[i].popleft()
+                self._deadlines[i] = time.monotonic() + self.job_timeout
+                results[candidate] = result
+                self._record_visited(i, result)
+                if not self._batches[i] and queue:
+                    self._deal(i, queue, None if sent[i] else it_bytes)
+                    sent[i] = True
+        if on_step is not None:
+            on_step.after(sum(int(r.lengths.sum()) for r in results.values()), self.n_workers)
+        return [results[job.candidate] for job in jobs]
 
-    def get_results(self) -> list[tuple[int, tuple[np.ndarray, np.ndarray]]]:
-        """``[(candidate_index, (episode_rewards, episode_lengths)), ...]`` for every job sent."""
-        while len(self._results) < self._expected:
-            ready = multiprocessing.connection.wait([*self.remotes, *(p.sentinel for p in self.processes)], timeout=1.0)
-            for i, remote in enumerate(self.remotes):
-                if remote in ready or self.processes[i].sentinel in ready:
-                    index, returns, lengths, rms = self._receive(i, "evaluating candidates")
-                    self._results[index] = (returns, lengths, rms)
-                    if self._queue:
-                        self._send(i, ("eval", self._queue.popleft()))
-        results, self._results, self._expected = self._results, {}, 0
-        return self._ordered(results)
-
-    def set_policy(self, policy: Any) -> None:
-        """Evaluate later jobs with ``policy`` (structure and statistics); resets the visited-state statistics."""
-        self.policy = getattr(policy, "policy", policy)
-        self._broadcast("set_policy", cloudpickle.dumps(self.policy))
-
-    def set_options(self, options: list[dict] | dict | None = None) -> list[None]:
-        """Options for ``env.reset``: one dict for all workers, or a list with one per worker.
-
-        They are used from the next reset on, at every reset.
-        """
-        if isinstance(options, list) and len(options) != self.n_workers:
-            raise ValueError(f"got {len(options)} options for {self.n_workers} workers")
-        self._broadcast("set_options", options)
-        return [None] * self.n_workers
-
-    def get_obs_rms(self) -> list[RunningMeanStd]:
-        """Each worker's statistics of the states it visited since the last sync."""
-        self._broadcast("get_obs_rms", None)
-        return [_rms_from_tuple(self._receive(i, "sending its statistics")) for i in range(self.n_workers)]
-
-    def sync_obs_rms(self, obs_rms: RunningMeanStd | None) -> None:
-        """Normalise with ``obs_rms`` from now on; resets the workers' visited-state statistics."""
-        self.policy.obs_rms = None if obs_rms is None else obs_rms.copy()
-        self._broadcast("sync_obs_rms", self.policy.obs_rms)
+    def _next_ready(self) -> int:
+        """The index of a worker with a message; a worker late with its job raises."""
+        busy = [i for i, batch in enumerate(self._batches) if batch]
+        while True:
+            late = min(busy, key=lambda i: self._deadlines[i])
+            waits = [self.remotes[i] for i in busy] + [self.processes[i].sentinel for i in busy]
+            timeout = max(self._deadlines[late] - time.monotonic(), 0.0)
+            ready = multiprocessing.connection.wait(waits, timeout=timeout)
+            for i in busy:
+                if self.remotes[i] in ready or self.processes[i].sentinel in ready:
+                    return i
+            if time.monotonic() >= self._deadlines[late]:
+                job = self._batches[late][0]
+                raise self._fail(
+                    f"AsyncEval worker {late} (pid {self.processes[late].pid}) has not finished "
+                    f"candidate {job.candidate} (env seeds {[int(s) for s in job.seeds]}) in "
+                    f"{self.job_timeout:g} s: is the env stuck? Pass a larger job_timeout for longer "
+                    "episodes."
+                )
 
     def close(self) -> None:
         """Stop the workers and free their resources. Idempotent."""
         self._closer()
 
 
-_TASK_ENVS: dict[tuple[str, int], gym.Env] = {}  # per process and thread: executor tasks reuse their env
+_TASK_ENVS: dict[tuple[str, int], gym.Env] = {}  # per process and thread: tasks reuse their env
 
 
-def _evaluate_task(env_fn_bytes: bytes, policy_bytes: bytes, jobs: list[tuple[int, np.ndarray, np.ndarray]], options: dict | None) -> list[tuple]:
-    """One executor task: evaluate ``jobs`` with the env this process (and thread) has cached."""
+def _run_task(env_fn_bytes: bytes, it_bytes: bytes, jobs: list[Job], options: dict | None) -> list:
+    """One executor task: evaluate ``jobs`` with the env this process (and thread) cached."""
     key = (hashlib.sha256(env_fn_bytes).hexdigest(), threading.get_ident())
     if key not in _TASK_ENVS:
         _TASK_ENVS[key] = make_env(cloudpickle.loads(env_fn_bytes))
-    env, policy = _TASK_ENVS[key], cloudpickle.loads(policy_bytes)
-    out = []
-    for index, theta, seeds in jobs:
-        returns, lengths, rms = run_episodes(env, policy.actor(theta), seeds, options, policy.obs_rms is not None)
-        out.append((index, returns, lengths, _rms_to_tuple(rms)))
-    return out
+    it = cloudpickle.loads(it_bytes)
+    return [(job.candidate, run_job(_TASK_ENVS[key], it, job, options)) for job in jobs]
 
 
 class ExecutorEval(_Evaluator):
     """Evaluate candidates as tasks on any ``concurrent.futures.Executor``.
 
     ProcessPoolExecutor, Dask (``client.get_executor(pure=False)``), mpi4py's
-    MPIPoolExecutor, or Ray through a small adapter (see ``examples/ray_cluster.py``).
-    Each worker process builds the env once and caches it; observation statistics
-    come back with the results, so training gives the same weights as AsyncEval
-    and the single-process run. The workers must be able to ``import ars``. The
-    executor stays the caller's: :meth:`close` does not shut it down.
+    MPIPoolExecutor, or Ray through a small adapter (``examples/ray_cluster.py``). Each
+    task carries the iteration once and a batch of jobs; each worker process builds the
+    env once and caches it. The workers must be able to ``import ars``. The executor
+    stays the caller's: :meth:`close` does not shut it down.
 
     Parameters
     ----------
@@ -858,905 +1733,1608 @@ class ExecutorEval(_Evaluator):
         Anything with ``submit(fn, *args) -> Future``.
     env_fn : callable or str
         Function returning the env (or an env id), sent to the workers with cloudpickle.
-    train_policy : ARSPolicy or ARS
+    train_policy : ARSPolicy or ARS, optional
     n_eval_episodes : int
-    jobs_per_task : int
-        Candidates per task: more amortises a slow executor's per-task cost.
+    jobs_per_task : int, optional
+        Fix the jobs per task; by default tasks are sized from the workers and the jobs
+        (:func:`batch_sizes`).
+    n_workers : int, optional
+        Workers behind the executor; read from it when it says (ProcessPoolExecutor, Dask),
+        else the CPU count.
+    job_timeout : float
+        Seconds per job before a task that has not finished is taken for stuck. Its
+        futures are cancelled and, for a ProcessPoolExecutor, the pool's processes are
+        terminated (a stuck env cannot be interrupted otherwise; the pool is then broken).
     """
 
-    def __init__(self, executor: Any, env_fn: Callable[[], gym.Env] | str, train_policy: Any, n_eval_episodes: int = 1, jobs_per_task: int = 1):
-        super().__init__(train_policy, n_eval_episodes)
-        self.executor, self.n_workers, self.jobs_per_task = executor, 1, int(jobs_per_task)
+    def __init__(self, executor: Any, env_fn: Callable[[], Any] | str, train_policy: Any = None,
+                 n_eval_episodes: int = 1, jobs_per_task: int | None = None,
+                 n_workers: int | None = None, job_timeout: float = DEFAULT_JOB_TIMEOUT):  # fmt: skip
+        _check_float("job_timeout", job_timeout, positive=True)
+        if jobs_per_task is not None and (not _is_int(jobs_per_task) or jobs_per_task < 1):
+            raise ValueError(f"jobs_per_task must be a positive integer or None; got {jobs_per_task!r}")
+        self.executor, self.jobs_per_task, self.job_timeout = executor, jobs_per_task, float(job_timeout)
+        self.n_workers = int(n_workers or _executor_workers(executor))
+        self._setup(train_policy, n_eval_episodes)
+        self._visited = [RunningMeanStd((0,))]  # the executor's workers are not told apart
         self._env_fn_bytes = cloudpickle.dumps(env_fn)
-        self._options: dict | None = None
-        self._futures: list[Any] = []
-        self._visited = RunningMeanStd((self.policy.obs_dim,))
-        self._closed = False
-
-    def send_jobs(self, candidate_weights: Any, pop_size: int | None = None, episode_seeds: Any = None) -> None:
-        """Submit the evaluation of each row of ``candidate_weights``; see :meth:`AsyncEval.send_jobs`."""
-        if self._closed:
-            raise RuntimeError("this ExecutorEval is closed")
-        weights = self._check_weights(candidate_weights, pop_size, self.policy.n_params)
-        seeds = self._job_seeds(len(weights), episode_seeds)
-        policy_bytes = cloudpickle.dumps(self.policy)
-        jobs = [(c, weights[c], seeds[c]) for c in range(len(weights))]
-        for start in range(0, len(jobs), self.jobs_per_task):
-            chunk = jobs[start : start + self.jobs_per_task]
-            self._futures.append(self.executor.submit(_evaluate_task, self._env_fn_bytes, policy_bytes, chunk, self._options))
-
-    def get_results(self) -> list[tuple[int, tuple[np.ndarray, np.ndarray]]]:
-        """``[(candidate_index, (episode_rewards, episode_lengths)), ...]`` for every job sent."""
-        futures, self._futures, results = self._futures, [], {}
-        try:
-            for future in futures:
-                for index, returns, lengths, rms in future.result():
-                    results[index] = (returns, lengths, rms)
-                    self._visited.combine(_rms_from_tuple(rms))
-        except Exception as error:
-            for future in futures:
-                future.cancel()
-            raise RuntimeError(f"an executor task failed: {type(error).__name__}: {error}") from error
-        return self._ordered(results)
-
-    def set_policy(self, policy: Any) -> None:
-        """Evaluate later jobs with ``policy``; resets the visited-state statistics."""
-        self.policy = getattr(policy, "policy", policy)
-        self._visited = RunningMeanStd((self.policy.obs_dim,))
+        self.closed = False
 
     def set_options(self, options: dict | None = None) -> list[None]:
-        """Options passed to every ``env.reset`` of later jobs."""
+        """Options passed to every ``env.reset`` of later jobs (one dict for all workers)."""
         if isinstance(options, list):
             raise ValueError("ExecutorEval has no fixed workers: pass one options dict for all")
-        self._options = options
+        self._options = [options] * self.n_workers
         return [None]
 
-    def get_obs_rms(self) -> list[RunningMeanStd]:
-        """The statistics of the states visited since the last sync (one entry: the executor)."""
-        return [self._visited.copy()]
+    def evaluate(self, it: Iteration, jobs: Sequence[Job], on_step: Any = None) -> list[Result]:
+        """One Result per job, in job order."""
+        import concurrent.futures
 
-    def sync_obs_rms(self, obs_rms: RunningMeanStd | None) -> None:
-        """Normalise with ``obs_rms`` from now on; resets the visited-state statistics."""
-        self.policy.obs_rms = None if obs_rms is None else obs_rms.copy()
-        self._visited = RunningMeanStd((self.policy.obs_dim,))
+        if self.closed:
+            raise RuntimeError("this ExecutorEval is closed")
+        sizes = ([self.jobs_per_task] * -(-len(jobs) // self.jobs_per_task) if self.jobs_per_task
+                 else batch_sizes(len(jobs), self.n_workers))  # fmt: skip
+        it_bytes, tasks, start = cloudpickle.dumps(it), {}, 0
+        with self._exclusive():
+            try:
+                for size in sizes:
+                    chunk = list(jobs[start : start + size])
+                    start += size
+                    future = self.executor.submit(_run_task, self._env_fn_bytes, it_bytes, chunk, self._options[0])
+                    tasks[future] = chunk
+                results = self._collect(tasks, concurrent.futures)
+            except BaseException as error:
+                _abandon(self.executor, tasks, stuck=isinstance(error, EvaluationTimeout))
+                raise
+        if on_step is not None:
+            on_step.after(sum(int(r.lengths.sum()) for r in results.values()), self.n_workers)
+        return [results[job.candidate] for job in jobs]
+
+    def _collect(self, tasks: dict, futures_module: Any) -> dict[int, Result]:
+        pending, results = set(tasks), {}
+        while pending:
+            timeout = self.job_timeout * max(len(tasks[f]) for f in pending)
+            done, pending = futures_module.wait(pending, timeout=timeout, return_when="FIRST_COMPLETED")
+            if not done:
+                job = tasks[next(iter(pending))][0]
+                raise EvaluationTimeout(
+                    f"no executor task finished in {timeout:g} s; still waiting for candidate "
+                    f"{job.candidate} (env seeds {[int(s) for s in job.seeds]}) among others: is an env "
+                    "stuck, or are the workers gone? Pass a larger job_timeout for longer episodes."
+                )
+            for future in done:
+                try:
+                    out = future.result()
+                except BaseException as error:
+                    job = tasks[future][0]
+                    raise RuntimeError(f"an executor task failed (candidates from {job.candidate}): "
+                                       f"{type(error).__name__}: {error}") from error  # fmt: skip
+                for candidate, result in out:
+                    results[candidate] = result
+                    self._record_visited(0, result)
+        return results
 
     def close(self) -> None:
-        """Forget pending jobs; the executor itself is left running. Idempotent."""
-        for future in self._futures:
-            future.cancel()
-        self._futures, self._closed = [], True
+        """Refuse further work; the executor itself is left running. Idempotent."""
+        self.closed = True
 
 
-# ---------------------------------------------------------------------------
+def _executor_workers(executor: Any) -> int:
+    """How many workers an executor has, where it says; else the CPU count."""
+    if getattr(executor, "_max_workers", None):
+        return int(executor._max_workers)
+    client = getattr(executor, "_client", None)
+    if client is not None and hasattr(client, "nthreads"):
+        return max(1, sum(client.nthreads().values()))
+    return int(getattr(executor, "n_workers", None) or os.cpu_count() or 1)
+
+
+class EvaluationTimeout(RuntimeError):
+    """A job took longer than the evaluator's ``job_timeout``."""
+
+
+def _abandon(executor: Any, tasks: dict, stuck: bool) -> None:
+    """Cancel unfinished tasks; for stuck ones, a ProcessPoolExecutor's processes are ended."""
+    for future in tasks:
+        future.cancel()
+    if stuck and type(executor).__name__ == "ProcessPoolExecutor":
+        for process in list(getattr(executor, "_processes", {}).values()):
+            process.terminate()
+
+
+def _policy_of(policy: Any) -> ARSPolicy | None:
+    """The ARSPolicy of a model or policy (None stays None)."""
+    policy = getattr(policy, "policy", policy) if not isinstance(policy, ARSPolicy) else policy
+    if policy is not None and not isinstance(policy, ARSPolicy):
+        raise TypeError(f"expected an ARSPolicy or an ARS model (model.policy); got {type(policy).__name__}")
+    return policy
+
+
+def _as_rms(obs_rms: Any) -> RunningMeanStd:
+    """ars's RunningMeanStd from one with ``mean``, ``var`` and ``count`` (SB3's, say)."""
+    if isinstance(obs_rms, RunningMeanStd):
+        return obs_rms
+    return RunningMeanStd.from_moments(np.asarray(obs_rms.mean, np.float64).reshape(-1),
+                                       np.asarray(obs_rms.var, np.float64).reshape(-1),
+                                       obs_rms.count)  # fmt: skip
+
+
+def _evaluate_candidates(model: ARS, candidate_weights: Any, callback: Any, async_eval: Any) -> Any:
+    """The seed's ``ARS.evaluate_candidates``: shifted mean return of each row."""
+    weights = _as_array(candidate_weights)
+    if weights.ndim != 2 or weights.shape[1] != model.policy.n_params:
+        raise ValueError(f"candidate_weights must have shape (n_candidates, {model.policy.n_params}); "
+                         f"got {weights.shape}")  # fmt: skip
+    evaluator = async_eval or InProcessEval(model.gym_env, missing="an env or an async_eval")
+    it = Iteration(model.policy, model.policy.parameters_to_vector(), 0.0, model.seed, model._n_updates,
+                   False, model.max_episode_steps, _obs_filter(model._vec_normalize))  # fmt: skip
+    jobs = [Job(c, 0, 1, model._env_seeds(c), w) for c, w in enumerate(weights)]
+    callbacks = callback if isinstance(callback, _Callbacks) else _Callbacks(callback, model)
+    callbacks.on_rollout_start()
+    results = evaluator.evaluate(it, jobs, callbacks.step_reporter())
+    callbacks.on_rollout_end()
+    returns = np.array([np.mean(r.returns + model.alive_bonus_offset * r.lengths) for r in results])
+    return _like(candidate_weights, returns)
+
+
+# -------------------------------------------------------------------------------------------
 # Logging and callbacks (the shapes Stable-Baselines3 users know)
-# ---------------------------------------------------------------------------
+# -------------------------------------------------------------------------------------------
+
+# The columns of progress.csv known up front, so the file never needs a wider header.
+LOG_KEYS = ("rollout/ep_rew_mean", "rollout/ep_len_mean", "rollout/return_std", "train/iterations",
+            "train/delta_std", "train/learning_rate", "train/step_size", "eval/mean_reward",
+            "eval/std_reward", "eval/mean_ep_length", "eval/best_mean_reward", "time/fps",
+            "time/time_elapsed", "time/total_timesteps")  # fmt: skip
 
 
 class Logger:
-    """Key/value logger: ``record`` values, then ``dump`` prints a table and appends a CSV row."""
+    """Key/value logger in SB3's shape: ``record`` values, then ``dump`` writes one row.
 
-    def __init__(self, verbose: int = 0, folder: str | os.PathLike | None = None):
-        self.verbose = verbose
+    A row goes to the screen as a table (``verbose >= 1``), to ``folder/progress.csv`` (one
+    write per row, so a killed run never leaves half a row), and, with ``tensorboard``, to
+    TensorBoard event files when a writer is installed (torch's or tensorboardX).
+
+    Parameters
+    ----------
+    verbose : int
+    folder : str, optional
+    tensorboard : bool
+    """
+
+    def __init__(self, verbose: int = 0, folder: str | os.PathLike | None = None, tensorboard: bool = False):
+        self.verbose, self.values = verbose, {}
         self.dir = None if folder is None else Path(folder)
-        self.values: dict[str, Any] = {}
         self._columns: list[str] = []
+        self._writer = None
         if self.dir is not None:
             self.dir.mkdir(parents=True, exist_ok=True)
-            if (self.dir / "progress.csv").exists():  # continue the file: a resumed run keeps its earlier rows
-                with (self.dir / "progress.csv").open() as f:
+            path = self.dir / "progress.csv"
+            if path.exists():  # a resumed run goes on with its file
+                with path.open(newline="") as f:
                     self._columns = next(csv.reader(f), [])
+            if tensorboard:
+                self._writer = _tensorboard_writer(self.dir)
 
     def record(self, key: str, value: Any, exclude: Any = None) -> None:
-        """Set ``key`` for the next dump (``exclude`` is accepted for SB3 callbacks)."""
+        """Set ``key`` for the next :meth:`dump` (``exclude`` is accepted for SB3 callbacks)."""
         self.values[key] = value
 
+    def record_mean(self, key: str, value: Any, exclude: Any = None) -> None:
+        """SB3's ``record_mean``: here the last value is kept."""
+        self.values[key] = value
+
+    def get_dir(self) -> str | None:
+        """The log folder (SB3's API)."""
+        return None if self.dir is None else str(self.dir)
+
     def dump(self, step: int = 0) -> None:
-        """Print the recorded values (``verbose >= 1``), write them to progress.csv, clear them."""
+        """Write the recorded values as one row, then clear them."""
         if not self.values:
             return
         if self.verbose >= 1:
-            print(self._table(), flush=True)
+            print(_table(self.values), flush=True)
         if self.dir is not None:
-            self._write_csv()
+            self._append_row()
+        if self._writer is not None:
+            for key, value in self.values.items():
+                if isinstance(value, (int, float, np.number)):
+                    self._writer.add_scalar(key, value, step)
+            self._writer.flush()
         self.values = {}
 
-    def _table(self) -> str:
-        rows: list[tuple[str, str]] = []
-        for group in sorted({k.split("/")[0] for k in self.values}):
-            rows.append((f"{group}/", ""))
-            for key in sorted(k for k in self.values if k.split("/")[0] == group):
-                value = self.values[key]
-                text = f"{value:<.4g}" if isinstance(value, float) else str(value)
-                rows.append(("    " + key.split("/", 1)[-1], text))
-        width_k, width_v = max(len(k) for k, _ in rows), max(len(v) for _, v in rows)
-        line = "-" * (width_k + width_v + 7)
-        return "\n".join([line, *(f"| {k:<{width_k}} | {v:<{width_v}} |" for k, v in rows), line])
-
-    def _write_csv(self) -> None:
+    def _append_row(self) -> None:
         path = self.dir / "progress.csv"
         new = [k for k in self.values if k not in self._columns]
-        if new:  # a new key: rewrite the file with the wider header, keeping every row
-            old_rows = list(csv.DictReader(path.open())) if path.exists() and self._columns else []
-            self._columns += new
-            with path.open("w", newline="") as f:
-                writer = csv.DictWriter(f, self._columns)
-                writer.writeheader()
-                writer.writerows(old_rows)
-        with path.open("a", newline="") as f:
-            csv.DictWriter(f, self._columns).writerow(self.values)
+        if new:  # a new column: the file is rewritten whole, atomically, never in place
+            rows = _read_csv(path) if self._columns else []
+            self._columns = list(dict.fromkeys([*self._columns, *LOG_KEYS, *sorted(new)]))
+            _write_csv_atomic(path, self._columns, rows)
+        line = io.StringIO()
+        csv.DictWriter(line, self._columns).writerow(self.values)
+        with path.open("a", newline="") as f:  # one write: a row is all there or not at all
+            f.write(line.getvalue())
+
+    def close(self) -> None:
+        """Close the TensorBoard writer, if any."""
+        if self._writer is not None:
+            self._writer.close()
+
+
+def _table(values: dict[str, Any]) -> str:
+    """SB3's log table."""
+    rows: list[tuple[str, str]] = []
+    for group in sorted({k.split("/")[0] for k in values}):
+        rows.append((f"{group}/", ""))
+        for key in sorted(k for k in values if k.split("/")[0] == group):
+            value = values[key]
+            rows.append(("    " + key.split("/", 1)[-1], f"{value:<.4g}" if isinstance(value, float) else str(value)))
+    width_k, width_v = max(len(k) for k, _ in rows), max(len(v) for _, v in rows)
+    line = "-" * (width_k + width_v + 7)
+    return "\n".join([line, *(f"| {k:<{width_k}} | {v:<{width_v}} |" for k, v in rows), line])
+
+
+def _read_csv(path: Path) -> list[dict[str, str]]:
+    with path.open(newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def _write_csv_atomic(path: Path, columns: list[str], rows: list[dict[str, str]]) -> None:
+    with _atomic_file(path, "w") as f:
+        writer = csv.DictWriter(f, columns, extrasaction="ignore")
+        writer.writeheader()
+        writer.writerows(rows)
+
+
+_TB_WARNED: list[bool] = []
+
+
+def _tensorboard_writer(folder: Path) -> Any:
+    """A TensorBoard SummaryWriter (torch's or tensorboardX), or None with a note once."""
+    for module in ("torch.utils.tensorboard", "tensorboardX"):
+        try:
+            return __import__(module, fromlist=["SummaryWriter"]).SummaryWriter(str(folder))
+        except ImportError:
+            continue
+    if not _TB_WARNED:
+        _TB_WARNED.append(True)
+        warnings.warn("tensorboard_log: no TensorBoard writer is installed, so only progress.csv is "
+                      "written (pip install tensorboard)", stacklevel=4)  # fmt: skip
+    return None
+
+
+def _log_dir(model: ARS, root_dir: Any, tb_log_name: str, reset: bool) -> Path | None:
+    """``root_dir`` as it is, or ``tensorboard_log/<tb_log_name>_<n>`` as SB3 numbers runs."""
+    if root_dir is not None:
+        return Path(root_dir)
+    if model.tensorboard_log is None:
+        return None
+    root = Path(model.tensorboard_log)
+    taken = [p.name.rsplit("_", 1)[1] for p in root.glob(f"{tb_log_name}_*")]
+    last = max((int(n) for n in taken if n.isdigit()), default=0)
+    return root / f"{tb_log_name}_{last if (last and not reset) else last + 1}"
+
+
+def _dump_logs(model: ARS) -> None:
+    if model.ep_info_buffer:
+        model.logger.record("rollout/ep_rew_mean", float(np.mean([e["r"] for e in model.ep_info_buffer])))
+        model.logger.record("rollout/ep_len_mean", float(np.mean([e["l"] for e in model.ep_info_buffer])))
+    elapsed = max(time.perf_counter() - model._start_time, 1e-9)
+    model.logger.record("time/fps", int((model.num_timesteps - model._start_steps) / elapsed))
+    model.logger.record("time/time_elapsed", int(elapsed), exclude="tensorboard")
+    model.logger.record("time/total_timesteps", model.num_timesteps, exclude="tensorboard")
+    model.logger.dump(model.num_timesteps)
+
+
+def _null_logger(model: ARS) -> Logger:
+    """Before ``learn``: a logger without a folder, so callbacks can record from the start."""
+    model._logger = Logger(model.verbose)
+    return model._logger
+
+
+def _is_sb3_callback(callback: Any) -> bool:
+    """An SB3-style callback object: ``on_step`` runs after every env step, as in SB3."""
+    return hasattr(callback, "on_step") and hasattr(callback, "init_callback")
 
 
 class _Callbacks:
-    """Calls what the user gave: SB3-style callback objects and/or functions ``f(locals, globals)``."""
+    """What ``learn`` calls: SB3 callbacks after every env step (and around rollouts),
+    functions ``f(locals, globals)`` and ars's own callbacks after every iteration."""
 
-    def __init__(self, callback: Any, model: ARS):
+    def __init__(self, callback: Any, model: ARS, progress_bar: bool = False):
         items = [] if callback is None else list(callback) if isinstance(callback, (list, tuple)) else [callback]
+        if progress_bar:
+            items.append(_ProgressBar())
+        for cb in items:
+            if not (_is_sb3_callback(cb) or hasattr(cb, "on_iteration") or callable(cb)):
+                raise TypeError(f"callback must be a function f(locals, globals), an SB3 callback or "
+                                f"ars's EvalCallback; got {cb!r}")  # fmt: skip
+        self.model, self.items = model, items
+        self.per_step = [cb for cb in items if _is_sb3_callback(cb)]
         for cb in items:
             if hasattr(cb, "init_callback"):
                 cb.init_callback(model)
-            elif not hasattr(cb, "on_step") and not callable(cb):
-                raise TypeError(f"callback must be a function f(locals, globals) or an object with SB3 hooks; got {cb!r}")
-        self.items = items
 
-    def hook(self, name: str, *args: Any) -> None:
+    def _hook(self, name: str, *args: Any) -> None:
         for cb in self.items:
             if hasattr(cb, name):
                 getattr(cb, name)(*args)
 
-    def on_step(self, locals_: dict[str, Any]) -> bool:
-        """True unless a callback returned False (which stops training)."""
+    def on_training_start(self, locals_: dict, globals_: dict) -> None:
+        self._hook("on_training_start", locals_, globals_)
+
+    def on_rollout_start(self) -> None:
+        self._hook("on_rollout_start")
+
+    def on_rollout_end(self) -> None:
+        self._hook("on_rollout_end")
+
+    def on_training_end(self) -> None:
+        self._hook("on_training_end")
+
+    def step_reporter(self) -> _StepReporter | None:
+        """What evaluators tell about env steps; None (the fast path) without SB3 callbacks."""
+        return _StepReporter(self.model, self.per_step) if self.per_step else None
+
+    def on_iteration(self, locals_: dict) -> bool:
+        """Call the per-iteration callbacks; False when one of them asks to stop."""
         keep_going = True
         for cb in self.items:
-            if hasattr(cb, "on_step"):
-                if hasattr(cb, "update_locals"):
-                    cb.update_locals(locals_)
-                result = cb.on_step()
-            else:
-                result = cb(locals_, globals())
-            keep_going = keep_going and result is not False
+            if hasattr(cb, "on_iteration"):
+                keep_going &= cb.on_iteration() is not False
+            elif not _is_sb3_callback(cb):
+                keep_going &= cb(locals_, globals()) is not False
         return keep_going
 
+    def state_dict(self) -> dict[str, Any]:
+        """The state of the callbacks that have one, by class name (saved in checkpoints)."""
+        return {type(cb).__name__: cb.state_dict() for cb in self.items if hasattr(cb, "state_dict")
+                and not _is_sb3_callback(cb)}  # fmt: skip
+
+
+class _StepReporter:
+    """Calls SB3 callbacks' ``on_step`` as SB3 does, with ``num_timesteps`` and ``locals``."""
+
+    def __init__(self, model: ARS, callbacks: list[Any]):
+        self.model, self.callbacks = model, callbacks
+
+    def __call__(self, action: Any, transition: tuple) -> None:
+        """After one env step in this process."""
+        obs, reward, terminated, truncated, info = transition
+        self.model.num_timesteps += 1
+        done = terminated or truncated
+        self._step({"actions": np.asarray(action)[None], "new_obs": np.asarray(obs)[None],
+                    "rewards": np.array([reward]), "dones": np.array([done]), "infos": [info]})  # fmt: skip
+
+    def after(self, n_steps: int, n_workers: int) -> None:
+        """After rollouts in worker processes, as sb3-contrib's AsyncEval does: one call per
+        ``n_workers`` steps, each adding ``n_workers`` to ``num_timesteps``."""
+        for _ in range(n_steps // n_workers):
+            self.model.num_timesteps += n_workers
+            self._step({})
+
+    def _step(self, extra: dict[str, Any]) -> None:
+        locals_ = {"self": self.model, **extra}
+        for cb in self.callbacks:
+            if hasattr(cb, "update_locals"):
+                cb.update_locals(locals_)
+            if cb.on_step() is False:
+                raise StopTraining
+
+
+class _ProgressBar:
+    """``learn(progress_bar=True)``: a tqdm bar over the timesteps."""
+
+    def init_callback(self, model: ARS) -> None:
+        self.model = model
+        self.tqdm = _require("tqdm", "pip install 'ars-numpy[progress]'")
+
+    def on_training_start(self, locals_: dict, globals_: dict) -> None:
+        self.bar = self.tqdm.tqdm(total=locals_["total_timesteps"], unit="steps")
+        self.start = self.model.num_timesteps
+
+    def on_iteration(self) -> bool:
+        self.bar.update(self.model.num_timesteps - self.start - self.bar.n)
+        return True
+
+    def on_training_end(self) -> None:
+        self.bar.close()
 
 
 class EvalCallback:
     """Evaluate the policy every ``eval_freq`` timesteps on a separate env; keep the best model.
 
-    Evaluations are deterministic, use the env's own rewards (no ``alive_bonus_offset``)
-    and a fixed set of episode seeds of their own, so successive evaluations compare
-    like with like. Results go to the log table and ``progress.csv`` as ``eval/...``,
-    and to ``self.evaluations``: ``(timesteps, train_seconds, mean, std)``, where
-    ``train_seconds`` leaves out the time spent evaluating.
+    SB3's parameters, with ARS's protocol: evaluations happen between iterations (the
+    first when training starts), are deterministic, use the env's own rewards (no
+    ``alive_bonus_offset``) and fixed episode seeds of their own, so successive
+    evaluations compare like with like. Results go to the log (``eval/...``), to
+    ``self.evaluations`` as ``(timesteps, train_seconds, mean, std)`` (``train_seconds``
+    leaves out the evaluations' time), and with ``log_path`` to ``evaluations.npz``.
 
     Parameters
     ----------
-    eval_env : str, gymnasium.Env or callable
-        The env to evaluate on (an id or a function is needed for ``eval_concurrency > 1``).
-    eval_freq : int
-        Timesteps between evaluations, checked after each iteration. It also evaluates when training starts.
+    eval_env : str, gymnasium.Env, SB3 VecEnv or callable
+        An id or a function is needed for ``eval_concurrency > 1``.
+    callback_on_new_best : callback, optional
+        Called (``on_step``) when the mean return improves; False stops training.
+    callback_after_eval : callback, optional
+        Called after every evaluation; False stops training.
     n_eval_episodes : int
-        Episodes per evaluation.
-    eval_concurrency : int
-        Worker processes for the evaluation episodes (1: in this process).
+    eval_freq : int
+        Timesteps between evaluations, checked after each iteration.
+    log_path : str, optional
+        Folder for ``evaluations.npz`` (SB3's ``timesteps``, ``results``, ``ep_lengths``).
     best_model_save_path : str, optional
-        Folder for ``best_model.npz``, rewritten whenever the mean return improves.
-    seed : int
-        Seeds the evaluation episodes.
+        Folder for ``best_model.zip`` (or ``best_model_name``), rewritten on every improvement.
+    deterministic : bool
+        Accepted for SB3 compatibility: ARS policies are deterministic.
+    render : bool
+        Render the evaluation env at every step.
     verbose : int
         1 prints each evaluation.
+    warn : bool
+        Accepted for SB3 compatibility (there is no Monitor wrapper to warn about).
+    eval_concurrency : int
+        Worker processes for the evaluation episodes (1: this process).
+    seed : int
+        Seeds the evaluation episodes.
+    best_model_name : str
+        File name of the best model in ``best_model_save_path``.
     """
 
     def __init__(
         self,
-        eval_env: str | gym.Env | Callable[[], gym.Env],
+        eval_env: Any,
+        callback_on_new_best: Any = None,
+        callback_after_eval: Any = None,
+        n_eval_episodes: int = 5,
         eval_freq: int = 10_000,
-        n_eval_episodes: int = 10,
-        eval_concurrency: int = 1,
+        log_path: str | os.PathLike | None = None,
         best_model_save_path: str | os.PathLike | None = None,
+        deterministic: bool = True,
+        render: bool = False,
+        verbose: int = 1,
+        warn: bool = True,
+        eval_concurrency: int = 1,
         seed: int = 0,
-        verbose: int = 0,
+        best_model_name: str = "best_model.zip",
     ):
+        for name, value in (("n_eval_episodes", n_eval_episodes), ("eval_freq", eval_freq),
+                            ("eval_concurrency", eval_concurrency)):  # fmt: skip
+            if not _is_int(value) or value < 1:
+                raise ValueError(f"{name} must be an integer of at least 1; got {value!r}")
+        if eval_concurrency > 1 and isinstance(eval_env, gym.Env):
+            raise ValueError("eval_concurrency > 1 needs the eval env as an id or a function, to build it in each worker")
         self.eval_env, self.eval_freq, self.n_eval_episodes = eval_env, int(eval_freq), int(n_eval_episodes)
-        self.eval_concurrency, self.verbose = int(eval_concurrency), verbose
+        self.callback_on_new_best, self.callback_after_eval = callback_on_new_best, callback_after_eval
+        self.log_path = None if log_path is None else Path(log_path)
         self.best_model_save_path = None if best_model_save_path is None else Path(best_model_save_path)
+        self.best_model_name, self.render, self.verbose = best_model_name, render, verbose
+        self.deterministic, self.warn, self.eval_concurrency = deterministic, warn, int(eval_concurrency)
         self.seeds = np.random.SeedSequence([seed, 1]).generate_state(self.n_eval_episodes)
         self.evaluations: list[tuple[int, float, float, float]] = []
-        self.best_mean_reward = -np.inf
-        self._env: gym.Env | None = None
-        self._async_eval: AsyncEval | None = None
+        self.evaluations_results: list[list[float]] = []
+        self.evaluations_length: list[list[int]] = []
+        self.best_mean_reward, self.last_mean_reward = -np.inf, -np.inf
+        self._next, self._train_seconds = 0, 0.0
+        self._evaluator: Any = None
 
     def init_callback(self, model: ARS) -> None:
         self.model = model
-        if self.eval_concurrency > 1 and self._async_eval is None:
-            if isinstance(self.eval_env, gym.Env):
-                raise ValueError("eval_concurrency > 1 needs the eval env as an id or a function, to build it in each worker")
-            env_fn = self.eval_env if callable(self.eval_env) else functools.partial(make_env, self.eval_env)
-            self._async_eval = AsyncEval([env_fn] * self.eval_concurrency, model.policy)
-        elif self._env is None and self.eval_concurrency <= 1:
-            self._env = make_env(self.eval_env)
+        if self._evaluator is None:
+            if self.eval_concurrency > 1:
+                env_fn = self.eval_env if callable(self.eval_env) else functools.partial(make_env, self.eval_env)
+                self._evaluator = AsyncEval([env_fn] * self.eval_concurrency)
+            else:
+                self._evaluator = InProcessEval(self.eval_env)
+        for child in (self.callback_on_new_best, self.callback_after_eval):
+            if child is not None:
+                child.parent = self
+                child.init_callback(model)
 
-    def on_training_start(self, locals_: dict[str, Any], globals_: dict[str, Any]) -> None:
-        self._eval_seconds, self._start = 0.0, time.perf_counter()
-        self.evaluate()  # where training starts from
-        self._next = self.model.num_timesteps + self.eval_freq
-
-    def on_step(self) -> bool:
-        if self.model.num_timesteps >= self._next:
-            self._next = self.model.num_timesteps + self.eval_freq
+    def on_training_start(self, locals_: dict, globals_: dict) -> None:
+        self._mark = time.perf_counter()
+        if self.model.num_timesteps >= self._next:  # a resumed run evaluates on its schedule
             self.evaluate()
-        return True
 
-    def evaluate(self) -> tuple[float, float]:
-        """Evaluate now; returns (mean, std) of the episode returns."""
-        began = time.perf_counter()
+    def on_iteration(self) -> bool:
+        """After each iteration: evaluate when ``eval_freq`` timesteps have passed."""
+        if self.model.num_timesteps < self._next:
+            return True
+        return self.evaluate()
+
+    def evaluate(self) -> bool:
+        """Evaluate now and log it; False when a child callback asks to stop training."""
+        now = time.perf_counter()
+        self._train_seconds += now - self._mark
         policy = self.model.policy
-        if self._async_eval is not None:
-            self._async_eval.set_policy(policy)
-            weights = np.tile(policy.parameters_to_vector(), (self.n_eval_episodes, 1))
-            self._async_eval.send_jobs(weights, self.n_eval_episodes, episode_seeds=self.seeds[:, None])
-            returns = np.array([r[0] for _, (r, _) in self._async_eval.get_results()])
+        it = Iteration(policy, policy.parameters_to_vector(), 0.0, 0, 0, False, self.model.max_episode_steps,
+                       _obs_filter(self.model.get_vec_normalize_env()))  # fmt: skip
+        jobs = [Job(e, 0, 1, self.seeds[e : e + 1], it.theta) for e in range(self.n_eval_episodes)]
+        if self.render:
+            env = self._evaluator.env
+            results = [run_job(env, it, job, on_step=lambda *_: env.render()) for job in jobs]
         else:
-            returns = run_episodes(self._env, policy.actor(), self.seeds, track_obs=False)[0]
+            results = self._evaluator.evaluate(it, jobs)
+        returns = np.array([r.returns[0] for r in results])
+        lengths = np.array([int(r.lengths[0]) for r in results])
         mean, std = float(returns.mean()), float(returns.std())
-        self._eval_seconds += time.perf_counter() - began
-        seconds = time.perf_counter() - self._start - self._eval_seconds
-        self.evaluations.append((self.model.num_timesteps, seconds, mean, std))
-        self.model.logger.record("eval/mean_reward", mean)
-        self.model.logger.record("eval/std_reward", std)
+        self.last_mean_reward = mean
+        self.evaluations.append((self.model.num_timesteps, self._train_seconds, mean, std))
+        self.evaluations_results.append(returns.tolist())
+        self.evaluations_length.append(lengths.tolist())
+        while self._next <= self.model.num_timesteps:  # the schedule: 0, f, 2f, ... as reached
+            self._next += self.eval_freq
+        if self.log_path is not None:
+            self._write_log()
+        logger = self.model.logger
+        logger.record("eval/mean_reward", mean)
+        logger.record("eval/std_reward", std)
+        logger.record("eval/mean_ep_length", float(lengths.mean()))
+        keep_going = True
         if mean > self.best_mean_reward:
             self.best_mean_reward = mean
             if self.best_model_save_path is not None:
-                self.model.save(self.best_model_save_path / "best_model.npz")
-        self.model.logger.record("eval/best_mean_reward", self.best_mean_reward)
+                self.model.save(self.best_model_save_path / self.best_model_name)
+            if self.callback_on_new_best is not None:
+                keep_going &= self.callback_on_new_best.on_step() is not False
+        logger.record("eval/best_mean_reward", self.best_mean_reward)
         if self.verbose >= 1:
-            print(f"eval at {self.model.num_timesteps:,} steps: {mean:.2f} +/- {std:.2f} (best {self.best_mean_reward:.2f})", flush=True)
-        return mean, std
+            print(f"Eval num_timesteps={self.model.num_timesteps}, episode_reward={mean:.2f} +/- {std:.2f}, "
+                  f"best {self.best_mean_reward:.2f}", flush=True)  # fmt: skip
+        if self.callback_after_eval is not None:
+            keep_going &= self.callback_after_eval.on_step() is not False
+        self._mark = time.perf_counter()
+        return keep_going
+
+    def _write_log(self) -> None:
+        self.log_path.mkdir(parents=True, exist_ok=True)
+        arrays = dict(timesteps=np.array([e[0] for e in self.evaluations]),
+                      results=np.array(self.evaluations_results), ep_lengths=np.array(self.evaluations_length))
+        with _atomic_file(self.log_path / "evaluations.npz", "wb") as f:
+            np.savez(f, **arrays)
+
+    def state_dict(self) -> dict[str, Any]:
+        """Plain data to resume the schedule and the best score exactly (checkpoints)."""
+        return dict(next=self._next, train_seconds=self._train_seconds, best_mean_reward=self.best_mean_reward,
+                    evaluations=self.evaluations, results=self.evaluations_results,
+                    lengths=self.evaluations_length)  # fmt: skip
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Restore :meth:`state_dict` (from a checkpoint)."""
+        self._next, self._train_seconds = int(state["next"]), float(state["train_seconds"])
+        self.best_mean_reward = float(state["best_mean_reward"])
+        self.evaluations = [tuple(e) for e in state["evaluations"]]
+        self.evaluations_results, self.evaluations_length = state["results"], state["lengths"]
 
     def on_training_end(self) -> None:
-        if self._async_eval is not None:
-            self._async_eval.close()
-            self._async_eval = None
+        if isinstance(self._evaluator, AsyncEval):
+            self._evaluator.close()
+            self._evaluator = None
 
 
-# ---------------------------------------------------------------------------
-# Model files: plain arrays and JSON, never pickle
-# ---------------------------------------------------------------------------
+def evaluate_policy(
+    model: Any,
+    env: Any,
+    n_eval_episodes: int = 10,
+    deterministic: bool = True,
+    render: bool = False,
+    callback: Callable[[dict, dict], Any] | None = None,
+    reward_threshold: float | None = None,
+    return_episode_rewards: bool = False,
+    warn: bool = True,
+    seed: int | None = None,
+) -> tuple[float, float] | tuple[list[float], list[int]]:
+    """Mean and std of the return of ``model`` (an ARS or a policy) over ``n_eval_episodes``.
+
+    SB3's signature. Rewards are the env's own (no ``alive_bonus_offset``); each episode
+    gets its own seed drawn from ``seed``. With ``return_episode_rewards``, returns the
+    lists of episode returns and lengths. ``callback(locals, globals)`` runs after every
+    step; ``render`` renders every step; ``reward_threshold`` raises below it.
+    """
+    policy = _policy_of(model)
+    gym_env, _, vec_normalize = resolve_env(env)
+    seeds = np.random.SeedSequence(seed).generate_state(n_eval_episodes)
+    act = policy.actor()
+    if _obs_filter(vec_normalize) is not None:
+        act = _obs_filter(vec_normalize).wrap(act)
+
+    def on_step(action: Any, transition: tuple) -> None:
+        if render:
+            gym_env.render()
+        if callback is not None:
+            callback({"actions": action, "transition": transition, "model": model}, globals())
+
+    hook = on_step if (render or callback is not None) else None
+    max_steps = getattr(model, "max_episode_steps", None)
+    returns, lengths, _ = run_episodes(gym_env, act, seeds, None, False, max_steps, hook)
+    mean = float(returns.mean())
+    if reward_threshold is not None and mean < reward_threshold:
+        raise AssertionError(f"mean reward below threshold: {mean:.2f} < {reward_threshold:.2f}")
+    if return_episode_rewards:
+        return [float(r) for r in returns], [int(n) for n in lengths]
+    return mean, float(returns.std())
+
+
+# -------------------------------------------------------------------------------------------
+# Model files: plain arrays and JSON in an .npz (a zip archive), never pickle
+# -------------------------------------------------------------------------------------------
+#
+# A file is checked before anything is decompressed or allocated: the member names, the
+# metadata's size, every field's type, and every array's declared shape against what the
+# metadata implies. Settings that name paths (tensorboard_log) are never read from a file.
+
+FORMAT, FORMAT_VERSION = "ars-numpy", 2
+MAX_METADATA_BYTES = 4 << 20
+MAX_ELEMENTS = 1 << 31  # a policy or space larger than this is not an ARS policy
+SAVED_HPARAMS = {  # name: (type check, description); what a file may set
+    "n_delta": (lambda v: _is_int(v) and v >= 1, "a positive integer"),
+    "n_top": (lambda v: _is_int(v) and v >= 1, "a positive integer"),
+    "learning_rate": (lambda v: _is_number(v) and v >= 0, "a number >= 0"),
+    "delta_std": (lambda v: _is_number(v) and v > 0, "a positive number"),
+    "zero_policy": (lambda v: isinstance(v, bool), "true or false"),
+    "alive_bonus_offset": (lambda v: _is_number(v), "a number"),
+    "n_eval_episodes": (lambda v: _is_int(v) and v >= 1, "a positive integer"),
+    "stats_window_size": (lambda v: _is_int(v) and v >= 1, "a positive integer"),
+    "normalize_obs": (lambda v: isinstance(v, bool), "true or false"),
+    "common_random_numbers": (lambda v: isinstance(v, bool), "true or false"),
+    "normalization_samples": (lambda v: _is_int(v) and v >= 0, "an integer >= 0"),
+    "max_episode_steps": (lambda v: v is None or (_is_int(v) and v >= 1), "a positive integer or null"),
+    "seed": (lambda v: _is_int(v) and v >= 0, "an integer >= 0"),
+}
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _file_mode() -> int:
+    """The permissions a new file gets under the current umask."""
+    umask = os.umask(0)
+    os.umask(umask)
+    return 0o666 & ~umask
+
+
+class _atomic_file:
+    """Write ``path`` through a temporary file and a rename: never half a file, and no
+    temporary file left behind on failure (a full disk gives an OSError naming ``path``)."""
+
+    def __init__(self, path: Path, mode: str):
+        self.path, self.mode = Path(path), mode
+
+    def __enter__(self) -> Any:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fd, self.tmp = tempfile.mkstemp(dir=self.path.parent, prefix=f".{self.path.name}.", suffix=".tmp")
+        self.file = os.fdopen(fd, self.mode, **({"newline": ""} if "b" not in self.mode else {}))
+        return self.file
+
+    def __exit__(self, kind: Any, error: Any, trace: Any) -> None:
+        try:
+            if kind is None:
+                self.file.flush()
+                os.fsync(self.file.fileno())
+            self.file.close()
+            if kind is None:
+                os.chmod(self.tmp, _file_mode())
+                os.replace(self.tmp, self.path)
+        except OSError as failure:
+            Path(self.tmp).unlink(missing_ok=True)
+            raise OSError(failure.errno, f"could not write {self.path}: {failure.strerror}") from failure
+        finally:
+            if kind is not None:
+                Path(self.tmp).unlink(missing_ok=True)
+        if isinstance(error, OSError) and not str(error).startswith("could not write"):
+            raise OSError(error.errno, f"could not write {self.path}: {error.strerror}") from error
+
+
+def _model_path(path: str | os.PathLike) -> Path:
+    """SB3's rule: a path without a suffix gets ``.zip``."""
+    path = Path(path)
+    return path if path.suffix else path.with_suffix(".zip")
+
+
+def _write_npz(target: Any, arrays: dict[str, np.ndarray]) -> Path | None:
+    """``np.savez`` to a file object, or atomically to a path (returned)."""
+    if hasattr(target, "write"):
+        np.savez(target, **arrays)
+        return None
+    path = _model_path(target)
+    with _atomic_file(path, "wb") as f:
+        np.savez(f, **arrays)
+    return path
 
 
 def _space_to_json(space: spaces.Space) -> dict[str, Any]:
     if isinstance(space, spaces.Discrete):
         return {"type": "Discrete", "n": int(space.n), "start": int(space.start)}
-    return {"type": "Box", "low": space.low.tolist(), "high": space.high.tolist(), "shape": list(space.shape), "dtype": str(space.dtype)}
+    if isinstance(space, spaces.MultiDiscrete):
+        return {"type": "MultiDiscrete", "nvec": space.nvec.tolist(), "start": space.start.tolist()}
+    if isinstance(space, spaces.MultiBinary):
+        return {"type": "MultiBinary", "n": np.asarray(space.n).tolist()}
+
+    def bound(values: np.ndarray) -> Any:  # one number when all are equal: files stay small
+        flat = values.reshape(-1)
+        return flat[0].item() if len(flat) and (flat == flat[0]).all() else values.tolist()
+
+    return {"type": "Box", "low": bound(space.low), "high": bound(space.high),
+            "shape": list(space.shape), "dtype": str(space.dtype)}  # fmt: skip
 
 
-def _space_from_json(data: dict[str, Any]) -> spaces.Space:
-    if data["type"] == "Discrete":
-        return spaces.Discrete(data["n"], start=data["start"])
-    dtype = np.dtype(data["dtype"])
-    low = np.array(data["low"], dtype=dtype).reshape(data["shape"])
-    return spaces.Box(low, np.array(data["high"], dtype=dtype).reshape(data["shape"]), dtype=dtype)
-
-
-def _npz_path(path: str | os.PathLike) -> Path:
-    path = Path(path)
-    return path if path.suffix else path.with_suffix(".npz")
-
-
-def _write_npz_atomic(path: str | os.PathLike, arrays: dict[str, np.ndarray]) -> Path:
-    """Write ``arrays`` to ``path`` through a temporary file and a rename: never half a file."""
-    path = _npz_path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+def _space_from_json(data: Any, where: str) -> spaces.Space:
+    """A space from its JSON, checked: sizes before any array is built."""
+    if not isinstance(data, dict) or data.get("type") not in ("Box", "Discrete", "MultiDiscrete", "MultiBinary"):
+        raise ValueError(f"{where} must be a Box, Discrete, MultiDiscrete or MultiBinary space; got {data!r:.200}")
     try:
-        with os.fdopen(fd, "wb") as f:
-            np.savez(f, **arrays)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return path
+        if data["type"] == "Discrete":
+            if not (_is_int(data["n"]) and data["n"] >= 1 and _is_int(data.get("start", 0))):
+                raise ValueError("n must be a positive integer")
+            return spaces.Discrete(data["n"], start=data.get("start", 0))
+        if data["type"] == "MultiBinary":
+            n = data["n"]
+            if not (_is_int(n) and n >= 1 or isinstance(n, list) and n and all(_is_int(x) and x >= 1 for x in n)):
+                raise ValueError("n must be positive integers")
+            return spaces.MultiBinary(n)
+        if data["type"] == "MultiDiscrete":
+            nvec = data["nvec"]
+            if not (isinstance(nvec, list) and len(nvec) <= MAX_ELEMENTS // 1000):
+                raise ValueError("nvec must be a list")
+            return spaces.MultiDiscrete(np.array(nvec, dtype=np.int64), start=np.array(data["start"], dtype=np.int64))
+        shape = data["shape"]
+        if not (isinstance(shape, list) and all(_is_int(n) and n >= 0 for n in shape)):
+            raise ValueError("shape must be a list of non-negative integers")
+        size = math.prod(shape)
+        if size > MAX_ELEMENTS:
+            raise ValueError(f"shape {shape} is too large")
+        dtype = np.dtype(data["dtype"])
+        if dtype.kind not in "fiu":
+            raise ValueError(f"dtype {dtype} is not a number type")
+        low, high = (_bounds(data[key], size, shape, dtype) for key in ("low", "high"))
+        return spaces.Box(low, high, shape=tuple(shape), dtype=dtype)
+    except (KeyError, TypeError, ValueError, OverflowError) as error:
+        raise ValueError(f"{where} is not a valid space ({type(error).__name__}: {error})") from error
 
 
-def _read_model_file(path: str | os.PathLike) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
-    """Metadata and arrays of a file written by ``ARS.save``, never unpickling anything."""
-    path = Path(path)
-    if not path.exists() and not path.suffix and path.with_suffix(".npz").exists():
-        path = path.with_suffix(".npz")
+def _bounds(value: Any, size: int, shape: list[int], dtype: np.dtype) -> np.ndarray:
+    if _is_number(value) or value in (math.inf, -math.inf):
+        return np.full(shape, value, dtype=dtype)
+    flat = np.array(value, dtype=dtype) if isinstance(value, list) else None
+    if flat is None or flat.size != size:
+        raise ValueError(f"bounds must be one number or {size} numbers")
+    return flat.reshape(shape)
+
+
+def _metadata(model: ARS, kind: str = "model") -> dict[str, Any]:
+    """The plain-data description of a model (or, with ``kind="policy"``, of its policy)."""
+    policy = model.policy if isinstance(model, ARS) else model
+    is_linear = isinstance(policy, ARSLinearPolicy)
+    config = policy.config()
+    if is_linear:
+        config = {k: config[k] for k in ("with_bias", "squash_output")}
+    meta = dict(format=FORMAT, format_version=FORMAT_VERSION, kind=kind, ars_version=__version__,
+                policy="LinearPolicy" if is_linear else "MlpPolicy", policy_kwargs=config,
+                observation_space=_space_to_json(policy.observation_space),
+                action_space=_space_to_json(policy.action_space),
+                system_info=_system_info())  # fmt: skip
+    if kind == "policy":
+        return meta
+    hparams = {k: getattr(model, k) for k in SAVED_HPARAMS if k not in ("learning_rate", "delta_std")}
+    hparams.update(learning_rate=model._schedule_value("learning_rate"),
+                   delta_std=model._schedule_value("delta_std"))  # fmt: skip
+    meta.update(hparams=hparams, env_id=model.env_id, num_timesteps=model.num_timesteps,
+                n_updates=model._n_updates,
+                schedules=[k for k in ("learning_rate", "delta_std") if callable(getattr(model, k))],
+                ep_info_buffer=[[e["r"], e["l"]] for e in model.ep_info_buffer])  # fmt: skip
+    return meta
+
+
+def _system_info() -> dict[str, str]:
+    import platform
+
+    return {"ars": __version__, "python": platform.python_version(), "numpy": np.__version__,
+            "gymnasium": gym.__version__, "os": platform.platform()}  # fmt: skip
+
+
+def _policy_arrays(policy: ARSPolicy) -> dict[str, np.ndarray]:
+    arrays = {"parameters": policy.parameters_to_vector()}
+    if policy.obs_rms is not None:
+        rms = policy.obs_rms
+        arrays.update(obs_rms_mean=rms.mean.copy(), obs_rms_var=rms.var.copy(), obs_rms_count=np.array(rms.count))
+    return arrays
+
+
+def save_model(model: ARS, path: Any, exclude: Sequence[str] | None = None,
+               include: Sequence[str] | None = None, callbacks: Any = None) -> Path | None:  # fmt: skip
+    """Write ``model`` as plain arrays and JSON; see :meth:`ARS.save`."""
+    if model.policy is None:
+        raise ValueError("the model has no policy to save yet: give it an env, or learn(..., env=...)")
+    meta = _metadata(model)
+    for name in exclude or ():
+        if name == "ep_info_buffer":
+            meta.pop("ep_info_buffer")
+    included = {}
+    for name in include or ():
+        value = getattr(model, name)
+        try:
+            json.dumps(value)
+        except TypeError:
+            raise ValueError(f"include={name!r}: {type(value).__name__} is not plain data (JSON)") from None
+        included[name] = value
+    if included:
+        meta["included"] = included
+    if callbacks is not None:
+        meta["callbacks"] = callbacks.state_dict()
+    arrays = dict(_policy_arrays(model.policy), metadata=np.array(json.dumps(meta)))
+    return _write_npz(path, arrays)
+
+
+def write_checkpoint(model: ARS, path: Path, callbacks: _Callbacks) -> None:
+    """A model file that also holds the callbacks' state, so a resumed run repeats exactly."""
+    save_model(model, path, callbacks=callbacks)
+
+
+def _save_policy(policy: ARSPolicy, path: Any) -> None:
+    arrays = dict(_policy_arrays(policy), metadata=np.array(json.dumps(_metadata(policy, "policy"))))
+    _write_npz(path, arrays)
+
+
+def _open_source(source: Any) -> tuple[Any, str]:
+    """A readable binary file for a path (SB3's suffix rule) or file object, and its name."""
+    if hasattr(source, "read"):
+        return source, getattr(source, "name", "the given file object")
+    path = Path(source)
+    if not path.exists() and not path.suffix:
+        path = next((p for p in (path.with_suffix(".zip"), path.with_suffix(".npz")) if p.exists()), path)
     if not path.exists():
         raise FileNotFoundError(f"no model file at {path}")
+    return path.open("rb"), str(path)
+
+
+def _read_member(archive: zipfile.ZipFile, name: str, limit: int, where: str) -> bytes:
+    """A member's bytes, refusing more than ``limit`` whatever its header says."""
+    if archive.getinfo(name).file_size > limit:
+        raise ValueError(f"{where}: member {name} is larger than the metadata allows")
+    with archive.open(name) as f:
+        data = f.read(limit + 1)
+    if len(data) > limit:
+        raise ValueError(f"{where}: member {name} is larger than the metadata allows")
+    return data
+
+
+def _npy(data: bytes, shape: tuple[int, ...], kinds: str, where: str, name: str) -> np.ndarray:
+    """An array from ``.npy`` bytes; its header is checked before anything is allocated."""
+    f = io.BytesIO(data)
     try:
-        with np.load(path, allow_pickle=False) as data:
-            arrays = {key: data[key] for key in data.files}
-        meta = json.loads(str(arrays.pop("metadata")))
-    except Exception as error:  # zip, zlib, npy and JSON errors all mean the same to the user
-        raise ValueError(f"{path} is not a readable ars model file ({type(error).__name__}: {error}); is it truncated, or written by another program?") from error
+        version = np.lib.format.read_magic(f)
+        if version not in ((1, 0), (2, 0)):
+            raise ValueError(f"npy format {version}")
+        read_header = np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
+        found, _, dtype = read_header(f)
+    except (ValueError, TypeError, SyntaxError, EOFError) as error:
+        raise ValueError(f"{where}: {name} is not a valid array ({error})") from error
+    if dtype.hasobject or dtype.kind not in kinds or found != shape:
+        raise ValueError(f"{where}: {name} holds {found} of {dtype}; expected {shape} of kind {kinds!r} "
+                         "(object arrays are never loaded)")  # fmt: skip
+    if math.prod(found) * dtype.itemsize > len(data):
+        raise ValueError(f"{where}: {name} is truncated")
+    f.seek(0)
+    return np.lib.format.read_array(f, allow_pickle=False)
+
+
+def read_model_file(source: Any) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+    """The checked metadata and arrays of a file of :meth:`ARS.save` or
+    :meth:`ARSPolicy.save`, or (converted) of sb3-contrib's ``ARS.save``. Nothing in the
+    file is ever unpickled, and nothing is allocated before its size is checked."""
+    f, where = _open_source(source)
+    try:
+        with zipfile.ZipFile(f) as archive:
+            names = set(archive.namelist())
+            if {"data", "policy.pth"} <= names:
+                return _read_sb3_zip(archive, where)
+            allowed = {"metadata.npy", "parameters.npy", "obs_rms_mean.npy", "obs_rms_var.npy", "obs_rms_count.npy"}
+            if "metadata.npy" not in names or names - allowed:
+                raise ValueError(f"{where} is a zip archive but not a model written by ars or sb3-contrib "
+                                 f"(members: {sorted(names)[:8]})")  # fmt: skip
+            meta = _read_metadata(archive, where)
+            return meta, _read_arrays(archive, names, meta, where)
+    except zipfile.BadZipFile as error:
+        raise ValueError(f"{where} is not a readable ars model file ({error}); is it truncated, or "
+                         "written by another program?") from error  # fmt: skip
+    except (OSError, EOFError, zlib.error, json.JSONDecodeError, UnicodeDecodeError) as error:
+        if isinstance(error, FileNotFoundError):
+            raise
+        raise ValueError(f"{where} is not a readable ars model file ({type(error).__name__}: {error}); "
+                         "is it truncated, or written by another program?") from error  # fmt: skip
+    finally:
+        if not hasattr(source, "read"):
+            f.close()
+
+
+def _read_metadata(archive: zipfile.ZipFile, where: str) -> dict[str, Any]:
+    raw = _read_member(archive, "metadata.npy", MAX_METADATA_BYTES, where)
+    meta = json.loads(str(_npy(raw, (), "U", where, "metadata")))
     if not isinstance(meta, dict) or meta.get("format") != FORMAT:
-        raise ValueError(f"{path} is an .npz file but not one written by ars (ARS.save)")
-    if meta.get("format_version", 0) > FORMAT_VERSION:
-        raise ValueError(f"{path} was written by a newer ars (format {meta['format_version']}); upgrade ars to load it")
-    return meta, arrays
+        raise ValueError(f"{where} is an .npz file but not one written by ars (ARS.save)")
+    version = meta.get("format_version")
+    if not _is_int(version) or version > FORMAT_VERSION:
+        raise ValueError(f"{where} was written by a newer ars (format {version}); upgrade ars to load it")
+    _check_metadata(meta, where)
+    return meta
+
+
+def _check_metadata(meta: dict[str, Any], where: str) -> None:
+    """Every field the loader uses, of the right type; unknown hyper-parameters refused."""
+
+    def need(ok: bool, field: str, what: str) -> None:
+        if not ok:
+            raise ValueError(f"{where}: metadata field {field!r} must be {what}; got {meta.get(field)!r:.200}")
+
+    kind = meta.setdefault("kind", "model")
+    need(kind in ("model", "policy"), "kind", '"model" or "policy"')
+    need(meta.get("policy") in POLICY_ALIASES, "policy", f"one of {list(POLICY_ALIASES)}")
+    kwargs = meta.get("policy_kwargs")
+    need(isinstance(kwargs, dict) and set(kwargs) <= {"net_arch", "activation_fn", "with_bias", "squash_output"},
+         "policy_kwargs", "a dict of net_arch, activation_fn, with_bias, squash_output")  # fmt: skip
+    arch = kwargs.get("net_arch", [])
+    need(isinstance(arch, list) and all(_is_int(n) and 1 <= n <= MAX_ELEMENTS for n in arch), "policy_kwargs",
+         "a dict whose net_arch is a list of positive integers")  # fmt: skip
+    need(all(isinstance(kwargs.get(k, True), bool) for k in ("with_bias", "squash_output")), "policy_kwargs",
+         "a dict whose with_bias and squash_output are true or false")  # fmt: skip
+    need(kwargs.get("activation_fn", "relu") in ACTIVATIONS, "policy_kwargs",
+         f"a dict whose activation_fn is one of {sorted(ACTIVATIONS)}")  # fmt: skip
+    meta["observation_space"] = _space_from_json(meta.get("observation_space"), f"{where}: observation_space")
+    meta["action_space"] = _space_from_json(meta.get("action_space"), f"{where}: action_space")
+    if kind == "policy":
+        return
+    hparams = meta.get("hparams")
+    need(isinstance(hparams, dict), "hparams", "a dict")
+    for name, value in list(hparams.items()):
+        if name not in SAVED_HPARAMS:  # e.g. a path (tensorboard_log): never taken from a file
+            raise ValueError(f"{where}: hparams holds {name!r}, which a model file may not set")
+        check, what = SAVED_HPARAMS[name]
+        if not check(value):
+            raise ValueError(f"{where}: hparams {name!r} must be {what}; got {value!r:.200}")
+    for field in ("num_timesteps", "n_updates"):
+        need(_is_int(meta.get(field)) and meta[field] >= 0, field, "an integer >= 0")
+    need(meta.get("env_id") is None or isinstance(meta["env_id"], str), "env_id", "a string or null")
+    schedules = meta.get("schedules", [])
+    need(isinstance(schedules, list) and set(schedules) <= {"learning_rate", "delta_std"}, "schedules",
+         "a list of learning_rate, delta_std")  # fmt: skip
+    episodes = meta.get("ep_info_buffer", [])
+    need(isinstance(episodes, list) and all(isinstance(e, list) and len(e) == 2 and _is_number(e[0])
+         and _is_int(e[1]) for e in episodes), "ep_info_buffer", "a list of [return, length]")  # fmt: skip
+    need(isinstance(meta.get("callbacks", {}), dict), "callbacks", "a dict")
+    included = meta.get("included", {})
+    need(isinstance(included, dict) and not set(included) & set(HPARAMS) and all(str(k).isidentifier()
+         and not str(k).startswith("_") for k in included), "included", "a dict of public extra attributes")
+
+
+def _n_params(meta: dict[str, Any]) -> int:
+    """The parameter count the metadata implies, computed without building anything."""
+    kwargs = meta["policy_kwargs"]
+    arch = kwargs.get("net_arch", [] if meta["policy"] == "LinearPolicy" else [64, 64])
+    bias = kwargs.get("with_bias", meta["policy"] != "LinearPolicy")
+    act = meta["action_space"]
+    out = int(act.n) if isinstance(act, spaces.Discrete) else math.prod(act.shape)
+    sizes = [spaces.flatdim(meta["observation_space"]), *arch, out]
+    return sum(o * i + (o if bias else 0) for i, o in zip(sizes[:-1], sizes[1:]))
+
+
+def _read_arrays(archive: zipfile.ZipFile, names: set[str], meta: dict, where: str) -> dict[str, np.ndarray]:
+    n_params, obs_dim = _n_params(meta), spaces.flatdim(meta["observation_space"])
+    if n_params > MAX_ELEMENTS:
+        raise ValueError(f"{where}: the metadata describes a policy of {n_params:,} parameters")
+    expected = {"parameters": ((n_params,), "f")}
+    if "obs_rms_mean.npy" in names:
+        expected.update(obs_rms_mean=((obs_dim,), "f"), obs_rms_var=((obs_dim,), "f"), obs_rms_count=((), "iu"))
+    if {f"{k}.npy" for k in expected} != names - {"metadata.npy"}:
+        raise ValueError(f"{where}: expected the arrays {sorted(expected)}; the file holds "
+                         f"{sorted(n[:-4] for n in names - {'metadata.npy'})}")  # fmt: skip
+    arrays = {}
+    for name, (shape, kinds) in expected.items():
+        data = _read_member(archive, f"{name}.npy", 8 * math.prod(shape) + 4096, where)
+        arrays[name] = _npy(data, shape, kinds, where, name)
+    if "obs_rms_var" in arrays:
+        if not (np.isfinite(arrays["obs_rms_mean"]).all() and np.isfinite(arrays["obs_rms_var"]).all()
+                and (arrays["obs_rms_var"] >= 0).all() and int(arrays["obs_rms_count"]) >= 0):  # fmt: skip
+            raise ValueError(f"{where}: the observation statistics must be finite, with variances and "
+                             "a count >= 0")  # fmt: skip
+    return arrays
+
+
+def load_model(cls: type, path: Any, env: Any, device: Any, overrides: dict[str, Any],
+               print_system_info: bool) -> ARS:  # fmt: skip
+    """See :meth:`ARS.load`."""
+    meta, arrays = read_model_file(path)
+    if meta["kind"] != "model":
+        raise ValueError(f"{path} holds a policy alone: load it with ARSPolicy.load")
+    if print_system_info:
+        print("== saved with:", meta.get("system_info"), "\n== now:", _system_info())
+    unknown = set(overrides) - set(HPARAMS) - {"policy_kwargs"}
+    if unknown:
+        raise TypeError(f"ARS.load got settings it does not know: {sorted(unknown)}")
+    hparams = {**meta["hparams"], **overrides}
+    for name in meta.get("schedules", []):
+        if name not in overrides:
+            warnings.warn(f"{path}: {name} was a schedule, saved as its last value {hparams[name]}; pass "
+                          f"{name}= to ARS.load to restore it", stacklevel=3)  # fmt: skip
+    policy_kwargs = hparams.pop("policy_kwargs", meta["policy_kwargs"])
+    model = cls(meta["policy"], policy_kwargs=policy_kwargs, _init_setup_model=False, **hparams)
+    model.device = device
+    model.observation_space, model.action_space = meta["observation_space"], meta["action_space"]
+    model.env_id = meta.get("env_id")
+    model._setup_model()
+    _load_arrays(model.policy, arrays, str(path))
+    model.num_timesteps, model._n_updates = meta["num_timesteps"], meta["n_updates"]
+    model.ep_info_buffer.extend({"r": float(r), "l": int(n)} for r, n in meta.get("ep_info_buffer", []))
+    for name, value in meta.get("included", {}).items():
+        setattr(model, name, value)
+    if env is not None:
+        model.set_env(env)
+    return model
+
+
+def _load_arrays(policy: ARSPolicy, arrays: dict[str, np.ndarray], where: str) -> None:
+    policy.load_from_vector(arrays["parameters"].astype(np.float64))
+    if "obs_rms_mean" in arrays:
+        policy.obs_rms = RunningMeanStd.from_moments(arrays["obs_rms_mean"].astype(np.float64),
+                                                     arrays["obs_rms_var"].astype(np.float64),
+                                                     int(arrays["obs_rms_count"]))  # fmt: skip
+    elif policy.obs_rms is not None:
+        raise ValueError(f"{where}: a V2 (normalize_obs) model needs its observation statistics")
+
+
+def _load_policy(source: Any) -> ARSPolicy:
+    meta, arrays = read_model_file(source)
+    cls = POLICY_ALIASES[meta["policy"]]
+    policy = cls(meta["observation_space"], meta["action_space"], **meta["policy_kwargs"])
+    if "obs_rms_mean" in arrays:
+        policy.obs_rms = RunningMeanStd((policy.obs_dim,))
+    _load_arrays(policy, arrays, str(source))
+    return policy
+
+
+def checkpoint_state(path: Any) -> dict[str, Any]:
+    """The callbacks' state saved in a checkpoint by ``learn(checkpoint_interval=...)``."""
+    return read_model_file(path)[0].get("callbacks", {})
+
+
+# -------------------------------------------------------------------------------------------
+# Adapters for Stable-Baselines3 users: VecEnvs, VecNormalize, sb3-contrib files, torch
+# -------------------------------------------------------------------------------------------
+#
+# Duck-typed: SB3 and torch are never imported here unless the user's objects come from
+# them (a VecEnv given, an sb3-contrib file loaded, a torch tensor passed).
+
+
+def _is_vec_env(env: Any) -> bool:
+    return all(hasattr(env, name) for name in ("num_envs", "step_async", "step_wait", "reset"))
+
+
+def unwrap_vec_env(venv: Any) -> tuple[gym.Env, Any]:
+    """The gymnasium env inside an SB3 VecEnv holding one env, and its VecNormalize if any.
+
+    ``DummyVecEnv`` (as ``make_vec_env(id, n_envs=1)`` builds), with ``VecNormalize`` and
+    ``VecMonitor`` around it, is accepted; wrappers that change observations in ways ARS
+    cannot see through, several envs, or envs in other processes are refused clearly.
+    """
+    vec_normalize, layer = None, venv
+    while hasattr(layer, "venv"):
+        name = type(layer).__name__
+        if name == "VecNormalize":
+            vec_normalize = vec_normalize or layer
+        elif name != "VecMonitor":
+            raise ValueError(f"ARS cannot see through {name}: give it the env, a DummyVecEnv, or VecNormalize "
+                             "or VecMonitor around one")  # fmt: skip
+        layer = layer.venv
+    if not hasattr(layer, "envs"):
+        raise ValueError(f"{type(layer).__name__} runs its envs in other processes; ARS steps one env here. "
+                         "Pass a DummyVecEnv (make_vec_env(..., n_envs=1)); for parallel rollouts use "
+                         "AsyncEval")  # fmt: skip
+    if layer.num_envs != 1:
+        raise ValueError(f"the VecEnv holds {layer.num_envs} envs; ARS steps one (n_envs=1). For parallel "
+                         "rollouts, use AsyncEval with one env function per worker")  # fmt: skip
+    return layer.envs[0], vec_normalize
+
+
+def resolve_env(env: Any) -> tuple[gym.Env, Any, Any]:
+    """``(gymnasium env, the SB3 VecEnv given or None, its VecNormalize or None)``."""
+    if not isinstance(env, (str, gym.Env)) and not _is_vec_env(env) and callable(env):
+        env = env()
+    if _is_vec_env(env):
+        gym_env, vec_normalize = unwrap_vec_env(env)
+        return gym_env, env, vec_normalize
+    return make_env(env), None, None
+
+
+class _VecNormalizeFilter:
+    """VecNormalize's observation normalisation, with its statistics frozen for an iteration:
+    ``clip((obs - mean) / sqrt(var + epsilon), -clip_obs, clip_obs)`` as float32."""
+
+    def __init__(self, mean: np.ndarray, var: np.ndarray, epsilon: float, clip_obs: float):
+        self.mean, self.scale, self.clip = mean, np.sqrt(var + epsilon), clip_obs
+
+    def __call__(self, obs: np.ndarray) -> np.ndarray:
+        return np.clip((obs - self.mean) / self.scale, -self.clip, self.clip).astype(np.float32)
+
+    def wrap(self, act: Callable[[Any], Any]) -> Callable[[Any], Any]:
+        return lambda obs: act(self(obs))
+
+
+def _obs_filter(vec_normalize: Any) -> _VecNormalizeFilter | None:
+    if vec_normalize is None or not vec_normalize.norm_obs:
+        return None
+    rms = vec_normalize.obs_rms
+    return _VecNormalizeFilter(np.array(rms.mean), np.array(rms.var), vec_normalize.epsilon, vec_normalize.clip_obs)
+
+
+def _filters(vec_normalize: Any) -> bool:
+    """Whether a VecNormalize is learning its statistics (then rollouts keep them)."""
+    return vec_normalize is not None and vec_normalize.norm_obs and vec_normalize.training
+
+
+def _update_vec_normalize(vec_normalize: Any, visited: Sequence[RunningMeanStd | None]) -> None:
+    """Merge the raw observations of an iteration into VecNormalize's statistics, exactly
+    and in candidate order (sb3-contrib updates them during the rollouts, and merges
+    workers with inflated counts)."""
+    if _filters(vec_normalize):
+        shape = np.shape(vec_normalize.obs_rms.mean)
+        for rms in visited:
+            if rms is not None and rms.count:
+                vec_normalize.obs_rms.update_from_moments(rms.mean.reshape(shape), rms.var.reshape(shape), rms.count)
+
+
+def _copy_vec_normalize(vec_normalize: Any) -> Any:
+    return None if vec_normalize is None else vec_normalize.obs_rms.copy()
+
+
+def _restore_vec_normalize(vec_normalize: Any, saved: Any) -> None:
+    if vec_normalize is not None:
+        vec_normalize.obs_rms = saved
+
+
+class _VecEnvView:
+    """A gymnasium env seen as SB3's VecEnv of one env: batched ``reset``/``step``,
+    auto-reset with ``terminal_observation``. Used when SB3 itself is not imported."""
+
+    num_envs = 1
+
+    def __init__(self, env: gym.Env):
+        self.envs, self.observation_space, self.action_space = [env], env.observation_space, env.action_space
+        self._seed: int | None = None
+
+    def reset(self) -> np.ndarray:
+        obs, _ = self.envs[0].reset(seed=self._seed)
+        self._seed = None
+        return np.asarray(obs)[None]
+
+    def step(self, actions: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[dict]]:
+        action = np.asarray(actions)[0]
+        obs, reward, terminated, truncated, info = self.envs[0].step(action)
+        info = dict(info, **{"TimeLimit.truncated": truncated and not terminated})
+        if terminated or truncated:
+            info["terminal_observation"] = obs
+            obs, _ = self.envs[0].reset()
+        return np.asarray(obs)[None], np.array([reward], np.float32), np.array([terminated or truncated]), [info]
+
+    def step_async(self, actions: Any) -> None:
+        self._actions = actions
+
+    def step_wait(self) -> tuple:
+        return self.step(self._actions)
+
+    def seed(self, seed: int | None = None) -> list[int | None]:
+        self._seed = seed
+        return [seed]
+
+    def render(self, mode: str | None = None) -> Any:
+        return self.envs[0].render()
+
+    def close(self) -> None:
+        self.envs[0].close()
+
+
+def _vec_env_view(model: ARS) -> Any:
+    """``model.env``: the user's VecEnv, else a VecEnv over ``gym_env`` (SB3's DummyVecEnv
+    when SB3 is imported, so SB3's callbacks see the type they expect)."""
+    if model._vec_env is not None or model.gym_env is None:
+        return model._vec_env
+    if getattr(model, "_env_view", None) is None:
+        sb3 = sys.modules.get("stable_baselines3.common.vec_env")
+        env = model.gym_env
+        model._env_view = sb3.DummyVecEnv([lambda: env]) if sb3 is not None else _VecEnvView(env)
+    return model._env_view
+
+
+class _HParams(collections.abc.MutableMapping):
+    """``model.hparams``: the hyper-parameters in use, by key or attribute, writable."""
+
+    def __init__(self, model: ARS):
+        object.__setattr__(self, "_model", model)
+
+    def __getitem__(self, key: str) -> Any:
+        if key not in HPARAMS:
+            raise KeyError(key)
+        return getattr(self._model, key)
+
+    def __setitem__(self, key: str, value: Any) -> None:
+        if key not in HPARAMS:
+            raise KeyError(f"{key!r} is not a hyper-parameter of ARS: {list(HPARAMS)}")
+        setattr(self._model, key, value)
+
+    def __delitem__(self, key: str) -> None:
+        raise TypeError("hyper-parameters cannot be deleted")
+
+    def __iter__(self) -> Any:
+        return iter(HPARAMS)
+
+    def __len__(self) -> int:
+        return len(HPARAMS)
+
+    def __getattr__(self, key: str) -> Any:
+        try:
+            return self[key]
+        except KeyError:
+            raise AttributeError(key) from None
+
+    def __setattr__(self, key: str, value: Any) -> None:
+        self[key] = value
+
+    def __repr__(self) -> str:
+        return repr(dict(self))
+
+
+class _FrozenHParams(dict):
+    """``model.hparams_initial``: the hyper-parameters given at construction, read-only."""
+
+    def __getattr__(self, key: str) -> Any:
+        try:
+            return self[key]
+        except KeyError:
+            raise AttributeError(key) from None
+
+    def _refuse(self, *args: Any, **kwargs: Any) -> None:
+        raise TypeError("hparams_initial is read-only; change model.hparams instead")
+
+    __setitem__ = __delitem__ = __setattr__ = update = pop = clear = setdefault = _refuse
+
+
+_DEVICE_WARNED: list[bool] = []
+
+
+def _check_device(device: Any) -> None:
+    """Any device is accepted; a GPU falls back to the CPU with one warning, as SB3 does."""
+    kind = str(getattr(device, "type", device)).split(":")[0]
+    if kind not in ("cpu", "auto") and not _DEVICE_WARNED:
+        _DEVICE_WARNED.append(True)
+        warnings.warn(f"device={device!r}: ars computes with NumPy on the CPU, so it uses the CPU",
+                      stacklevel=4)  # fmt: skip
+
+
+def _policy_to_torch(policy: ARSPolicy) -> Any:
+    """``ARSPolicy.to_torch``: the layers of :meth:`ARSPolicy.layers` as a torch module."""
+    torch = _require("torch", "pip install 'ars-numpy[torch]'")
+    if not isinstance(policy.observation_space, spaces.Box):
+        raise NotImplementedError("to_torch supports Box observation spaces")
+    nn, modules = torch.nn, []
+    layers = policy.layers()
+    for i, (weight, bias) in enumerate(layers):
+        linear = nn.Linear(weight.shape[1], weight.shape[0], bias=bias is not None, dtype=torch.float64)
+        with torch.no_grad():
+            linear.weight.copy_(torch.from_numpy(weight))
+            if bias is not None:
+                linear.bias.copy_(torch.from_numpy(bias))
+        modules.append(linear)
+        if i < len(layers) - 1:
+            modules.append({"relu": nn.ReLU, "tanh": nn.Tanh, "sigmoid": nn.Sigmoid,
+                            "identity": nn.Identity}[policy.activation_fn]())  # fmt: skip
+
+    class TorchARSPolicy(nn.Module):
+        """The ARS policy as a torch module: observations in, actions out."""
+
+        def __init__(self) -> None:
+            super().__init__()
+            self.net = nn.Sequential(*modules)
+            if isinstance(policy.action_space, spaces.Box):
+                self.register_buffer("low", torch.from_numpy(policy._low))
+                self.register_buffer("high", torch.from_numpy(policy._high))
+
+        def forward(self, obs: Any) -> Any:
+            obs = torch.as_tensor(obs, dtype=torch.float64)
+            n_lead = obs.dim() - len(policy.observation_space.shape)
+            out = self.net(obs.reshape(*obs.shape[:n_lead], policy.obs_dim))
+            if isinstance(policy.action_space, spaces.Discrete):
+                return out.argmax(dim=-1) + int(policy.action_space.start)
+            if policy.squash_output:
+                out = (self.high + self.low) / 2 + (self.high - self.low) / 2 * torch.tanh(out)
+            else:
+                out = torch.clamp(out, self.low, self.high)
+            return out.reshape(*out.shape[:-1], *policy.action_space.shape)
+
+    return TorchARSPolicy()
+
+
+# -- parameters under sb3-contrib's names ---------------------------------------------------------
+
+
+def _policy_state_dict(policy: ARSPolicy) -> dict[str, np.ndarray]:
+    """``action_net.<2i>.weight`` and ``.bias`` per layer (torch's layout), plus V2's statistics."""
+    state, start = {}, 0
+    for i, (out, inp) in enumerate(policy.layer_shapes):
+        state[f"action_net.{2 * i}.weight"] = policy._theta[start : start + out * inp].reshape(out, inp).copy()
+        start += out * inp
+        if policy.with_bias:
+            state[f"action_net.{2 * i}.bias"] = policy._theta[start : start + out].copy()
+            start += out
+    if policy.obs_rms is not None:
+        state.update({"obs_rms.mean": policy.obs_rms.mean.copy(), "obs_rms.var": policy.obs_rms.var.copy(),
+                      "obs_rms.count": np.array(policy.obs_rms.count)})  # fmt: skip
+    return state
+
+
+def _load_policy_state_dict(policy: ARSPolicy, state_dict: dict[str, Any], strict: bool) -> None:
+    """Check every key and shape first, then set all at once: never a half-updated policy."""
+    given = {}
+    for key, value in state_dict.items():
+        if key in ("action_net.weight", "action_net.bias"):  # sb3-contrib < 1.7's LinearPolicy
+            key = key.replace("action_net.", "action_net.0.")
+        given[key] = _as_array(value, None)
+    expected = _policy_state_dict(policy)
+    unknown, missing = sorted(set(given) - set(expected)), sorted(set(expected) - set(given))
+    if unknown or (strict and missing):
+        raise ValueError(f"parameters do not match the policy: unknown {unknown}, missing {missing if strict else []}; "
+                         f"expected {sorted(expected)}")  # fmt: skip
+    for key, value in given.items():
+        if value.shape != expected[key].shape:
+            raise ValueError(f"parameter {key!r} has shape {value.shape}, the policy expects {expected[key].shape}")
+        if value.dtype.kind not in "fiub" or not np.isfinite(value.astype(np.float64)).all():
+            raise ValueError(f"parameter {key!r} must hold finite numbers")
+    if "obs_rms.var" in given and (given["obs_rms.var"] < 0).any():
+        raise ValueError("obs_rms.var must be >= 0")
+    if "obs_rms.count" in given and (int(given["obs_rms.count"]) < 0 or given["obs_rms.count"] % 1 != 0):
+        raise ValueError("obs_rms.count must be a whole number >= 0")
+    merged = {**expected, **given}
+    theta = np.concatenate([merged[k].astype(np.float64).reshape(-1) for k in expected if k.startswith("action_net")])
+    policy.load_from_vector(theta)
+    if policy.obs_rms is not None:
+        policy.obs_rms = RunningMeanStd.from_moments(merged["obs_rms.mean"].astype(np.float64),
+                                                     merged["obs_rms.var"].astype(np.float64),
+                                                     int(merged["obs_rms.count"]))  # fmt: skip
+
+
+def _set_parameters(model: ARS, load_path_or_dict: Any, exact_match: bool) -> None:
+    if model.policy is None:
+        raise ValueError("the model has no policy yet: give it an env first")
+    if isinstance(load_path_or_dict, (str, os.PathLike)) or hasattr(load_path_or_dict, "read"):
+        meta, arrays = read_model_file(load_path_or_dict)
+        source = (POLICY_ALIASES[meta["policy"]](meta["observation_space"], meta["action_space"],
+                                                 **meta["policy_kwargs"]))  # fmt: skip
+        if "obs_rms_mean" in arrays:
+            source.obs_rms = RunningMeanStd((source.obs_dim,))
+        _load_arrays(source, arrays, str(load_path_or_dict))
+        load_path_or_dict = {"policy": source.state_dict()}
+    if not isinstance(load_path_or_dict, dict) or not isinstance(load_path_or_dict.get("policy"), dict):
+        raise ValueError("expected a path, or a dict {'policy': {name: array}} as get_parameters() returns")
+    unknown = sorted(set(load_path_or_dict) - {"policy"})
+    if unknown:
+        raise ValueError(f"unknown parameter groups {unknown}: an ARS model has only 'policy'")
+    model.policy.load_state_dict(load_path_or_dict["policy"], strict=exact_match)
+
+
+# -- sb3-contrib's model files: its JSON and its weights, never its pickles ------------------------
+
+
+def _read_sb3_zip(archive: zipfile.ZipFile, where: str) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+    """Metadata and arrays in ars's form from a file of sb3-contrib's ``ARS.save``.
+
+    The JSON's readable fields give the settings and, where they can be parsed, the
+    spaces; the weights come from ``policy.pth`` through ``torch.load(weights_only=True)``.
+    """
+    data = json.loads(_read_member(archive, "data", MAX_METADATA_BYTES, where))
+    torch = _require("torch", "pip install 'ars-numpy[torch]' (reading sb3-contrib's weights needs torch)")
+    raw = _read_member(archive, "policy.pth", 8 * MAX_ELEMENTS, where)
+    state = torch.load(io.BytesIO(raw), map_location="cpu", weights_only=True)
+    policy_class = data.get("policy_class") if isinstance(data.get("policy_class"), dict) else {}
+    linear = "Linear policy" in str(policy_class.get("__doc__", ""))
+    kwargs = data.get("policy_kwargs") if isinstance(data.get("policy_kwargs"), dict) else {}
+    kwargs = {k: v for k, v in kwargs.items() if k in ("net_arch", "with_bias", "squash_output", "activation_fn")}
+    if ":serialized:" in kwargs or isinstance(kwargs.get("activation_fn"), str):
+        name = re.search(r"\.(\w+)'>", str(kwargs.get("activation_fn", "")))
+        kwargs["activation_fn"] = name.group(1).lower() if name else "relu"
+    layers = sorted({int(k.split(".")[-2]) for k in state if k.startswith("action_net.")})
+    parts = [state[f"action_net.{i}.{name}"].detach().double().numpy().reshape(-1)
+             for i in layers for name in ("weight", "bias") if f"action_net.{i}.{name}" in state]  # fmt: skip
+    kwargs["with_bias"] = any(k.endswith(".bias") for k in state)
+    if linear:
+        kwargs = {k: kwargs[k] for k in ("with_bias", "squash_output") if k in kwargs}
+    hparams = {k: data[k] for k in ("n_delta", "n_top", "n_eval_episodes", "zero_policy", "alive_bonus_offset",
+                                    "seed") if k in SAVED_HPARAMS and SAVED_HPARAMS[k][0](data.get(k))}  # fmt: skip
+    for name, key in (("learning_rate", "lr_schedule"), ("delta_std", "delta_std_schedule")):
+        value = re.search(r"val=([-+0-9.eE]+)", str((data.get(key) or {}).get("value_schedule", "")))
+        if value:
+            hparams[name] = float(value.group(1))
+    meta = {"format": FORMAT, "format_version": FORMAT_VERSION, "kind": "model",
+            "policy": "LinearPolicy" if linear else "MlpPolicy", "policy_kwargs": kwargs, "hparams": hparams,
+            "observation_space": _sb3_space(data.get("observation_space")),
+            "action_space": _sb3_space(data.get("action_space")), "env_id": None,
+            "num_timesteps": int(data.get("num_timesteps") or 0), "n_updates": int(data.get("_n_updates") or 0)}
+    return meta, {"parameters": np.concatenate(parts) if parts else np.zeros(0)}
+
+
+def _sb3_space(data: Any) -> spaces.Space | None:
+    """A space from the readable fields SB3 writes beside its pickle, when they parse."""
+    if not isinstance(data, dict):
+        return None
+    kind = str(data.get(":type:", ""))
+    try:
+        if "Discrete" in kind and "Multi" not in kind:
+            return spaces.Discrete(int(data["n"]), start=int(data.get("start", 0)))
+        if "Box" in kind and "..." not in str(data.get("low")) + str(data.get("high")):
+            shape, dtype = tuple(data["_shape"]), np.dtype(data["dtype"])
+            low, high = (np.array(_parse_numpy_str(data[k]), dtype=dtype).reshape(shape) for k in ("low", "high"))
+            return spaces.Box(low, high, shape=shape, dtype=dtype)
+    except (KeyError, TypeError, ValueError):
+        pass
+    return None
+
+
+def _parse_numpy_str(text: str) -> list[float]:
+    return [float(x) for x in str(text).replace("[", " ").replace("]", " ").split()]
+
+
+# -------------------------------------------------------------------------------------------
+# Demonstrations: a warm start before training
+# -------------------------------------------------------------------------------------------
 
 
 def load_demonstrations(path: str | os.PathLike) -> tuple[np.ndarray, np.ndarray]:
-    """``(observations, actions)`` from a ``.npz`` trajectory or a folder of them (plain arrays only)."""
+    """``(observations, actions)`` from a ``.npz`` trajectory or a folder of them (no pickle)."""
     path = Path(path)
     files = sorted(path.glob("*.npz")) if path.is_dir() else [path]
-    if not files:
-        raise FileNotFoundError(f"no .npz trajectories in {path}")
+    if not files or not files[0].exists():
+        raise FileNotFoundError(f"no .npz trajectories at {path}")
     observations, actions = [], []
     for file in files:
-        with np.load(file, allow_pickle=False) as data:
-            if not {"observations", "actions"} <= set(data.files):
-                raise ValueError(f"{file} must hold arrays 'observations' and 'actions'; it holds {sorted(data.files)}")
-            observations.append(data["observations"])
-            actions.append(data["actions"])
+        try:
+            with np.load(file, allow_pickle=False) as data:
+                if not {"observations", "actions"} <= set(data.files):
+                    raise ValueError(f"{file} must hold arrays 'observations' and 'actions'; it holds {sorted(data.files)}")
+                observations.append(data["observations"])
+                actions.append(data["actions"])
+        except (OSError, EOFError, zipfile.BadZipFile) as error:
+            raise ValueError(f"{file} is not a readable .npz trajectory ({type(error).__name__}: {error})") from error
     return np.concatenate(observations), np.concatenate(actions)
 
 
-# ---------------------------------------------------------------------------
-# The learner
-# ---------------------------------------------------------------------------
+def warm_start(model: ARS, demonstrations: Any, ridge: float = 1e-3) -> None:
+    """Fit the model's linear policy to demonstrations in closed form, before training.
 
-Schedule = Callable[[float], float]
-
-
-class ARS:
-    """Augmented Random Search (Mania, Guy & Recht 2018, Algorithm 2).
+    The demonstrations' observations seed the V2 statistics; the policy is then the ridge
+    regression of the actions on the normalised observations. Squashed Box actions are
+    regressed through ``atanh``; Discrete actions through one-hot targets.
 
     Parameters
     ----------
-    policy : str, ARSPolicy class or instance
-        ``"LinearPolicy"`` (the paper's) or ``"MlpPolicy"``.
-    env : str, gymnasium.Env or callable, optional
-        Env id, env, or function returning one. Needed to build the policy.
-    n_delta : int
-        ``N``: random directions per iteration (2N rollouts).
-    n_top : int, optional
-        ``b``: directions kept for the update (default ``n_delta``; ``b < N`` is the "-t" variant).
-    learning_rate : float or callable
-        ``alpha``, or a schedule ``f(progress_remaining)`` going from 1 to 0.
-    delta_std : float or callable
-        ``nu``, the exploration noise, or a schedule.
-    zero_policy : bool
-        Start from all-zero parameters (the paper); else torch-like random ones.
-    alive_bonus_offset : float
-        Added to every training reward (the paper's "shift"); never to evaluations.
-    n_eval_episodes : int
-        Episodes per candidate; its return is their mean.
-    policy_kwargs : dict, optional
-        Passed to the policy (``net_arch``, ``activation_fn``, ``with_bias``, ``squash_output``).
-    stats_window_size : int
-        Episodes averaged in ``rollout/ep_rew_mean`` and ``rollout/ep_len_mean``.
-    tensorboard_log : str, optional
-        Folder for ``<tb_log_name>_<n>/progress.csv`` (CSV; no TensorBoard event files).
-    seed : int, optional
-        One seed gives bit-identical weights, whatever evaluates the rollouts.
-    verbose : int
-        1 prints a table every ``log_every_n_steps`` iterations.
-    device : str
-        ``"cpu"`` or ``"auto"``: ARS runs in NumPy.
-    normalize_obs : bool
-        V2 (True): normalise observations with the statistics of all visited states. V1: False.
-    common_random_numbers : bool
-        Give the + and - rollouts of a direction the same env seed.
-    normalization_samples : int
-        V2: before the first iteration, estimate the observation statistics from whole
-        episodes of the initial policy totalling at least this many steps (counted in
-        ``num_timesteps``), so that V2 does not start from unit statistics.
-
-    Examples
-    --------
-    >>> model = ARS("LinearPolicy", "Pendulum-v1", n_delta=4, n_top=1, normalize_obs=True, seed=1)
-    >>> model = model.learn(2_000)
-    >>> model.save("pendulum.npz"); model = ARS.load("pendulum.npz")
+    model : ARS
+    demonstrations : tuple or path
+        ``(observations, actions)`` arrays, or a ``.npz`` file or a folder of them.
+    ridge : float
+        The L2 penalty of the regression.
     """
-
-    def __init__(
-        self,
-        policy: str | type[ARSPolicy] | ARSPolicy,
-        env: str | gym.Env | Callable[[], gym.Env] | None = None,
-        n_delta: int = 8,
-        n_top: int | None = None,
-        learning_rate: float | Schedule = 0.02,
-        delta_std: float | Schedule = 0.05,
-        zero_policy: bool = True,
-        alive_bonus_offset: float = 0,
-        n_eval_episodes: int = 1,
-        policy_kwargs: dict[str, Any] | None = None,
-        stats_window_size: int = 100,
-        tensorboard_log: str | None = None,
-        seed: int | None = None,
-        verbose: int = 0,
-        device: Any = "cpu",
-        _init_setup_model: bool = True,
-        normalize_obs: bool = False,
-        common_random_numbers: bool = True,
-        normalization_samples: int = 0,
-    ):
-        if str(device) not in ("cpu", "auto"):
-            raise ValueError(f"ars runs on the CPU with NumPy; device must be 'cpu' or 'auto', got {device!r}")
-        if int(n_delta) < 1 or int(n_eval_episodes) < 1:
-            raise ValueError(f"n_delta and n_eval_episodes must be at least 1; got {n_delta} and {n_eval_episodes}")
-        n_top = int(n_delta) if n_top is None else int(n_top)
-        if n_top < 1:
-            raise ValueError(f"n_top must be at least 1; got {n_top}")
-        if n_top > n_delta:
-            warnings.warn(f"n_top={n_top} is larger than n_delta={n_delta}; using n_top={n_delta}", stacklevel=2)
-            n_top = int(n_delta)
-        if seed is not None and (int(seed) != seed or seed < 0):
-            raise ValueError(f"seed must be a non-negative integer or None; got {seed!r}")
-        self.hparams = dict(
-            policy=policy, n_delta=n_delta, n_top=n_top, learning_rate=learning_rate, delta_std=delta_std,
-            zero_policy=zero_policy, alive_bonus_offset=alive_bonus_offset, n_eval_episodes=n_eval_episodes,
-            policy_kwargs=policy_kwargs, stats_window_size=stats_window_size, tensorboard_log=tensorboard_log,
-            seed=seed, verbose=verbose, device=device, normalize_obs=normalize_obs, common_random_numbers=common_random_numbers,
-            normalization_samples=normalization_samples,
-        )  # fmt: skip
-        self.policy_class, self.policy_kwargs = policy, dict(policy_kwargs or {})
-        self.n_delta, self.n_top, self.n_eval_episodes = int(n_delta), n_top, int(n_eval_episodes)
-        self.learning_rate, self.delta_std = learning_rate, delta_std
-        self.zero_policy, self.alive_bonus_offset = bool(zero_policy), float(alive_bonus_offset)
-        self.normalize_obs, self.common_random_numbers = bool(normalize_obs), bool(common_random_numbers)
-        self.normalization_samples = int(normalization_samples)
-        self.tensorboard_log, self.verbose = tensorboard_log, int(verbose)
-        self.seed = int(seed) if seed is not None else int(np.random.SeedSequence().entropy % 2**63)
-        self._rng = np.random.default_rng(self.seed)  # draws the initial weights (zero_policy=False)
-        self.num_timesteps, self._n_updates, self._total_timesteps = 0, 0, 0
-        self._current_progress_remaining = 1.0
-        self.ep_info_buffer: collections.deque = collections.deque(maxlen=int(stats_window_size))
-        self.logger = Logger(self.verbose)
-        self.env: gym.Env | None = None
-        self.env_id: str | None = None
-        self.policy: ARSPolicy | None = None
-        self.observation_space = self.action_space = None
-        if env is not None:
-            self.set_env(env)
-        if _init_setup_model:
-            if self.env is None:
-                raise ValueError("ARS needs an env to build its policy: ARS(policy, env), or ARS.load(path) for a saved model")
-            self._setup_model()
-
-    def _setup_model(self) -> None:
-        if isinstance(self.policy_class, ARSPolicy):
-            self.policy = self.policy_class
-        else:
-            cls = POLICY_ALIASES.get(self.policy_class, self.policy_class) if isinstance(self.policy_class, str) else self.policy_class
-            if not (isinstance(cls, type) and issubclass(cls, ARSPolicy)):
-                raise ValueError(f"policy must be one of {list(POLICY_ALIASES)} or an ARSPolicy class; got {self.policy_class!r}")
-            self.policy = cls(self.observation_space, self.action_space, **self.policy_kwargs)
-        if self.policy.observation_space != self.observation_space or self.policy.action_space != self.action_space:
-            raise ValueError(self._space_mismatch(self.policy.observation_space, self.policy.action_space, "the policy"))
-        if self.normalize_obs and self.policy.obs_rms is None:
-            self.policy.obs_rms = RunningMeanStd((self.policy.obs_dim,))
-        if self.zero_policy:
-            self.policy.load_from_vector(np.zeros(self.policy.n_params))
-        elif isinstance(self.policy_class, (str, type)):
-            self.policy.load_from_vector(self.policy.init_weights(self._rng))
-
-    # -- env --------------------------------------------------------------
-    def _space_mismatch(self, observation_space: spaces.Space, action_space: spaces.Space, what: str) -> str:
-        return (
-            f"{what} has observation space {observation_space} and action space {action_space}, "
-            f"but the model was built for {self.observation_space} and {self.action_space}"
-        )
-
-    def set_env(self, env: str | gym.Env | Callable[[], gym.Env]) -> None:
-        """Use ``env`` for training; its spaces must match the model's."""
-        env = make_env(env)
-        _check_spaces(env.observation_space, env.action_space)
-        if self.observation_space is not None and (env.observation_space != self.observation_space or env.action_space != self.action_space):
-            raise ValueError(self._space_mismatch(env.observation_space, env.action_space, "the env"))
-        self.env, self.observation_space, self.action_space = env, env.observation_space, env.action_space
-        self.env_id = env.spec.id if env.spec is not None else self.env_id
-
-    def get_env(self) -> gym.Env | None:
-        """The training env."""
-        return self.env
-
-    # -- one iteration ------------------------------------------------------
-    def _candidate_seeds(self, n_candidates: int) -> list[list[int]]:
-        """Env seeds per candidate; with common random numbers, +delta_k and -delta_k share them."""
-        keys = np.arange(n_candidates) % self.n_delta if self.common_random_numbers else np.arange(n_candidates)
-        return [[episode_seed(self.seed, self._n_updates, int(k), e) for e in range(self.n_eval_episodes)] for k in keys]
-
-    def evaluate_candidates(self, candidate_weights: Any, callback: Any = None, async_eval: Any = None) -> np.ndarray:
-        """Return of each candidate: mean over ``n_eval_episodes``, with ``alive_bonus_offset`` per step.
-
-        Parameters
-        ----------
-        candidate_weights : array_like
-            ``(n_candidates, n_params)``: NumPy array or CPU torch tensor.
-        callback : optional
-            SB3-style callbacks: ``on_rollout_start`` and ``on_rollout_end`` bracket the rollouts.
-        async_eval : AsyncEval, optional
-            Evaluate in worker processes instead of this one.
-
-        Returns
-        -------
-        numpy.ndarray
-            ``(n_candidates,)`` returns. The statistics of the visited states are kept
-            in ``self._visited`` (one RunningMeanStd per candidate) for the update.
-        """
-        candidate_weights = _as_array(candidate_weights)
-        if candidate_weights.ndim != 2 or candidate_weights.shape[1] != self.policy.n_params:
-            raise ValueError(f"candidate_weights must have shape (n_candidates, {self.policy.n_params}); got {candidate_weights.shape}")
-        callbacks = callback if isinstance(callback, _Callbacks) else _Callbacks(callback, self)
-        seeds = self._candidate_seeds(len(candidate_weights))
-        callbacks.hook("on_rollout_start")
-        results = self._rollouts(candidate_weights, seeds, async_eval)
-        callbacks.hook("on_rollout_end")
-        for candidate, (returns, _, visited) in enumerate(results):
-            if not (np.isfinite(returns).all() and np.isfinite(visited.mean).all() and np.isfinite(visited.var).all()):
-                what = "reward" if not np.isfinite(returns).all() else "observation"
-                raise FloatingPointError(
-                    f"iteration {self._n_updates}, candidate {candidate} (direction {candidate % self.n_delta}, "
-                    f"{'+' if candidate < self.n_delta else '-'}): the env returned a non-finite {what} (nan or inf) "
-                    f"in an episode with env seeds {seeds[candidate]}. The weights are as they were before this iteration."
-                )
-        self._visited = [visited for _, _, visited in results]
-        for returns, lengths, _ in results:
-            self.ep_info_buffer.extend({"r": float(r), "l": int(n)} for r, n in zip(returns, lengths))
-            self.num_timesteps += int(lengths.sum())
-        return np.array([np.mean(r + self.alive_bonus_offset * n) for r, n, _ in results])
-
-    def _rollouts(self, weights: np.ndarray, seeds: Sequence[Sequence[int]], async_eval: Any) -> list[tuple[np.ndarray, np.ndarray, RunningMeanStd]]:
-        """(returns, lengths, visited) per parameter vector: in worker processes if given, else here."""
-        if async_eval is not None:
-            async_eval.set_policy(self.policy)  # the frozen statistics go with the policy
-            async_eval.send_jobs(weights, len(weights), episode_seeds=seeds)
-            return [(r, n, v) for (_, (r, n)), v in zip(async_eval.get_results(), async_eval.last_visited)]
-        if self.env is None:
-            raise ValueError("no env to evaluate on: pass env= to ARS(...), set_env() or learn(), or an async_eval")
-        track = self.policy.obs_rms is not None
-        return [run_episodes(self.env, self.policy.actor(theta), s, track_obs=track) for theta, s in zip(weights, seeds)]
-
-    def _warm_up_statistics(self, async_eval: Any) -> None:
-        """``normalization_samples``: observation statistics from episodes of the initial policy."""
-        theta, visited, episode = self.policy.parameters_to_vector(), RunningMeanStd((self.policy.obs_dim,)), 0
-        batch = max(getattr(async_eval, "n_workers", 1), 1)
-        while visited.count < self.normalization_samples:
-            seeds = [[int(_stream(self.seed, WARM_UP, episode + i).generate_state(1)[0])] for i in range(batch)]
-            for _, lengths, rms in self._rollouts(np.tile(theta, (batch, 1)), seeds, async_eval):
-                visited.combine(rms)
-                self.num_timesteps += int(lengths.sum())
-            episode += batch
-        self.policy.obs_rms = self.policy.obs_rms.copy().combine(visited)
-
-    def warm_start(self, demonstrations: Any, ridge: float = 1e-3) -> None:
-        """Fit the linear policy to demonstrations in closed form, before training.
-
-        The demonstrations' observations seed the observation statistics (V2); the
-        policy is then the ridge regression of the actions on the normalised
-        observations. Squashed Box actions are regressed through ``atanh`` of the
-        rescaled actions; Discrete actions through one-hot targets.
-
-        Parameters
-        ----------
-        demonstrations : tuple or path
-            ``(observations, actions)`` arrays, or a ``.npz`` file or a folder of them,
-            each holding ``observations`` and ``actions``.
-        ridge : float
-            The L2 penalty of the regression.
-        """
-        if self.policy.net_arch:
-            raise ValueError("warm_start fits linear policies (LinearPolicy, or MlpPolicy with net_arch=[])")
-        observations, actions = load_demonstrations(demonstrations) if isinstance(demonstrations, (str, os.PathLike)) else demonstrations
-        observations = _as_array(observations).reshape(-1, self.policy.obs_dim)
-        actions = _as_array(actions, None)
-        if len(actions) != len(observations):
-            raise ValueError(f"got {len(observations)} observations but {len(actions)} actions")
-        if self.policy.obs_rms is not None:
-            self.policy.obs_rms = self.policy.obs_rms.copy().update(observations)
-        policy = self.policy
-        if isinstance(self.action_space, spaces.Discrete):
-            targets = -np.ones((len(actions), policy.action_dim))
-            targets[np.arange(len(actions)), actions.astype(np.int64).reshape(-1) - int(self.action_space.start)] = 1.0
-        else:
-            targets = actions.astype(np.float64).reshape(len(actions), -1)
-            if policy.squash_output:
-                targets = np.arctanh(np.clip((targets - policy._center) / policy._scale, -0.999, 0.999))
-        if policy.obs_rms is not None:  # regress on what the first layer sees: normalised observations
-            var = policy.obs_rms.var.reshape(-1)
-            inv_std = np.where(var < MIN_VARIANCE, 0.0, 1.0 / np.sqrt(np.maximum(var, MIN_VARIANCE)))
-            inputs = (observations - policy.obs_rms.mean.reshape(-1)) * inv_std
-        else:
-            inputs = observations
-        if policy.with_bias:
-            inputs = np.hstack([inputs, np.ones((len(inputs), 1))])
-        solution = np.linalg.solve(inputs.T @ inputs + ridge * np.eye(inputs.shape[1]), inputs.T @ targets).T
-        weight, bias = (solution[:, :-1], solution[:, -1]) if policy.with_bias else (solution, None)
-        policy.load_from_vector(np.concatenate([weight.ravel(), [] if bias is None else bias]))
-
-    def _schedule_value(self, value: float | Schedule) -> float:
-        return float(value(self._current_progress_remaining) if callable(value) else value)
-
-    def _do_one_update(self, callbacks: _Callbacks, async_eval: Any) -> None:
-        """One iteration of Algorithm 2 (Mania, Guy & Recht 2018)::
-
-            delta_k ~ N(0, I), k = 1..N                  rollouts of theta + nu delta_k and theta - nu delta_k
-            keep the b directions with the largest max(r+_k, r-_k)
-            theta <- theta + alpha / (b sigma_R) * sum_k (r+_k - r-_k) delta_k
-
-        with ``sigma_R`` the standard deviation (ddof=0) of the 2b kept returns. Under V2
-        the observation statistics stay frozen during the rollouts and absorb every
-        visited state afterwards.
-        """
-        alpha, nu = self._schedule_value(self.learning_rate), self._schedule_value(self.delta_std)
-        theta = self.policy.parameters_to_vector()
-        deltas = np.stack([direction(self.seed, self._n_updates, k, self.policy.n_params) for k in range(self.n_delta)])
-        candidates = np.concatenate([theta + nu * deltas, theta - nu * deltas])
-        returns = self.evaluate_candidates(candidates, callbacks, async_eval)
-        r_plus, r_minus = returns[: self.n_delta], returns[self.n_delta :]
-        top = np.argsort(-np.maximum(r_plus, r_minus), kind="stable")[: self.n_top]
-        sigma_r = np.concatenate([r_plus[top], r_minus[top]]).std()
-        # sigma_R == 0 means every kept return is equal, so every r+ - r- is 0: no step.
-        step_size = alpha / (self.n_top * sigma_r) if sigma_r > 0 else 0.0
-        self.policy.load_from_vector(theta + step_size * ((r_plus[top] - r_minus[top]) @ deltas[top]))
-        if self.policy.obs_rms is not None:  # frozen during the iteration, updated after it
-            obs_rms = self.policy.obs_rms.copy()
-            for visited in self._visited:
-                obs_rms.combine(visited)
-            self.policy.obs_rms = obs_rms
-        self._n_updates += 1
-        self.logger.record("rollout/return_std", float(sigma_r))
-        self.logger.record("train/step_size", float(step_size))
-        self.logger.record("train/delta_std", nu)
-        self.logger.record("train/learning_rate", alpha)
-
-    # -- training -----------------------------------------------------------
-    def learn(
-        self,
-        total_timesteps: int,
-        env: str | gym.Env | Callable[[], gym.Env] | None = None,
-        callback: Any = None,
-        log_every_n_steps: int | None = 1,
-        tb_log_name: str = "ARS",
-        reset_num_timesteps: bool = True,
-        async_eval: Any = None,
-        progress_bar: bool = False,
-        default_root_dir: str | os.PathLike | None = None,
-        log_interval: int | None = None,
-        checkpoint_interval: int | None = None,
-    ) -> ARS:
-        """Train for ``total_timesteps`` env steps (the last iteration may overshoot).
-
-        Parameters
-        ----------
-        total_timesteps : int
-            Env steps to train for (counted over all candidates and episodes).
-        env : optional
-            Env id, env or env function to (re)train on.
-        callback : optional
-            A function ``f(locals, globals)``, an SB3-style callback object, or a list of them.
-            Called after every iteration; returning False stops training.
-        log_every_n_steps : int, optional
-            Log (and print with ``verbose=1``) every this many iterations; None: never.
-        tb_log_name : str
-            Run name under ``tensorboard_log``.
-        reset_num_timesteps : bool
-            False continues the step count (and schedules) of the previous call.
-        async_eval : AsyncEval, optional
-            Evaluate candidates in worker processes. Not closed by ``learn``.
-        progress_bar : bool
-            Show a tqdm progress bar (``pip install 'ars-numpy[progress]'``).
-        default_root_dir : str, optional
-            Folder for ``progress.csv``.
-        log_interval : int, optional
-            Stable-Baselines3's name for ``log_every_n_steps``.
-        checkpoint_interval : int, optional
-            Every this many iterations (and at the end), write ``checkpoint.npz`` to the log
-            folder, atomically. To resume exactly: ``ARS.load(checkpoint)`` then
-            ``learn(total - model.num_timesteps, reset_num_timesteps=False)``.
-
-        Returns
-        -------
-        ARS
-            ``self``.
-        """
-        if env is not None:
-            self.set_env(env)
-        if self.env is None and async_eval is None:
-            raise ValueError("no env to train on: pass env= to ARS(...) or learn(), or an async_eval")
-        log_every = log_interval if log_interval is not None else log_every_n_steps
-        if reset_num_timesteps:
-            self.num_timesteps = 0
-            self.ep_info_buffer.clear()
-        self._total_timesteps = int(total_timesteps) + self.num_timesteps
-        self.logger = Logger(self.verbose, self._log_dir(default_root_dir, tb_log_name, reset_num_timesteps))
-        if checkpoint_interval and self.logger.dir is None:
-            raise ValueError("checkpoint_interval needs a folder: pass default_root_dir (or set tensorboard_log)")
-        bar = None
-        if progress_bar:
-            tqdm = _require("tqdm", "pip install 'ars-numpy[progress]'")
-            bar = tqdm.tqdm(total=int(total_timesteps), unit="steps")
-        callbacks = _Callbacks(callback, self)
-        start_time, start_steps = time.perf_counter(), self.num_timesteps
-        self._start_time, self._start_steps = start_time, start_steps
-        if self.normalization_samples and self.policy.obs_rms is not None and self.policy.obs_rms.count == 0:
-            self._warm_up_statistics(async_eval)
-        callbacks.hook("on_training_start", locals(), globals())
-        while self.num_timesteps < self._total_timesteps:
-            self._current_progress_remaining = 1.0 - self.num_timesteps / self._total_timesteps
-            before = self.num_timesteps
-            self._do_one_update(callbacks, async_eval)
-            if bar is not None:
-                bar.update(self.num_timesteps - before)
-            keep_going = callbacks.on_step(locals())  # before the log row, so an evaluation lands in it
-            if log_every and self._n_updates % log_every == 0:
-                self.dump_logs()
-            if checkpoint_interval and self._n_updates % checkpoint_interval == 0:
-                self.save(self.logger.dir / "checkpoint.npz")
-            if not keep_going:
-                break
-        if checkpoint_interval:
-            self.save(self.logger.dir / "checkpoint.npz")
-        callbacks.hook("on_training_end")
-        if bar is not None:
-            bar.close()
-        return self
-
-    def _log_dir(self, default_root_dir: Any, tb_log_name: str, reset_num_timesteps: bool) -> Path | None:
-        if default_root_dir is not None:
-            return Path(default_root_dir)
-        if self.tensorboard_log is None:
-            return None
-        root = Path(self.tensorboard_log)
-        taken = [int(p.name.rsplit("_", 1)[1]) for p in root.glob(f"{tb_log_name}_*") if p.name.rsplit("_", 1)[1].isdigit()]
-        last = max(taken, default=0)
-        return root / f"{tb_log_name}_{last if (last and not reset_num_timesteps) else last + 1}"
-
-    def dump_logs(self) -> None:
-        """Record the rollout and time statistics and write the log row."""
-        if self.ep_info_buffer:
-            self.logger.record("rollout/ep_rew_mean", float(np.mean([e["r"] for e in self.ep_info_buffer])))
-            self.logger.record("rollout/ep_len_mean", float(np.mean([e["l"] for e in self.ep_info_buffer])))
-        elapsed = max(time.perf_counter() - self._start_time, 1e-9)
-        self.logger.record("train/iterations", self._n_updates)
-        self.logger.record("time/fps", int((self.num_timesteps - self._start_steps) / elapsed))
-        self.logger.record("time/time_elapsed", round(elapsed, 3))
-        self.logger.record("time/total_timesteps", self.num_timesteps)
-        self.logger.dump(self.num_timesteps)
-
-    def predict(self, observation: Any, state: Any = None, episode_start: Any = None, deterministic: bool = True) -> tuple[np.ndarray, None]:
-        """``(action, None)`` for one observation or a batch (SB3's signature)."""
-        return self.policy.predict(observation, state, episode_start, deterministic)
-
-    # -- saving and loading ---------------------------------------------------
-    def get_parameters(self) -> dict[str, dict[str, np.ndarray]]:
-        """``{"policy": {name: array}}``: the parameters and, with V2, the observation statistics."""
-        params = {"parameters": self.policy.parameters_to_vector()}
-        if self.policy.obs_rms is not None:
-            rms = self.policy.obs_rms
-            params.update(obs_rms_mean=rms.mean.copy(), obs_rms_var=rms.var.copy(), obs_rms_count=np.array(rms.count))
-        return {"policy": params}
-
-    def set_parameters(self, load_path_or_dict: str | os.PathLike | dict[str, dict[str, Any]], exact_match: bool = True, device: Any = "auto") -> None:
-        """Load parameters from a saved model or from a dict shaped like :meth:`get_parameters`.
-
-        With ``exact_match``, every expected array must be given and nothing else.
-        """
-        if isinstance(load_path_or_dict, (str, os.PathLike)):
-            load_path_or_dict = {"policy": _read_model_file(load_path_or_dict)[1]}
-        if not isinstance(load_path_or_dict, dict) or not isinstance(load_path_or_dict.get("policy"), dict):
-            raise ValueError("expected a path or a dict {'policy': {name: array}} as returned by get_parameters()")
-        expected = self.get_parameters()["policy"]
-        given = {k: _as_array(v, None) for k, v in load_path_or_dict["policy"].items()}
-        missing, unexpected = sorted(set(expected) - set(given)), sorted(set(given) - set(expected))
-        if exact_match and (missing or unexpected or set(load_path_or_dict) != {"policy"}):
-            raise ValueError(f"parameters do not match the model: missing {missing}, unexpected {unexpected + sorted(set(load_path_or_dict) - {'policy'})}")
-        for key in set(given) & set(expected):
-            if given[key].shape != expected[key].shape:
-                raise ValueError(f"parameter {key!r} has shape {given[key].shape}, the model expects {expected[key].shape}")
-        if "parameters" in given:
-            self.policy.load_from_vector(given["parameters"])
-        if self.policy.obs_rms is not None and {"obs_rms_mean", "obs_rms_var", "obs_rms_count"} <= set(given):
-            rms = RunningMeanStd(self.policy.obs_rms.mean.shape)
-            rms.mean, rms.var, rms.count = given["obs_rms_mean"].astype(np.float64), given["obs_rms_var"].astype(np.float64), int(given["obs_rms_count"])
-            self.policy.obs_rms = rms
-
-    def _metadata(self) -> dict[str, Any]:
-        policy_name = "LinearPolicy" if isinstance(self.policy, ARSLinearPolicy) else "MlpPolicy"
-        config = self.policy.config()
-        if policy_name == "LinearPolicy":
-            config = {k: config[k] for k in ("with_bias", "squash_output")}
-        names = ("n_delta", "n_top", "zero_policy", "alive_bonus_offset", "n_eval_episodes", "stats_window_size", "normalize_obs", "common_random_numbers", "normalization_samples")
-        hparams = {k: self.hparams[k] for k in names}
-        hparams.update(seed=self.seed, learning_rate=self._schedule_value(self.learning_rate), delta_std=self._schedule_value(self.delta_std))
-        return dict(
-            format=FORMAT, format_version=FORMAT_VERSION, ars_version=__version__,
-            policy=policy_name, policy_kwargs=config, hparams=hparams,
-            schedules=[k for k in ("learning_rate", "delta_std") if callable(getattr(self, k))],
-            observation_space=_space_to_json(self.observation_space), action_space=_space_to_json(self.action_space),
-            env_id=self.env_id, num_timesteps=self.num_timesteps, n_updates=self._n_updates,
-            rng_state=self._rng.bit_generator.state,
-        )  # fmt: skip
-
-    def save(self, path: str | os.PathLike) -> Path:
-        """Write the model to one ``.npz`` (plain arrays + JSON metadata, no pickle), atomically.
-
-        Returns the path written (``.npz`` is appended when ``path`` has no suffix).
-        """
-        arrays = dict(self.get_parameters()["policy"], metadata=np.array(json.dumps(self._metadata())))
-        return _write_npz_atomic(path, arrays)
-
-    @classmethod
-    def load(cls, path: str | os.PathLike, env: str | gym.Env | Callable[[], gym.Env] | None = None, device: Any = "auto", **kwargs: Any) -> ARS:
-        """Build a model from a file written by :meth:`save`; ``learn`` continues from it.
-
-        ``kwargs`` override saved hyper-parameters (e.g. a ``learning_rate`` schedule,
-        which a file stores only as its value at the time of saving).
-        """
-        meta, arrays = _read_model_file(path)
-        hparams = dict(meta["hparams"])
-        for name in meta.get("schedules", []):
-            if name not in kwargs:
-                warnings.warn(f"{path}: {name} was a schedule, saved as its last value {hparams[name]}; pass {name}= to ARS.load to restore it", stacklevel=2)
-        hparams.update(kwargs)
-        policy_kwargs = hparams.pop("policy_kwargs", meta["policy_kwargs"])
-        model = cls(meta["policy"], policy_kwargs=policy_kwargs, device=device, _init_setup_model=False, **hparams)
-        model.observation_space = _space_from_json(meta["observation_space"])
-        model.action_space = _space_from_json(meta["action_space"])
-        model.env_id = meta.get("env_id")
-        model._setup_model()
-        model.set_parameters({"policy": arrays}, exact_match=True)
-        model.num_timesteps, model._n_updates = int(meta["num_timesteps"]), int(meta["n_updates"])
-        model._rng.bit_generator.state = meta["rng_state"]
-        if env is not None:
-            model.set_env(env)
-        return model
+    policy = model.policy
+    if policy is None or policy.net_arch:
+        raise ValueError("warm_start fits linear policies (LinearPolicy, or MlpPolicy with net_arch=[])")
+    if isinstance(demonstrations, (str, os.PathLike)):
+        demonstrations = load_demonstrations(demonstrations)
+    observations, actions = demonstrations
+    observations = _flattener(policy.observation_space)(_as_array(observations, None)).astype(np.float64)
+    observations = observations.reshape(-1, policy.obs_dim)
+    actions = _as_array(actions, None)
+    if len(actions) != len(observations):
+        raise ValueError(f"got {len(observations)} observations but {len(actions)} actions")
+    if not np.isfinite(observations).all() or not np.isfinite(actions.astype(np.float64)).all():
+        raise ValueError("the demonstrations hold non-finite values (nan or inf)")
+    space = policy.action_space
+    if isinstance(space, spaces.Discrete):
+        index = actions.reshape(-1) - int(space.start)
+        if (actions.reshape(-1) % 1 != 0).any() or index.min() < 0 or index.max() >= space.n:
+            raise ValueError(f"demonstration actions must be integers in {space}; got values from "
+                             f"{actions.min()} to {actions.max()}")  # fmt: skip
+        targets = -np.ones((len(actions), policy.action_dim))
+        targets[np.arange(len(actions)), index.astype(np.int64)] = 1.0
+    else:
+        targets = actions.astype(np.float64).reshape(len(actions), -1)
+        if targets.shape[1] != policy.action_dim or (targets < policy._low).any() or (targets > policy._high).any():
+            raise ValueError(f"demonstration actions must lie in {space}; got shape {actions.shape} and values "
+                             f"from {actions.min()} to {actions.max()}")  # fmt: skip
+        if policy.squash_output:
+            center, scale = (policy._high + policy._low) / 2, (policy._high - policy._low) / 2
+            targets = np.arctanh(np.clip((targets - center) / scale, -0.999, 0.999))
+    if policy.obs_rms is not None:  # regress on what the first layer sees: normalised observations
+        policy.obs_rms = policy.obs_rms.copy().update(observations)
+        inputs = (observations - policy.obs_rms.mean) * _inverse_std(policy.obs_rms.var)
+    else:
+        inputs = observations
+    if policy.with_bias:
+        inputs = np.hstack([inputs, np.ones((len(inputs), 1))])
+    solution = np.linalg.solve(inputs.T @ inputs + ridge * np.eye(inputs.shape[1]), inputs.T @ targets).T
+    weight, bias = (solution[:, :-1], solution[:, -1]) if policy.with_bias else (solution, None)
+    policy.load_from_vector(np.concatenate([weight.ravel(), [] if bias is None else bias]))
 
 
-# ---------------------------------------------------------------------------
-# Command line
-# ---------------------------------------------------------------------------
-
-# The paper's hyper-parameters (as kept by rl-baselines3-zoo), by env name without its version.
-PAPER_SETTINGS: dict[str, dict[str, Any]] = {
-    "Swimmer": dict(learning_rate=0.02, delta_std=0.01, n_delta=1, n_top=1, alive_bonus_offset=0, normalize_obs=False, total_timesteps=2_000_000),
-    "Hopper": dict(learning_rate=0.01, delta_std=0.025, n_delta=8, n_top=4, alive_bonus_offset=-1, normalize_obs=True, total_timesteps=7_000_000),
-    "HalfCheetah": dict(learning_rate=0.02, delta_std=0.03, n_delta=32, n_top=4, alive_bonus_offset=0, normalize_obs=True, total_timesteps=12_500_000),
-    "Walker2d": dict(learning_rate=0.03, delta_std=0.025, n_delta=40, n_top=30, alive_bonus_offset=-1, normalize_obs=True, total_timesteps=75_000_000),
-    "Ant": dict(learning_rate=0.015, delta_std=0.025, n_delta=60, n_top=20, alive_bonus_offset=-1, normalize_obs=True, total_timesteps=75_000_000),
-    "Humanoid": dict(learning_rate=0.02, delta_std=0.0075, n_delta=230, n_top=230, alive_bonus_offset=-5, normalize_obs=True, total_timesteps=250_000_000),
-    "CartPole": dict(learning_rate=0.02, delta_std=0.05, n_delta=2, n_top=2, alive_bonus_offset=0, normalize_obs=False, total_timesteps=50_000),
-    "Pendulum": dict(learning_rate=0.018, delta_std=0.1, n_delta=4, n_top=1, alive_bonus_offset=0, normalize_obs=True, total_timesteps=2_000_000,
-                     policy="MlpPolicy", net_arch=[16], zero_policy=False),
-}  # fmt: skip
-GENERIC_SETTINGS: dict[str, Any] = dict(
-    policy="LinearPolicy", net_arch=None, learning_rate=0.02, delta_std=0.03, n_delta=8, n_top=None, alive_bonus_offset=0.0,
-    normalize_obs=True, zero_policy=True, common_random_numbers=True, n_eval_episodes=1, total_timesteps=1_000_000,
-)  # fmt: skip
-
-
-def settings_for(env_id: str) -> dict[str, Any]:
-    """The paper's hyper-parameters for ``env_id`` (any version), else generic defaults."""
-    return {**GENERIC_SETTINGS, **PAPER_SETTINGS.get(env_id.split("/")[-1].rsplit("-v", 1)[0], {})}
-
-
-def paper_model(env_id: str, env: str | gym.Env | Callable[[], gym.Env] | None = None, **overrides: Any) -> ARS:
-    """An :class:`ARS` with the paper's hyper-parameters for ``env_id`` (see :func:`settings_for`).
+def paper_model(env_id: str, env: Any = None, **overrides: Any) -> ARS:
+    """An :class:`ARS` with the paper's hyper-parameters for ``env_id`` (:func:`settings_for`).
 
     ``overrides`` replace any setting (``n_delta=16``, ``net_arch=[32]``, ...) or pass other
     ``ARS`` arguments (``seed``, ``verbose``, ...). ``env`` defaults to ``env_id``.
 
     Examples
     --------
-    >>> model = paper_model("Hopper-v4", seed=237)   # alpha=0.01, nu=0.025, N=8, b=4, shift -1, V2
+    >>> model = paper_model("Hopper-v4", seed=237)  # alpha=0.01, nu=0.025, N=8, b=4, shift -1, V2
     """
     config = {**settings_for(env_id), **overrides}
     config.pop("total_timesteps")
     net_arch = config.pop("net_arch")
-    if config["policy"] == "MlpPolicy" and net_arch is not None:
+    if net_arch:
+        if config["policy"] == "LinearPolicy":
+            raise ValueError(f"net_arch={net_arch} needs policy='MlpPolicy' (LinearPolicy has no hidden layer)")
         config["policy_kwargs"] = {**(config.get("policy_kwargs") or {}), "net_arch": net_arch}
-    return ARS(config.pop("policy"), env if env is not None else env_id, **config)
+    return ARS(config.pop("policy"), env=env if env is not None else env_id, **config)
+
+
+# -------------------------------------------------------------------------------------------
+# Command line
+# -------------------------------------------------------------------------------------------
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # one line, exit status 2
+        self.exit(2, f"error: {message} (python ars.py --help)\n")
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} must be at least 1")
+    return value
+
+
+def _finite_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"{text!r} must be finite")
+    return value
+
+
+def _timesteps(text: str) -> int:
+    value = _finite_float(text)
+    if value < 1 or value != int(value):
+        raise argparse.ArgumentTypeError(f"{text!r} must be a whole number of timesteps, at least 1")
+    return int(value)
+
+
+def _net_arch(text: str) -> list[int]:
+    return [_positive_int(n) for n in text.split(",") if n.strip()]
+
+
+# Flags whose value defines a run: refused on --resume unless equal to the run's.
+RUN_FLAGS = ("env", "policy", "net_arch", "n_delta", "n_top", "learning_rate", "delta_std",
+             "alive_bonus_offset", "normalize_obs", "zero_policy", "common_random_numbers",
+             "n_eval_episodes", "seed", "eval_freq", "eval_episodes", "checkpoint_interval", "demos",
+             "normalization_samples", "max_episode_steps")  # fmt: skip
 
 
 def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(
+    p = _Parser(
         prog="python ars.py",
-        description="Train a policy with Augmented Random Search. Unset flags take the paper's value for "
-        f"the env ({', '.join(PAPER_SETTINGS)}; any -v4/-v5 id) or a generic default.",
+        description="Train a policy with Augmented Random Search. Unset flags take the paper's value "
+        f"for the env ({', '.join(PAPER_SETTINGS)}; any -v4/-v5 id) or a generic default.",
         epilog="examples:\n  python ars.py                        CartPole-v1 to 500 in seconds\n"
         "  python ars.py --env Hopper-v4        the paper's Hopper run\n"
         "  python ars.py --eval runs/Hopper-v4-20261129-101500/model.npz\n"
@@ -1766,145 +3344,254 @@ def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     add = p.add_argument
     add("--env", help="gymnasium env id (default CartPole-v1; with --eval, the env saved in the model)")
     add("--policy", choices=list(POLICY_ALIASES), help="LinearPolicy (the paper's) or MlpPolicy")
-    add("--net-arch", type=lambda s: [int(n) for n in s.split(",") if n], help="MlpPolicy hidden sizes, e.g. 64,64")
-    add("--n-delta", type=int, help="N: directions per iteration")
-    add("--n-top", type=int, help="b: best directions kept for the update (default N)")
-    add("--learning-rate", type=float, help="alpha: step size")
-    add("--delta-std", type=float, help="nu: exploration noise")
-    add("--alive-bonus-offset", type=float, help="added to every training reward (e.g. -1 for Hopper)")
+    add("--net-arch", type=_net_arch, help="MlpPolicy hidden sizes, e.g. 64,64 (selects MlpPolicy)")
+    add("--n-delta", type=_positive_int, help="N: directions per iteration")
+    add("--n-top", type=_positive_int, help="b: best directions kept for the update (default N)")
+    add("--learning-rate", type=_finite_float, help="alpha: step size")
+    add("--delta-std", type=_finite_float, help="nu: exploration noise")
+    add("--alive-bonus-offset", type=_finite_float, help="added to every training reward (e.g. -1 for Hopper)")
     add("--normalize-obs", action=argparse.BooleanOptionalAction, help="V2 observation normalisation")
     add("--zero-policy", action=argparse.BooleanOptionalAction, help="start from zero parameters")
-    add("--common-random-numbers", action=argparse.BooleanOptionalAction, help="same env seed for the +/- rollouts of a direction (default on)")
-    add("--n-eval-episodes", type=int, help="episodes per candidate (default 1)")
-    add("--total-timesteps", type=float, help="env steps to train for")
+    add("--common-random-numbers", action=argparse.BooleanOptionalAction,
+        help="same env seeds for the +/- rollouts of a direction (default on)")  # fmt: skip
+    add("--n-eval-episodes", type=_positive_int, help="episodes per candidate (default 1)")
+    add("--total-timesteps", type=_timesteps, help="env steps to train for (on --resume: a new, larger total)")
     add("--seed", type=int, help="random seed (default: drawn, and saved in config.json)")
-    add("--workers", type=int, help="worker processes for the rollouts (default: one per core for MuJoCo tasks, else 0: this process)")
+    add("--max-episode-steps", type=_positive_int, help="end episodes after this many steps")
+    add("--workers", type=int, help="worker processes for the rollouts (default: one per core for MuJoCo "
+        "tasks, else 0: this process)")  # fmt: skip
+    add("--job-timeout", type=_finite_float, default=DEFAULT_JOB_TIMEOUT,
+        help=f"seconds a worker may spend on one candidate before it is taken for stuck "
+        f"(default {DEFAULT_JOB_TIMEOUT:g})")  # fmt: skip
     add("--run-dir", help="output folder (default runs/<env>-<date>-<time>)")
-    add("--eval", metavar="MODEL", help="evaluate a saved model.npz instead of training")
-    add("--eval-episodes", type=int, default=10, help="episodes per evaluation, during training and at the end (default 10)")
-    add("--eval-freq", type=int, help="timesteps between evaluations during training (default: total / 20)")
-    add("--checkpoint-interval", type=int, default=10, help="iterations between checkpoints in the run folder (default 10)")
+    add("--overwrite", action="store_true", help="start a new run in a --run-dir that holds one")
+    add("--eval", metavar="MODEL", help="evaluate a saved model instead of training")
+    add("--eval-episodes", type=_positive_int, default=10,
+        help="episodes per evaluation, during training and at the end (default 10)")  # fmt: skip
+    add("--eval-freq", type=_positive_int, help="timesteps between evaluations (default: total / 20)")
+    add("--checkpoint-interval", type=_positive_int, default=10, help="iterations between checkpoints (default 10)")
     add("--resume", metavar="RUN_DIR", help="continue an interrupted run from its checkpoint, exactly")
-    add("--demos", metavar="PATH", help="warm start: fit the linear policy to demonstrations (.npz, or a folder of them)")
-    add("--normalization-samples", type=int, default=0, help="V2: steps of the initial policy to estimate the statistics from")
+    add("--demos", metavar="PATH", help="warm start: fit the linear policy to demonstrations (.npz or a folder)")
+    add("--normalization-samples", type=int, default=0, help="V2: steps of the initial policy to estimate "
+        "the statistics from")  # fmt: skip
     add("--verbose", type=int, default=0, help="1: print the full log table each iteration")
-    return p.parse_args(argv)
+    args = p.parse_args(argv)
+    if args.workers is not None and args.workers < 0:
+        p.error(f"--workers must be 0 or more; got {args.workers}")
+    if args.normalization_samples < 0:
+        p.error(f"--normalization-samples must be 0 or more; got {args.normalization_samples}")
+    if args.job_timeout <= 0:
+        p.error(f"--job-timeout must be positive; got {args.job_timeout}")
+    given = [f for f in vars(args) if f in RUN_FLAGS and getattr(args, f) != p.get_default(f)]
+    args.explicit = set(given)
+    return args
 
 
-def _print_progress(total: int, evaluation: EvalCallback) -> Callable[[dict[str, Any], dict[str, Any]], bool]:
-    """A callback printing one progress line at most every two seconds, and at the end."""
+class _Interrupts:
+    """Ctrl+C (SIGINT) once: finish the current iteration, then stop. Again, or SIGTERM:
+    stop now, discarding the unfinished iteration. Either way a checkpoint is written."""
+
+    def __init__(self) -> None:
+        self.requested = self.discarded = False
+        self.previous = {sig: signal.signal(sig, self._handle) for sig in (signal.SIGINT, signal.SIGTERM)}
+
+    def _handle(self, signum: int, frame: Any) -> None:
+        if signum == signal.SIGINT and not self.requested:
+            self.requested = True
+            print("\nstopping after this iteration (Ctrl+C again to stop now, discarding it)", flush=True)
+            return
+        self.discarded = True
+        raise KeyboardInterrupt
+
+    def restore(self) -> None:
+        for sig, handler in self.previous.items():
+            signal.signal(sig, handler)
+
+
+class _RunLock:
+    """An exclusive lock on a run folder for the life of the process (the kernel frees it if
+    the process dies, so a killed run never leaves a stale lock)."""
+
+    def __init__(self, run_dir: Path):
+        self.file = (run_dir / ".lock").open("a+")
+        try:
+            import fcntl
+
+            fcntl.flock(self.file, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except ImportError:  # no fcntl (Windows): the folder is not locked
+            return
+        except OSError:
+            self.file.seek(0)
+            holder = self.file.read().strip() or "another process"
+            self.file.close()
+            raise ValueError(f"{run_dir} is in use by {holder}; wait for it to end, or pick another --run-dir") from None
+        self.file.seek(0)
+        self.file.truncate()
+        self.file.write(f"pid {os.getpid()}")
+        self.file.flush()
+
+    def release(self) -> None:
+        """Remove the lock file and free the lock (a killed process frees it too)."""
+        Path(self.file.name).unlink(missing_ok=True)
+        self.file.close()
+
+
+def _print_progress(total: int, evaluation: EvalCallback, interrupts: _Interrupts) -> Callable:
+    """A per-iteration callback: a progress line every two seconds; stops on request."""
     last = [0.0]
 
     def callback(locals_: dict[str, Any], globals_: dict[str, Any]) -> bool:
         model: ARS = locals_["self"]
         now = time.perf_counter()
-        if now - last[0] >= 2.0 or model.num_timesteps >= model._total_timesteps:
+        if now - last[0] >= 2.0 or model.num_timesteps >= model._total_timesteps or interrupts.requested:
             last[0] = now
             fps = (model.num_timesteps - model._start_steps) / max(now - model._start_time, 1e-9)
             reward = np.mean([e["r"] for e in model.ep_info_buffer]) if model.ep_info_buffer else float("nan")
             latest = evaluation.evaluations[-1][2] if evaluation.evaluations else float("nan")
             eta = max(model._total_timesteps - model.num_timesteps, 0) / max(fps, 1e-9)
-            print(
-                f"{model.num_timesteps:>12,} / {total:,} steps | iter {model._n_updates:>6} | train return {reward:10.2f} | "
-                f"eval {latest:10.2f} (best {evaluation.best_mean_reward:10.2f}) | {fps:9,.0f} steps/s | eta {eta / 60:6.1f} min",
-                flush=True,
-            )
-        return True
+            print(f"{model.num_timesteps:>12,} / {total:,} steps | iter {model._n_updates:>6} | train return "
+                  f"{reward:10.2f} | eval {latest:10.2f} (best {evaluation.best_mean_reward:10.2f}) | "
+                  f"{fps:9,.0f} steps/s | eta {eta / 60:6.1f} min", flush=True)  # fmt: skip
+        return not interrupts.requested
 
     return callback
 
 
-def _trim_progress(path: Path, n_updates: int) -> float:
-    """Drop the rows a resumed run will write again (and a row cut short by a kill); returns the best evaluation."""
-    if not path.exists():
-        return -np.inf
-    with path.open(newline="") as f:
-        reader = csv.DictReader(f)
-        columns = reader.fieldnames or []
-        rows = [r for r in reader if None not in r.values() and r.get("train/iterations", "").isdigit() and int(r["train/iterations"]) <= n_updates]
-    with tempfile.NamedTemporaryFile("w", newline="", dir=path.parent, delete=False) as f:
-        writer = csv.DictWriter(f, columns)
-        writer.writeheader()
-        writer.writerows(rows)
-    os.replace(f.name, path)
-    evaluations = [float(r["eval/mean_reward"]) for r in rows if r.get("eval/mean_reward")]
-    return max(evaluations, default=-np.inf)
+def _trim_progress(path: Path, n_updates: int) -> None:
+    """Drop the rows a resumed run writes again (and a row cut short by a kill)."""
+    if path.exists():
+        with path.open(newline="") as f:
+            reader = csv.DictReader(f)
+            columns = reader.fieldnames or []
+            rows = [r for r in reader if None not in r.values() and None not in r
+                    and r.get("train/iterations", "").isdigit() and int(r["train/iterations"]) < n_updates]  # fmt: skip
+        _write_csv_atomic(path, columns, rows)
+
+
+RUN_FILES = ("config.json", "progress.csv", "checkpoint.npz", "model.npz", "best_model.npz", "evaluations.npz")
 
 
 def _new_run(args: argparse.Namespace) -> tuple[ARS, dict[str, Any], Path]:
     env_id = args.env or "CartPole-v1"
     config = settings_for(env_id)
+    if args.net_arch and args.policy is None:
+        args.policy = "MlpPolicy"  # hidden layers mean an MLP
     config.update({k: v for k, v in vars(args).items() if k in config and v is not None})
-    config["total_timesteps"] = int(config["total_timesteps"])
     env = make_env(env_id)
-    model = paper_model(env_id, env, **config, seed=args.seed, verbose=args.verbose, normalization_samples=args.normalization_samples)
-    if args.demos:
-        model.warm_start(args.demos)
     is_mujoco = "mujoco" in str(getattr(env.spec, "entry_point", ""))
-    config.update(
-        env=env_id, seed=model.seed, n_top=model.n_top, ars_version=__version__, demos=args.demos, normalization_samples=args.normalization_samples,
-        workers=args.workers if args.workers is not None else (os.cpu_count() or 1) if is_mujoco else 0,
-        eval_freq=args.eval_freq or max(config["total_timesteps"] // 20, 1), eval_episodes=args.eval_episodes,
-        checkpoint_interval=args.checkpoint_interval,
-    )  # fmt: skip
+    config.update(env=env_id, workers=args.workers if args.workers is not None else (os.cpu_count() or 1) * is_mujoco,
+                  eval_freq=args.eval_freq or max(config["total_timesteps"] // 20, 1), eval_episodes=args.eval_episodes,
+                  checkpoint_interval=args.checkpoint_interval, demos=args.demos, job_timeout=args.job_timeout,
+                  normalization_samples=args.normalization_samples, max_episode_steps=args.max_episode_steps)  # fmt: skip
+    model = paper_model(env_id, env, **{k: v for k, v in config.items() if k in GENERIC_SETTINGS},
+                        seed=args.seed, verbose=args.verbose, normalization_samples=args.normalization_samples,
+                        max_episode_steps=args.max_episode_steps)  # fmt: skip
+    if args.demos:
+        warm_start(model, args.demos)
+    config.update(seed=model.seed, n_top=model.n_top, ars_version=__version__)
     run_dir = Path(args.run_dir or Path("runs") / f"{env_id.replace('/', '_')}-{time.strftime('%Y%m%d-%H%M%S')}")
+    existing = [name for name in RUN_FILES if (run_dir / name).exists()]
+    if existing and not args.overwrite:
+        raise ValueError(f"{run_dir} holds a run ({', '.join(existing)}): --resume {run_dir} to continue it, "
+                         "or --overwrite to replace it")  # fmt: skip
     run_dir.mkdir(parents=True, exist_ok=True)
-    (run_dir / "config.json").write_text(json.dumps(config, indent=2) + "\n")
     return model, config, run_dir
+
+
+def _resume(args: argparse.Namespace) -> tuple[ARS, dict[str, Any], Path]:
+    run_dir = Path(args.resume)
+    if not (run_dir / "config.json").exists() or not (run_dir / "checkpoint.npz").exists():
+        raise ValueError(f"{run_dir} has no config.json and checkpoint.npz to resume from")
+    config = json.loads((run_dir / "config.json").read_text())
+    for flag in sorted(args.explicit):
+        if flag != "env" and config.get(flag) != getattr(args, flag) or flag == "env" and config["env"] != args.env:
+            raise ValueError(f"--{flag.replace('_', '-')} cannot change on --resume (the run has "
+                             f"{config.get(flag)!r}); start a new run for other settings")  # fmt: skip
+    model = ARS.load(run_dir / "checkpoint.npz", env=config["env"], verbose=args.verbose)
+    if args.total_timesteps is not None:
+        if args.total_timesteps < model.num_timesteps:
+            raise ValueError(f"--total-timesteps {args.total_timesteps:,} is below the {model.num_timesteps:,} "
+                             "steps this run has trained")  # fmt: skip
+        config["total_timesteps"] = args.total_timesteps
+    config["workers"] = args.workers if args.workers is not None else config["workers"]
+    config["job_timeout"] = args.job_timeout
+    return model, config, run_dir
+
+
+def _evaluate_saved(args: argparse.Namespace) -> int:
+    model = ARS.load(args.eval)
+    env_id = args.env or model.env_id
+    if env_id is None:
+        raise ValueError(f"{args.eval} does not record its env; pass --env")
+    model.set_env(env_id)
+    mean, std = evaluate_policy(model, model.gym_env, args.eval_episodes, seed=model.seed + 1)
+    print(f"{env_id}: mean return {mean:.2f} +/- {std:.2f} over {args.eval_episodes} episodes ({args.eval})")
+    return 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """The command line: train, resume or ``--eval``, and report; returns the exit status."""
     args = _parse_args(argv)
-    best = -np.inf
     try:
         if args.eval:
-            model = ARS.load(args.eval)
-            env_id = args.env or model.env_id
-            if env_id is None:
-                print(f"{args.eval} does not record its env; pass --env", file=sys.stderr)
-                return 2
-            model.set_env(env_id)
-            mean, std = evaluate_policy(model, model.env, args.eval_episodes, seed=model.seed + 1)
-            print(f"{env_id}: mean return {mean:.2f} +/- {std:.2f} over {args.eval_episodes} episodes ({args.eval})")
-            return 0
+            return _evaluate_saved(args)
+        model, config, run_dir = _resume(args) if args.resume else _new_run(args)
+        lock = _RunLock(run_dir)
         if args.resume:
-            run_dir = Path(args.resume)
-            if not (run_dir / "config.json").exists() or not (run_dir / "checkpoint.npz").exists():
-                print(f"{run_dir} has no config.json and checkpoint.npz to resume from", file=sys.stderr)
-                return 2
-            config = json.loads((run_dir / "config.json").read_text())
-            model = ARS.load(run_dir / "checkpoint.npz", env=config["env"], verbose=args.verbose)
-            best = _trim_progress(run_dir / "progress.csv", model._n_updates)
-            if args.workers is not None:
-                config["workers"] = args.workers
+            _trim_progress(run_dir / "progress.csv", model._n_updates)
             print(f"resuming {run_dir} at {model.num_timesteps:,} steps (iteration {model._n_updates})")
         else:
-            model, config, run_dir = _new_run(args)
-            print(f"ARS on {config['env']}: {json.dumps({k: v for k, v in config.items() if k not in ('env', 'ars_version')})}")
-    except (ModuleNotFoundError, FileNotFoundError, ValueError, TypeError, gym.error.Error) as error:
+            for name in RUN_FILES:  # --overwrite: the old run's files go
+                (run_dir / name).unlink(missing_ok=True)
+            with _atomic_file(run_dir / "config.json", "w") as f:
+                f.write(json.dumps(config, indent=2) + "\n")
+            shown = {k: v for k, v in config.items() if k not in ("env", "ars_version")}
+            print(f"ARS on {config['env']}: {json.dumps(shown)}")
+        evaluation = EvalCallback(config["env"], n_eval_episodes=config["eval_episodes"], eval_freq=config["eval_freq"],
+                                  best_model_save_path=run_dir, best_model_name="best_model.npz", verbose=0,
+                                  seed=model.seed + 1)  # fmt: skip
+        if args.resume:
+            evaluation.load_state_dict(checkpoint_state(run_dir / "checkpoint.npz")["EvalCallback"])
+    except (ModuleNotFoundError, FileNotFoundError, ValueError, TypeError, NotImplementedError, OSError,
+            gym.error.Error) as error:  # fmt: skip
         print(f"error: {error}", file=sys.stderr)
         return 2
+    return _train(model, config, run_dir, evaluation, lock)
+
+
+def _train(model: ARS, config: dict[str, Any], run_dir: Path, evaluation: EvalCallback, lock: _RunLock) -> int:
     env_id, total, workers = config["env"], config["total_timesteps"], config["workers"]
     print(f"writing to {run_dir}/; rollouts " + (f"in {workers} worker processes" if workers else "in this process"))
-    evaluation = EvalCallback(env_id, config["eval_freq"], config["eval_episodes"], best_model_save_path=run_dir, seed=model.seed + 1)
-    evaluation.best_mean_reward = best
-    async_eval = AsyncEval([functools.partial(make_env, env_id)] * workers, model.policy) if workers > 0 else None
+    interrupts, async_eval, status = _Interrupts(), None, 0
     try:
-        model.learn(
-            total - model.num_timesteps, callback=[evaluation, _print_progress(total, evaluation)], default_root_dir=run_dir,
-            async_eval=async_eval, reset_num_timesteps=False, checkpoint_interval=config["checkpoint_interval"],
-        )  # fmt: skip
+        if workers > 0:
+            async_eval = AsyncEval([functools.partial(make_env, env_id)] * workers, job_timeout=config["job_timeout"])
+        model.learn(total - model.num_timesteps, callback=[evaluation, _print_progress(total, evaluation, interrupts)],
+                    default_root_dir=run_dir, async_eval=async_eval, reset_num_timesteps=False,
+                    checkpoint_interval=config["checkpoint_interval"])  # fmt: skip
     except KeyboardInterrupt:
-        print("interrupted: saving the current model")
+        status = 130
+    except (RuntimeError, FloatingPointError, OSError, ValueError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        status = 1
     finally:
+        interrupts.restore()
         if async_eval is not None:
             async_eval.close()
-    path = model.save(run_dir / "model.npz")
+        lock.release()
+    if status == 1:
+        return status
+    save_model(model, run_dir / "checkpoint.npz", callbacks=_Callbacks([evaluation], model))
+    path = save_model(model, run_dir / "model.npz")
+    if interrupts.requested or interrupts.discarded:
+        how = "discarded the unfinished iteration" if interrupts.discarded else "finished the current iteration"
+        print(f"interrupted: {how}; {path} and the checkpoint hold iteration {model._n_updates} "
+              f"({model.num_timesteps:,} steps). Continue with: python ars.py --resume {run_dir}")  # fmt: skip
+        return 130
     mean, std = evaluate_policy(model, env_id, config["eval_episodes"], seed=model.seed + 1)
     print(f"saved {path} (best evaluation kept in {run_dir / 'best_model.npz'})")
     print(f"evaluation: mean return {mean:.2f} +/- {std:.2f} over {config['eval_episodes']} episodes")
-    return 0
+    return status
 
 
 if __name__ == "__main__":

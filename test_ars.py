@@ -200,9 +200,9 @@ def test_squash_and_clip_and_discrete_actions():
 
 def test_unsupported_spaces_are_clear_errors():
     box = spaces.Box(-1, 1, (2,), np.float32)
-    with pytest.raises(TypeError, match="Box observation spaces.*Dict"):
+    with pytest.raises(NotImplementedError, match="Box, Discrete, MultiDiscrete and MultiBinary observation.*Dict"):
         ARSPolicy(spaces.Dict({"a": box}), box)
-    with pytest.raises(TypeError, match="Box and Discrete action spaces.*MultiDiscrete"):
+    with pytest.raises(NotImplementedError, match="Box and Discrete action spaces.*MultiDiscrete"):
         ARSPolicy(box, spaces.MultiDiscrete([2, 3]))
     with pytest.raises(ValueError, match="unbounded"):
         ARSPolicy(box, spaces.Box(-np.inf, np.inf, (2,)), squash_output=True)
@@ -213,8 +213,8 @@ def test_unsupported_spaces_are_clear_errors():
         policy.predict(np.zeros(3))
     with pytest.raises(ValueError, match="shape"):
         policy.load_from_vector(np.zeros(5))
-    with pytest.raises(TypeError, match="Box observation spaces"):
-        ARS("LinearPolicy", "FrozenLake-v1")
+    with pytest.raises(NotImplementedError, match="observation spaces.*Tuple"):
+        ARS("LinearPolicy", "Blackjack-v1")
 
 
 def test_policy_aliases_and_kwargs():
@@ -308,14 +308,12 @@ def test_hyper_parameter_checks():
         model = ARS("LinearPolicy", "CartPole-v1", n_delta=4, n_top=9)
     assert model.n_top == 4
     assert ARS("LinearPolicy", "CartPole-v1", device="auto").policy is not None
-    with pytest.raises(ValueError, match="device must be 'cpu' or 'auto'"):
-        ARS("LinearPolicy", "CartPole-v1", device="cuda")
     with pytest.raises(ValueError, match="seed"):
         ARS("LinearPolicy", "CartPole-v1", seed=-1)
-    with pytest.raises(ValueError, match="needs an env"):
-        ARS("LinearPolicy")
+    with pytest.raises(ValueError, match="no env to train on"):
+        ARS("LinearPolicy").learn(10)
     with pytest.raises(TypeError, match="gymnasium.Env"):
-        ARS("LinearPolicy", 42)
+        ARS("LinearPolicy", env=42)
     assert ARS("LinearPolicy", "CartPole-v1", n_delta=3, learning_rate=0.1).hparams["learning_rate"] == 0.1
 
 
@@ -329,13 +327,13 @@ def test_sb3_contrib_documented_example_with_only_the_import_changed(tmp_path, m
     del model
     model = ImportedARS.load("ars_pendulum")
     action, _states = model.predict(np.zeros(3), deterministic=True)
-    assert action.shape == (1,) and (tmp_path / "ars_pendulum.npz").exists()
+    assert action.shape == (1,) and action.dtype == np.float32 and (tmp_path / "ars_pendulum.zip").exists()
 
 
 def test_env_as_id_instance_or_function_and_positional_style():
     for env in ("CartPole-v1", gym.make("CartPole-v1"), lambda: gym.make("CartPole-v1")):
         model = ARS("LinearPolicy", env, n_delta=2, seed=0).learn(200)
-        assert model.num_timesteps >= 200 and isinstance(model.get_env(), gym.Env)
+        assert model.num_timesteps >= 200 and isinstance(model.gym_env, gym.Env) and model.get_env().num_envs == 1
     model = ARS("LinearPolicy", n_delta=2, seed=0, env="CartPole-v1")
     model.learn(100, env="CartPole-v1")
 
@@ -395,11 +393,13 @@ def test_callbacks_function_and_sb3_object_can_stop_training():
         def on_training_end(self):
             self.events.append("end")
 
-    cb = SB3Style()
+    cb = SB3Style()  # an SB3-style object: on_step after every env step, as in SB3
     model = ARS("LinearPolicy", QuadraticBandit(), n_delta=2, seed=0).learn(1000, callback=[cb])
-    assert model.num_timesteps == 12
-    assert cb.events == ["init", "start"] + ["rollout_start", "rollout_end", "step"] * 3 + ["end"]
-    assert cb.locals["self"] is model
+    # False at step 12, in the third iteration (4 one-step episodes each): that iteration is discarded
+    assert model.num_timesteps == 8 and model._n_updates == 2
+    iteration = ["rollout_start"] + ["step"] * 4 + ["rollout_end"]
+    assert cb.events == ["init", "start"] + iteration * 2 + ["rollout_start"] + ["step"] * 4 + ["end"]
+    assert cb.locals["self"] is model and cb.locals["dones"].tolist() == [True]
 
 
 def test_verbose_table_and_progress_csv(tmp_path, capsys):
@@ -413,7 +413,8 @@ def test_verbose_table_and_progress_csv(tmp_path, capsys):
     rows = list(__import__("csv").DictReader((tmp_path / "progress.csv").open()))
     assert len(rows) == model._n_updates // 2 and set(keys) <= set(rows[0])
     assert int(rows[-1]["time/total_timesteps"]) <= model.num_timesteps
-    assert [int(r["train/iterations"]) for r in rows] == list(range(2, model._n_updates + 1, 2))
+    # sb3-contrib logs the iteration's index before counting it: 1, 3, ... for rows after 2, 4, ...
+    assert [int(r["train/iterations"]) for r in rows] == list(range(1, model._n_updates, 2))
     model.logger.record("eval/mean_reward", 1.0)  # a key an SB3 EvalCallback would add: the header widens
     model.logger.dump()
     rows = list(__import__("csv").DictReader((tmp_path / "progress.csv").open()))
@@ -500,7 +501,7 @@ def test_non_finite_values_raise_and_leave_the_weights(what):
 def test_save_load_predicts_identically_and_learn_continues(tmp_path):
     model = ARS("LinearPolicy", "Pendulum-v1", n_delta=4, n_top=2, normalize_obs=True, seed=3).learn(2000)
     path = model.save(tmp_path / "pendulum")
-    assert path.name == "pendulum.npz"
+    assert path.name == "pendulum.zip"  # SB3's rule for a path without a suffix
     loaded = ARS.load(tmp_path / "pendulum")  # no env needed
     obs = np.stack([model.observation_space.sample() for _ in range(20)])
     np.testing.assert_array_equal(loaded.predict(obs)[0], model.predict(obs)[0])
@@ -518,7 +519,7 @@ def test_saved_file_is_plain_data(tmp_path):
     path = model.save(tmp_path / "m.npz")
     with np.load(path, allow_pickle=False) as data:
         meta = json.loads(str(data["metadata"]))
-        assert set(data.files) == {"parameters", "metadata"}
+        assert set(data.files) == {"parameters", "metadata"}  # V1: no statistics
     assert meta["format"] == "ars-numpy" and meta["policy"] == "MlpPolicy" and meta["policy_kwargs"]["net_arch"] == [4]
     assert meta["env_id"] == "CartPole-v1" and meta["observation_space"]["type"] == "Box"
     loaded = ARS.load(path)
@@ -550,13 +551,16 @@ def test_set_parameters_checks_keys_and_shapes(tmp_path):
     np.testing.assert_array_equal(other.predict(np.ones(3))[0], model.predict(np.ones(3))[0])
     other.set_parameters(model.save(tmp_path / "p"))
     params = model.get_parameters()
-    del params["policy"]["obs_rms_var"]
-    with pytest.raises(ValueError, match=r"missing \['obs_rms_var'\]"):
+    assert sorted(params["policy"]) == ["action_net.0.weight", "obs_rms.count", "obs_rms.mean", "obs_rms.var"]
+    del params["policy"]["obs_rms.var"]
+    with pytest.raises(ValueError, match=r"missing \['obs_rms.var'\]"):
         other.set_parameters(params)
-    other.set_parameters({"policy": {"parameters": np.ones(3)}}, exact_match=False)
+    other.set_parameters({"policy": {"action_net.0.weight": np.ones((1, 3))}}, exact_match=False)
     assert (other.policy.parameters_to_vector() == 1).all()
-    with pytest.raises(ValueError, match=r"'parameters' has shape \(4,\), the model expects \(3,\)"):
-        other.set_parameters({"policy": {"parameters": np.ones(4)}}, exact_match=False)
+    with pytest.raises(ValueError, match=r"'action_net.0.weight' has shape \(1, 4\), the policy expects \(1, 3\)"):
+        other.set_parameters({"policy": {"action_net.0.weight": np.ones((1, 4))}}, exact_match=False)
+    with pytest.raises(ValueError, match="unknown"):
+        other.set_parameters({"policy": {"action_net.9.weight": np.ones(1)}}, exact_match=False)
     with pytest.raises(ValueError, match="get_parameters"):
         other.set_parameters({"weights": 1})
 
@@ -569,9 +573,9 @@ def test_corrupt_or_foreign_files_give_clear_errors(tmp_path):
     np.savez(tmp_path / "foreign.npz", weights=np.ones(3))
     np.savez(tmp_path / "pickled.npz", metadata=np.array([{"format": "ars-numpy"}], dtype=object))
     for name in ("truncated", "garbage", "pickled"):
-        with pytest.raises(ValueError, match="not a readable ars model file"):
+        with pytest.raises(ValueError, match="not a readable ars model file|object arrays are never loaded"):
             ARS.load(tmp_path / f"{name}.npz")
-    with pytest.raises(ValueError, match="not a readable ars model file|not one written by ars"):
+    with pytest.raises(ValueError, match="not a readable ars model file|not a model written by ars"):
         ARS.load(tmp_path / "foreign.npz")
     with pytest.raises(FileNotFoundError):
         ARS.load(tmp_path / "missing.npz")
@@ -630,7 +634,7 @@ def test_mujoco_smoke(env_id, tmp_path):
     model.learn(1500)
     assert model.policy.obs_rms.count == model.num_timesteps
     loaded = ARS.load(model.save(tmp_path / "hopper"))
-    obs = model.env.reset(seed=0)[0]
+    obs = model.gym_env.reset(seed=0)[0]
     np.testing.assert_array_equal(loaded.predict(obs)[0], model.predict(obs)[0])
 
 
@@ -773,7 +777,7 @@ def test_async_eval_api_and_exact_statistics():
     env = PENDULUM()
     expected = [ars.run_episodes(env, model.policy.actor(w), s) for w, s in zip(weights, seeds)]
     with AsyncEval([PENDULUM] * 2, model.policy, n_eval_episodes=2) as async_eval:
-        assert async_eval.seed(5) == [5, 5]
+        assert async_eval.seed(5) == [[5], [6]] and async_eval.seed(None) == []  # as sb3-contrib
         async_eval.sync_obs_rms(model.policy.obs_rms)
         async_eval.send_jobs(weights, 6, episode_seeds=seeds)
         results = async_eval.get_results()
@@ -980,8 +984,8 @@ def test_checkpoint_resume_is_exact_in_one_process_and_with_async_eval(tmp_path)
         for got, expected in zip(_weights(other), _weights(straight)):
             assert np.array_equal(got, expected)
     rows = list(__import__("csv").DictReader((tmp_path / "a" / "progress.csv").open()))
-    assert [int(r["train/iterations"]) for r in rows] == [1, 2]
-    with pytest.raises(ValueError, match="checkpoint_interval needs a folder"):
+    assert [int(r["train/iterations"]) for r in rows] == [0, 1]
+    with pytest.raises(ValueError, match="checkpoint_interval needs a log folder"):
         model().learn(100, checkpoint_interval=1)
 
 
@@ -1008,18 +1012,19 @@ def test_cli_survives_sigkill_at_random_moments(tmp_path):
     for got, expected in zip(_weights(killed), _weights(straight)):
         assert np.array_equal(got, expected)
     rows = list(__import__("csv").DictReader((tmp_path / "killed" / "progress.csv").open()))
-    assert [int(r["train/iterations"]) for r in rows] == list(range(1, killed._n_updates + 1))  # no row lost or repeated
+    assert [int(r["train/iterations"]) for r in rows] == list(range(killed._n_updates))  # no row lost or repeated
 
 
 def test_eval_callback_logs_and_keeps_the_best_model(tmp_path):
-    evaluation = ars.EvalCallback("CartPole-v1", eval_freq=2000, n_eval_episodes=4, best_model_save_path=tmp_path, seed=3)
+    evaluation = ars.EvalCallback("CartPole-v1", eval_freq=2000, n_eval_episodes=4, best_model_save_path=tmp_path,
+                                  seed=3, verbose=0)  # fmt: skip
     model = ARS("LinearPolicy", "CartPole-v1", n_delta=2, seed=0, alive_bonus_offset=-1)
     model.learn(6000, callback=evaluation, default_root_dir=tmp_path)
     steps = [e[0] for e in evaluation.evaluations]
-    assert steps[0] == 0 and all(b - a >= 2000 for a, b in zip(steps, steps[1:]))
+    assert steps[0] == 0 and all(b // 2000 > a // 2000 for a, b in zip(steps, steps[1:]))  # 0, f, 2f, ... as reached
     best = max(e[2] for e in evaluation.evaluations)
     assert evaluation.best_mean_reward == best
-    kept = ARS.load(tmp_path / "best_model.npz")
+    kept = ARS.load(tmp_path / "best_model")  # SB3's name: best_model.zip
     mean, _ = ars.evaluate_policy(kept, "CartPole-v1", 4)
     seeds = np.random.SeedSequence([3, 1]).generate_state(4)
     returns = ars.run_episodes(ars.make_env("CartPole-v1"), kept.policy.actor(), seeds)[0]
@@ -1027,7 +1032,7 @@ def test_eval_callback_logs_and_keeps_the_best_model(tmp_path):
     rows = list(__import__("csv").DictReader((tmp_path / "progress.csv").open()))
     logged = [float(r["eval/mean_reward"]) for r in rows if r["eval/mean_reward"]]
     assert logged == [e[2] for e in evaluation.evaluations[: len(logged)]] and len(logged) >= 2
-    parallel = ars.EvalCallback("CartPole-v1", eval_freq=2000, n_eval_episodes=4, eval_concurrency=2, seed=3)
+    parallel = ars.EvalCallback("CartPole-v1", eval_freq=2000, n_eval_episodes=4, eval_concurrency=2, seed=3, verbose=0)
     ARS("LinearPolicy", "CartPole-v1", n_delta=2, seed=0, alive_bonus_offset=-1).learn(6000, callback=parallel)
     assert parallel.evaluations[-1][2:] == evaluation.evaluations[-1][2:]
 
