@@ -2,12 +2,21 @@
 
 from __future__ import annotations
 
+import csv
+import functools
+import gc
+import io
 import json
+import multiprocessing
 import os
 import shutil
+import signal
 import subprocess
 import sys
+import threading
+import time
 import warnings
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 import gymnasium as gym
@@ -16,7 +25,7 @@ import pytest
 from gymnasium import spaces
 
 import ars
-from ars import ARS, ARSLinearPolicy, ARSPolicy, RunningMeanStd
+from ars import ARS, ARSLinearPolicy, ARSPolicy, AsyncEval, ExecutorEval, RunningMeanStd
 
 HERE = Path(__file__).resolve().parent
 
@@ -410,14 +419,14 @@ def test_verbose_table_and_progress_csv(tmp_path, capsys):
             "train/learning_rate", "train/iterations", "time/fps", "time/total_timesteps"]  # fmt: skip
     for key in keys:
         assert key.split("/")[1] in out
-    rows = list(__import__("csv").DictReader((tmp_path / "progress.csv").open()))
+    rows = list(csv.DictReader((tmp_path / "progress.csv").open()))
     assert len(rows) == model._n_updates // 2 and set(keys) <= set(rows[0])
     assert int(rows[-1]["time/total_timesteps"]) <= model.num_timesteps
     # sb3-contrib logs the iteration's index before counting it: 1, 3, ... for rows after 2, 4, ...
     assert [int(r["train/iterations"]) for r in rows] == list(range(1, model._n_updates, 2))
     model.logger.record("eval/mean_reward", 1.0)  # a key an SB3 EvalCallback would add: the header widens
     model.logger.dump()
-    rows = list(__import__("csv").DictReader((tmp_path / "progress.csv").open()))
+    rows = list(csv.DictReader((tmp_path / "progress.csv").open()))
     assert rows[-1]["eval/mean_reward"] == "1.0" and rows[0]["eval/mean_reward"] == ""
 
 
@@ -727,16 +736,6 @@ def test_examples_run_with_a_tiny_budget(example, tmp_path):
 # Parallel evaluation: AsyncEval over Pipes, ExecutorEval over any executor
 # ---------------------------------------------------------------------------
 
-import functools  # noqa: E402
-import gc  # noqa: E402
-import multiprocessing  # noqa: E402
-import signal  # noqa: E402
-import threading  # noqa: E402
-import time  # noqa: E402
-from concurrent.futures import ProcessPoolExecutor  # noqa: E402
-
-from ars import AsyncEval, ExecutorEval  # noqa: E402
-
 PENDULUM = functools.partial(gym.make, "Pendulum-v1")
 
 
@@ -983,7 +982,7 @@ def test_checkpoint_resume_is_exact_in_one_process_and_with_async_eval(tmp_path)
         assert other._n_updates == straight._n_updates == 4
         for got, expected in zip(_weights(other), _weights(straight)):
             assert np.array_equal(got, expected)
-    rows = list(__import__("csv").DictReader((tmp_path / "a" / "progress.csv").open()))
+    rows = list(csv.DictReader((tmp_path / "a" / "progress.csv").open()))
     assert [int(r["train/iterations"]) for r in rows] == [0, 1]
     with pytest.raises(ValueError, match="checkpoint_interval needs a log folder"):
         model().learn(100, checkpoint_interval=1)
@@ -1011,7 +1010,7 @@ def test_cli_survives_sigkill_at_random_moments(tmp_path):
     straight, killed = ARS.load(tmp_path / "straight" / "model.npz"), ARS.load(tmp_path / "killed" / "model.npz")
     for got, expected in zip(_weights(killed), _weights(straight)):
         assert np.array_equal(got, expected)
-    rows = list(__import__("csv").DictReader((tmp_path / "killed" / "progress.csv").open()))
+    rows = list(csv.DictReader((tmp_path / "killed" / "progress.csv").open()))
     assert [int(r["train/iterations"]) for r in rows] == list(range(killed._n_updates))  # no row lost or repeated
 
 
@@ -1029,7 +1028,7 @@ def test_eval_callback_logs_and_keeps_the_best_model(tmp_path):
     seeds = np.random.SeedSequence([3, 1]).generate_state(4)
     returns = ars.run_episodes(ars.make_env("CartPole-v1"), kept.policy.actor(), seeds)[0]
     assert returns.mean() == best  # the saved best model is the one that scored best, without the alive bonus
-    rows = list(__import__("csv").DictReader((tmp_path / "progress.csv").open()))
+    rows = list(csv.DictReader((tmp_path / "progress.csv").open()))
     logged = [float(r["eval/mean_reward"]) for r in rows if r["eval/mean_reward"]]
     assert logged == [e[2] for e in evaluation.evaluations[: len(logged)]] and len(logged) >= 2
     parallel = ars.EvalCallback("CartPole-v1", eval_freq=2000, n_eval_episodes=4, eval_concurrency=2, seed=3, verbose=0)
@@ -1126,3 +1125,367 @@ def test_async_eval_spreads_few_jobs_over_all_workers():
         torch = pytest.importorskip("torch")
         async_eval.send_jobs(torch.zeros((2, policy.n_params), dtype=torch.float64), 2)
         assert len(async_eval.get_results()) == 2
+
+
+# ---------------------------------------------------------------------------
+# Drop-in for sb3-contrib and lit_sb3 users
+# ---------------------------------------------------------------------------
+
+def test_seed_api_builds_the_policy_at_the_first_learn():
+    model = ARS("LinearPolicy", n_delta=8)  # the first line of every lit_sb3 script
+    assert model.env is None and model.policy is None and model.get_env() is None
+    model.learn(1000, env="CartPole-v1")
+    assert model.policy.n_params == 8 and model.get_env().num_envs == 1
+    env = gym.make("Pendulum-v1")
+    policy = ARSLinearPolicy(env.observation_space, env.action_space)
+    assert ARS(policy).policy is policy  # an instance brings its spaces: built at once
+    with pytest.raises(ValueError, match="observation space"):
+        ARS(policy).learn(100, env="CartPole-v1")
+
+
+def test_positional_arguments_follow_the_seed_or_sb3_contrib_by_type():
+    seed_style = ARS("LinearPolicy", 4, 2, 0.1)  # lit_sb3: (policy, n_delta, n_top, learning_rate)
+    assert (seed_style.n_delta, seed_style.n_top, seed_style.learning_rate, seed_style.env) == (4, 2, 0.1, None)
+    sb3_style = ARS("LinearPolicy", "CartPole-v1", 4, 2, 0.1)  # sb3-contrib: (policy, env, n_delta, ...)
+    assert (sb3_style.n_delta, sb3_style.n_top, sb3_style.learning_rate) == (4, 2, 0.1)
+    calls = []
+    sb3_style.learn(300, lambda locals_, globals_: calls.append(1), 1)  # (total, callback, log_interval)
+    seed_style.learn(300, "CartPole-v1", lambda locals_, globals_: calls.append(2))  # (total, env, callback)
+    assert 1 in calls and 2 in calls and seed_style.gym_env.spec.id == "CartPole-v1"
+    seed_style.learn(300, lambda: gym.make("CartPole-v1"))  # an env factory takes no argument
+    with pytest.raises(TypeError, match="two values for 'n_delta'"):
+        ARS("LinearPolicy", 4, n_delta=5)
+
+
+def test_hparams_by_attribute_frozen_initial_copy_and_saved_as_in_use(tmp_path):
+    model = ARS("LinearPolicy", "CartPole-v1", n_delta=8, seed=0)
+    assert model.hparams.n_delta == 8 == model.hparams["n_delta"]
+    model.n_delta = 16
+    model.hparams.learning_rate = 0.5
+    assert model.hparams["n_delta"] == 16 and model.learning_rate == 0.5
+    assert model.hparams_initial.n_delta == 8 and model.hparams_initial["learning_rate"] == 0.02
+    with pytest.raises(TypeError, match="read-only"):
+        model.hparams_initial["n_delta"] = 3
+    loaded = ARS.load(model.save(tmp_path / "m"))
+    assert (loaded.n_delta, loaded.learning_rate) == (16, 0.5)  # the values in use, not the initial ones
+
+
+def test_any_device_is_accepted_and_a_gpu_falls_back_to_the_cpu_with_one_warning(monkeypatch):
+    monkeypatch.setattr(ars, "_DEVICE_WARNED", [])
+    with pytest.warns(UserWarning, match="uses the CPU") as record:
+        model = ARS("LinearPolicy", "CartPole-v1", device="cuda")
+        ARS("LinearPolicy", "CartPole-v1", device="cuda:1")
+    assert len(record) == 1
+    assert str(model.device) == "cpu" == str(model.policy.device)
+
+
+def test_torch_in_gives_torch_out_numpy_in_gives_numpy_out():
+    torch = pytest.importorskip("torch")
+    model = ARS("LinearPolicy", "Pendulum-v1", n_delta=2, seed=0, zero_policy=False)
+    action = model.predict(torch.ones(3))[0]
+    assert isinstance(action, torch.Tensor) and action.dtype == torch.float32
+    assert isinstance(model.policy.forward(torch.ones(5, 3)), torch.Tensor)
+    returns = model.evaluate_candidates(torch.zeros(3, 3))
+    assert isinstance(returns, torch.Tensor) and returns.shape == (3,)
+    assert isinstance(model.evaluate_candidates(np.zeros((3, 3))), np.ndarray)
+    np.testing.assert_allclose(model.predict(np.ones(3))[0], action.numpy())
+
+
+def test_async_eval_pop_size_seed_and_send_jobs_twice():
+    model = _pendulum_model()
+    with AsyncEval([PENDULUM] * 2, model.policy, start_method="fork") as async_eval:
+        async_eval.send_jobs(np.zeros((5, model.policy.n_params)), 3)  # pop_size < rows: 3 jobs
+        assert [i for i, _ in async_eval.get_results()] == [0, 1, 2]
+        async_eval.send_jobs(np.zeros((2, model.policy.n_params)), 2)
+        with pytest.raises(RuntimeError, match="send_jobs was called twice"):
+            async_eval.send_jobs(np.zeros((2, model.policy.n_params)), 2)
+        assert len(async_eval.get_results()) == 2
+        assert async_eval.seed(None) == []
+
+
+@pytest.mark.parametrize("env_id", ["FrozenLake-v1", "MultiDiscreteWalk", "MultiBinaryWalk"])
+def test_discrete_observation_spaces_are_one_hot_and_train(env_id):
+    env = gym.make(env_id) if env_id == "FrozenLake-v1" else CodedWalk(env_id)
+    space = env.observation_space
+    sample = np.stack([space.sample() for _ in range(5)])
+    np.testing.assert_array_equal(ars._flattener(space)(sample), np.stack([spaces.flatten(space, x) for x in sample]))
+    model = ARS("LinearPolicy", env, n_delta=4, seed=0)
+    before = ars.evaluate_policy(model, env, 100, seed=0)[0]
+    model.learn(20_000)
+    after = ars.evaluate_policy(model, env, 100, seed=0)[0]
+    assert after >= before + 0.1 and (env_id == "FrozenLake-v1" or after == 1.0), (before, after)
+    single, _ = model.predict(sample[0])
+    assert single.shape == () and single.dtype == env.action_space.dtype  # SB3's 0-d array
+    assert model.predict(sample)[0].shape == (5,)
+    assert model.policy.n_params == spaces.flatdim(space) * env.action_space.n
+
+
+class CodedWalk(gym.Env):
+    """Reach the goal by repeating the action the (MultiDiscrete or MultiBinary) observation codes."""
+
+    def __init__(self, kind):
+        self.observation_space = spaces.MultiDiscrete([3, 2]) if kind == "MultiDiscreteWalk" else spaces.MultiBinary(3)
+        self.action_space = spaces.Discrete(2)
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        self.t, self.obs = 0, self.observation_space.sample()
+        return self.obs, {}
+
+    def step(self, action):
+        self.t += 1
+        good = int(action) == int(self.obs[0] % 2)
+        return self.obs, float(good) / 5, False, self.t >= 5 or not good, {}
+
+
+def test_predict_returns_the_action_space_dtype_and_sb3_shapes():
+    model = ARS("LinearPolicy", "Pendulum-v1", seed=0)
+    assert model.predict(np.zeros(3))[0].dtype == np.float32 and model.predict(np.zeros(3))[0].shape == (1,)
+    assert model.predict(np.zeros((4, 3)))[0].shape == (4, 1)
+    discrete = ARS("LinearPolicy", "CartPole-v1", seed=0)
+    action = discrete.predict(np.zeros(4))[0]
+    assert action.shape == () and action.dtype == np.int64
+
+
+def test_policy_names_set_random_seed_and_a_default_seed_from_numpy():
+    from ars import LinearPolicy, MlpPolicy
+
+    assert LinearPolicy is ARSLinearPolicy and MlpPolicy is ARSPolicy
+    np.random.seed(0)  # what SB3's set_random_seed(0) does to NumPy
+    first = ARS("LinearPolicy", "CartPole-v1").seed
+    np.random.seed(0)
+    assert ARS("LinearPolicy", "CartPole-v1").seed == first
+    model = ARS("LinearPolicy", "CartPole-v1")
+    model.set_random_seed(7)
+    assert model.seed == 7
+
+
+# -- SB3 VecEnvs and callbacks --------------------------------------------------------------
+
+
+def test_vec_envs_with_one_env_are_accepted_everywhere(tmp_path):
+    vec_env = pytest.importorskip("stable_baselines3.common.vec_env")
+    from stable_baselines3.common.env_util import make_vec_env
+
+    dummy = vec_env.DummyVecEnv([lambda: gym.make("CartPole-v1")])
+    model = ARS("LinearPolicy", dummy, n_delta=2, seed=0).learn(500)
+    assert model.get_env() is dummy and model.env is dummy
+    model.set_env(make_vec_env("CartPole-v1", n_envs=1))
+    model.learn(500, env=make_vec_env("CartPole-v1", n_envs=1))
+    ARS.load(model.save(tmp_path / "m"), env=make_vec_env("CartPole-v1", n_envs=1)).learn(200)
+    with AsyncEval([lambda: make_vec_env("CartPole-v1", n_envs=1)] * 2, start_method="fork") as async_eval:
+        model.learn(500, async_eval=async_eval)  # sb3-contrib's AsyncEval example: VecEnv factories
+    with pytest.raises(ValueError, match="holds 2 envs"):
+        ARS("LinearPolicy", make_vec_env("CartPole-v1", n_envs=2))
+    with pytest.raises(ValueError, match="cannot see through VecFrameStack"):
+        ARS("LinearPolicy", vec_env.VecFrameStack(dummy, 2))
+
+
+def test_vec_normalize_statistics_are_exact_and_sb3_loop_runs_on_its_observations():
+    vec_env = pytest.importorskip("stable_baselines3.common.vec_env")
+    from stable_baselines3.common.env_util import make_vec_env
+
+    normalized = vec_env.VecNormalize(make_vec_env("Pendulum-v1", n_envs=1), norm_reward=False)
+    model = ARS("LinearPolicy", normalized, n_delta=2, seed=0)
+    recorder = Recorder(normalized.venv.envs[0])
+    normalized.venv.envs[0] = recorder
+    model.set_env(normalized)
+    model.learn(1600)
+    acted = np.array(recorder.acted_on)  # raw observations: VecNormalize's statistics are theirs, exactly
+    assert model.get_vec_normalize_env() is normalized
+    np.testing.assert_allclose(normalized.obs_rms.mean, acted.mean(axis=0), rtol=1e-6, atol=1e-8)
+    np.testing.assert_allclose(normalized.obs_rms.var, acted.var(axis=0), rtol=1e-5)
+    obs = normalized.reset()  # SB3's loop: the policy sees VecNormalize's observations
+    action, _ = model.predict(obs)
+    obs, rewards, dones, infos = normalized.step(action)
+    assert obs.shape == (1, 3) and np.abs(obs).max() <= normalized.clip_obs
+    with pytest.raises(ValueError, match="already normalises"):
+        ARS("LinearPolicy", normalized, normalize_obs=True)
+
+
+def test_get_env_is_a_vec_env_view_for_the_documented_sb3_loop():
+    model = ARS("LinearPolicy", "CartPole-v1", n_delta=2, seed=0).learn(2000)
+    vec_env = model.get_env()
+    obs = vec_env.reset()
+    episodes = 0
+    for _ in range(700):
+        action, _ = model.predict(obs)
+        obs, rewards, dones, infos = vec_env.step(action)
+        assert obs.shape == (1, 4) and rewards.shape == (1,) and dones.shape == (1,)
+        if dones[0]:
+            episodes += 1
+            assert "terminal_observation" in infos[0]
+    assert episodes >= 1 and isinstance(model.gym_env, gym.Env)
+
+
+def _sb3_callbacks(tmp_path, tag):
+    callbacks = pytest.importorskip("stable_baselines3.common.callbacks")
+
+    class CheckFreq(callbacks.BaseCallback):  # the custom callback of SB3's documentation
+        def __init__(self, check_freq):
+            super().__init__()
+            self.check_freq, self.fired = check_freq, []
+
+        def _on_step(self):
+            if self.n_calls % self.check_freq == 0:
+                self.fired.append(self.num_timesteps)
+            return True
+
+    check = CheckFreq(300)
+    checkpoint = callbacks.CheckpointCallback(save_freq=500, save_path=str(tmp_path / tag / "ckpt"))
+    evaluation = callbacks.EvalCallback(gym.make("Pendulum-v1"), eval_freq=1000, n_eval_episodes=2, verbose=0,
+                                        log_path=str(tmp_path / tag / "eval"), warn=False)  # fmt: skip
+    every = callbacks.EveryNTimesteps(n_steps=1000, callback=callbacks.CheckpointCallback(1, str(tmp_path / tag / "n")))
+    return [check, checkpoint, evaluation, every], check
+
+
+@pytest.mark.parametrize("workers", [0, 2])
+def test_sb3_step_callbacks_fire_as_with_sb3_contrib(tmp_path, workers):
+    """The same script on both libraries: Pendulum's episodes all last 200 steps, so the counts must agree."""
+    sb3_contrib = pytest.importorskip("sb3_contrib")
+    results = {}
+    for name, cls, async_cls in (("ars", ARS, AsyncEval),
+                                 ("sb3", sb3_contrib.ARS, sb3_contrib.common.vec_env.AsyncEval)):  # fmt: skip
+        model = cls("LinearPolicy", "Pendulum-v1", n_delta=2, seed=0)
+        callbacks, check = _sb3_callbacks(tmp_path, name)
+        async_eval = async_cls([PENDULUM] * workers, model.policy) if workers else None
+        model.learn(4000, callback=callbacks, async_eval=async_eval)
+        if name == "ars" and async_eval is not None:
+            async_eval.close()
+        evaluations = np.load(tmp_path / name / "eval" / "evaluations.npz")
+        results[name] = (sorted(p.name for p in (tmp_path / name / "ckpt").iterdir()), check.fired,
+                         evaluations["timesteps"].tolist(), len(list((tmp_path / name / "n").iterdir())),
+                         model.num_timesteps)  # fmt: skip
+    assert results["ars"] == results["sb3"]  # with workers, both count a call per worker's step, as sb3-contrib
+    assert "rl_model_4000_steps.zip" in results["ars"][0]
+    assert results["ars"][2] == ([1000, 2000, 3000, 4000] if workers == 0 else [2000, 4000])
+    ARS.load(tmp_path / "ars" / "ckpt" / "rl_model_4000_steps")  # an SB3 checkpoint name loads
+
+
+def test_sb3_stop_callbacks_and_progress_bar(tmp_path, capsys):
+    callbacks = pytest.importorskip("stable_baselines3.common.callbacks")
+    pytest.importorskip("rich")
+    model = ARS("LinearPolicy", "CartPole-v1", n_delta=2, seed=0)
+    stop = callbacks.StopTrainingOnRewardThreshold(reward_threshold=400, verbose=0)
+    evaluation = callbacks.EvalCallback(gym.make("CartPole-v1"), callback_on_new_best=stop, eval_freq=500,
+                                        n_eval_episodes=2, best_model_save_path=str(tmp_path), verbose=0, warn=False)
+    model.learn(100_000, callback=[evaluation, callbacks.ProgressBarCallback()])
+    assert model.num_timesteps < 20_000 and evaluation.best_mean_reward >= 400  # a False stops training
+    assert (tmp_path / "best_model.zip").exists()
+    patience = callbacks.StopTrainingOnNoModelImprovement(max_no_improvement_evals=2, min_evals=1)
+    evaluation = callbacks.EvalCallback(gym.make("CartPole-v1"), callback_after_eval=patience, eval_freq=500,
+                                        n_eval_episodes=2, verbose=0, warn=False)  # fmt: skip
+    ARS("LinearPolicy", "CartPole-v1", n_delta=2, seed=0, learning_rate=0.0).learn(100_000, callback=evaluation)
+    assert evaluation.n_calls <= 5000
+
+
+def test_sb3_logger_and_tensorboard_event_files(tmp_path):
+    logger_module = pytest.importorskip("stable_baselines3.common.logger")
+    model = ARS("LinearPolicy", "CartPole-v1", n_delta=2, seed=0)
+    model.set_logger(logger_module.configure(str(tmp_path / "sb3"), ["csv"]))
+    model.learn(2000)
+    rows = list(csv.DictReader((tmp_path / "sb3" / "progress.csv").open()))
+    assert {"train/iterations", "train/step_size", "rollout/return_std", "time/fps"} <= set(rows[0])
+    pytest.importorskip("tensorboard")
+    ARS("LinearPolicy", "CartPole-v1", n_delta=2, seed=0, tensorboard_log=str(tmp_path / "tb")).learn(2000)
+    events = list((tmp_path / "tb" / "ARS_1").glob("events.out.tfevents.*"))
+    assert events and (tmp_path / "tb" / "ARS_1" / "progress.csv").exists()
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    accumulator = EventAccumulator(str(events[0]))
+    accumulator.Reload()
+    assert "train/step_size" in accumulator.Tags()["scalars"]
+
+
+def test_tensorboard_log_without_a_writer_says_so_once(tmp_path, monkeypatch):
+    monkeypatch.setitem(sys.modules, "torch.utils.tensorboard", None)
+    monkeypatch.setitem(sys.modules, "tensorboardX", None)
+    monkeypatch.setattr(ars, "_TB_WARNED", [])
+    with pytest.warns(UserWarning, match="only progress.csv") as record:
+        ARS("LinearPolicy", "CartPole-v1", n_delta=2, seed=0, tensorboard_log=str(tmp_path)).learn(300)
+        ARS("LinearPolicy", "CartPole-v1", n_delta=2, seed=0, tensorboard_log=str(tmp_path)).learn(300)
+    assert len(record) == 1
+
+
+def test_own_eval_callback_and_evaluate_policy_take_sb3_parameters(tmp_path):
+    rendered = []
+    stop_at_best = ars.EvalCallback("CartPole-v1", callback_on_new_best=None, n_eval_episodes=2, eval_freq=1000,
+                                    log_path=tmp_path, deterministic=True, render=False, verbose=0, warn=False)  # fmt: skip
+    ARS("LinearPolicy", "CartPole-v1", n_delta=2, seed=0).learn(3000, callback=stop_at_best)
+    saved = np.load(tmp_path / "evaluations.npz")
+    assert saved["results"].shape == (len(saved["timesteps"]), 2) and saved["timesteps"][0] == 0
+    model = ARS("LinearPolicy", "CartPole-v1", n_delta=2, seed=0)
+    rewards, lengths = ars.evaluate_policy(model, "CartPole-v1", 3, return_episode_rewards=True, seed=0,
+                                           callback=lambda locals_, globals_: rendered.append(1))  # fmt: skip
+    assert isinstance(rewards, list) and isinstance(lengths, list) and len(rewards) == 3
+    assert len(rendered) == sum(lengths)
+    with pytest.raises(AssertionError, match="below threshold"):
+        ars.evaluate_policy(model, "CartPole-v1", 2, reward_threshold=1000)
+
+
+# -- model files and parameters ------------------------------------------------------------
+
+
+def test_save_and_load_with_or_without_zip_and_file_objects(tmp_path):
+    model = ARS("LinearPolicy", "Pendulum-v1", n_delta=2, normalize_obs=True, seed=0).learn(800)
+    for saved, loaded in (("a", "a"), ("b", "b.zip"), ("c.zip", "c"), ("d.zip", "d.zip")):
+        model.save(tmp_path / saved)
+        other = ARS.load(tmp_path / loaded, custom_objects={"learning_rate": 0.5}, print_system_info=False,
+                         force_reset=True, device="auto")  # fmt: skip
+        assert np.array_equal(other.policy.parameters_to_vector(), model.policy.parameters_to_vector())
+        assert other.learning_rate == 0.5
+    buffer = io.BytesIO()
+    model.save(buffer, exclude=["ep_info_buffer"])
+    buffer.seek(0)
+    other = ARS.load(buffer)
+    assert np.array_equal(other.policy.obs_rms.var, model.policy.obs_rms.var) and not other.ep_info_buffer
+    model.note = "tuned by hand"
+    assert ARS.load(model.save(tmp_path / "e", include=["note"])).note == "tuned by hand"
+
+
+def test_parameters_use_sb3_contrib_names_and_accept_torch_tensors(tmp_path):
+    model = ARS("MlpPolicy", "Pendulum-v1", policy_kwargs=dict(net_arch=[8]), zero_policy=False, seed=0)
+    state = model.policy.state_dict()
+    assert list(state) == ["action_net.0.weight", "action_net.0.bias", "action_net.2.weight", "action_net.2.bias"]
+    assert state["action_net.0.weight"].shape == (8, 3) and model.get_parameters()["policy"].keys() == state.keys()
+    other = ARS("MlpPolicy", "Pendulum-v1", policy_kwargs=dict(net_arch=[8]), seed=1)
+    torch = pytest.importorskip("torch")
+    other.policy.load_state_dict({k: torch.from_numpy(v) for k, v in state.items()})
+    assert np.array_equal(other.policy.parameters_to_vector(), model.policy.parameters_to_vector())
+    before = other.policy.parameters_to_vector()
+    with pytest.raises(ValueError, match="shape"):  # all or nothing: a bad entry changes nothing
+        other.set_parameters({"policy": {"action_net.0.bias": np.zeros(8), "action_net.2.weight": np.zeros(3)}},
+                             exact_match=False)  # fmt: skip
+    assert np.array_equal(other.policy.parameters_to_vector(), before)
+    model.policy.save(tmp_path / "policy")  # SB3's "advanced saving" example
+    policy = ARSPolicy.load(tmp_path / "policy")
+    np.testing.assert_array_equal(policy.predict(np.ones(3))[0], model.predict(np.ones(3))[0])
+    linear = ARS("LinearPolicy", "Pendulum-v1", policy_kwargs=dict(with_bias=True, squash_output=True), zero_policy=False)
+    linear.policy.save(tmp_path / "linear")
+    again = ars.LinearPolicy.load(tmp_path / "linear")
+    assert type(again) is ARSLinearPolicy and again.with_bias and again.squash_output
+
+
+@pytest.mark.parametrize("policy,kwargs,env_id", [("LinearPolicy", dict(with_bias=True), "Pendulum-v1"),
+                                                  ("MlpPolicy", dict(net_arch=[8]), "CartPole-v1"),
+                                                  ("MlpPolicy", dict(net_arch=[8, 8]), "Pendulum-v1")])  # fmt: skip
+def test_a_model_saved_by_sb3_contrib_loads_and_predicts_the_same_actions(tmp_path, policy, kwargs, env_id):
+    sb3_contrib = pytest.importorskip("sb3_contrib")
+    theirs = sb3_contrib.ARS(policy, env_id, n_delta=2, delta_std=0.07, seed=3, policy_kwargs=kwargs, zero_policy=False)
+    theirs.learn(600)
+    theirs.save(tmp_path / "theirs")
+    ours = ARS.load(tmp_path / "theirs.zip")  # weights by torch.load(weights_only=True); no pickle is opened
+    assert (ours.n_delta, ours.delta_std, ours.num_timesteps) == (2, 0.07, theirs.num_timesteps)
+    env = gym.make(env_id)
+    obs = np.stack([env.observation_space.sample() for _ in range(50)])
+    np.testing.assert_allclose(ours.predict(obs)[0], theirs.predict(obs, deterministic=True)[0], atol=1e-5)
+    ours.set_env(env_id)
+    ours.learn(400)  # and training goes on from their weights
+
+
+def test_sb3_contrib_file_without_torch_names_the_install(tmp_path, monkeypatch):
+    sb3_contrib = pytest.importorskip("sb3_contrib")
+    sb3_contrib.ARS("LinearPolicy", "Pendulum-v1").save(tmp_path / "theirs")
+    monkeypatch.setitem(sys.modules, "torch", None)
+    with pytest.raises(ModuleNotFoundError, match=r"pip install 'ars-numpy\[torch\]'"):
+        ARS.load(tmp_path / "theirs")
