@@ -1094,6 +1094,8 @@ class ARS:
         self._start_time, self._start_steps = time.perf_counter(), self.num_timesteps
         if self.normalization_samples and self.policy.obs_rms is not None and self.policy.obs_rms.count == 0:
             self._warm_up_statistics(evaluator)
+        if interval and self._n_updates == 0:  # so that a run killed early can resume too
+            write_checkpoint(self, self.logger.dir / "checkpoint.npz", callbacks)
         callbacks.on_training_start(dict(locals(), total_timesteps=int(total_timesteps)), globals())
         while self.num_timesteps < self._total_timesteps:
             self._current_progress_remaining = 1.0 - self.num_timesteps / self._total_timesteps
@@ -3393,15 +3395,16 @@ class _Interrupts:
 
     def __init__(self) -> None:
         self.requested = self.discarded = False
+        self.training = True  # afterwards, signals are noted but the final files are written
         self.previous = {sig: signal.signal(sig, self._handle) for sig in (signal.SIGINT, signal.SIGTERM)}
 
     def _handle(self, signum: int, frame: Any) -> None:
         if signum == signal.SIGINT and not self.requested:
             self.requested = True
             print("\nstopping after this iteration (Ctrl+C again to stop now, discarding it)", flush=True)
-            return
-        self.discarded = True
-        raise KeyboardInterrupt
+        elif self.training:
+            self.discarded = True
+            raise KeyboardInterrupt
 
     def restore(self) -> None:
         for sig, handler in self.previous.items():
@@ -3575,23 +3578,26 @@ def _train(model: ARS, config: dict[str, Any], run_dir: Path, evaluation: EvalCa
         print(f"error: {error}", file=sys.stderr)
         status = 1
     finally:
-        interrupts.restore()
+        interrupts.training = False
         if async_eval is not None:
             async_eval.close()
-        lock.release()
-    if status == 1:
+    try:
+        if status == 1:
+            return status
+        save_model(model, run_dir / "checkpoint.npz", callbacks=_Callbacks([evaluation], model))
+        path = save_model(model, run_dir / "model.npz")
+        if interrupts.requested or interrupts.discarded:
+            how = "discarded the unfinished iteration" if interrupts.discarded else "finished the current iteration"
+            print(f"interrupted: {how}; {path} and the checkpoint hold iteration {model._n_updates} "
+                  f"({model.num_timesteps:,} steps). Continue with: python ars.py --resume {run_dir}")  # fmt: skip
+            return 130
+        mean, std = evaluate_policy(model, env_id, config["eval_episodes"], seed=model.seed + 1)
+        print(f"saved {path} (best evaluation kept in {run_dir / 'best_model.npz'})")
+        print(f"evaluation: mean return {mean:.2f} +/- {std:.2f} over {config['eval_episodes']} episodes")
         return status
-    save_model(model, run_dir / "checkpoint.npz", callbacks=_Callbacks([evaluation], model))
-    path = save_model(model, run_dir / "model.npz")
-    if interrupts.requested or interrupts.discarded:
-        how = "discarded the unfinished iteration" if interrupts.discarded else "finished the current iteration"
-        print(f"interrupted: {how}; {path} and the checkpoint hold iteration {model._n_updates} "
-              f"({model.num_timesteps:,} steps). Continue with: python ars.py --resume {run_dir}")  # fmt: skip
-        return 130
-    mean, std = evaluate_policy(model, env_id, config["eval_episodes"], seed=model.seed + 1)
-    print(f"saved {path} (best evaluation kept in {run_dir / 'best_model.npz'})")
-    print(f"evaluation: mean return {mean:.2f} +/- {std:.2f} over {config['eval_episodes']} episodes")
-    return status
+    finally:
+        interrupts.restore()
+        lock.release()
 
 
 if __name__ == "__main__":

@@ -1489,3 +1489,470 @@ def test_sb3_contrib_file_without_torch_names_the_install(tmp_path, monkeypatch)
     monkeypatch.setitem(sys.modules, "torch", None)
     with pytest.raises(ModuleNotFoundError, match=r"pip install 'ars-numpy\[torch\]'"):
         ARS.load(tmp_path / "theirs")
+
+
+# ---------------------------------------------------------------------------
+# Reliability: no hang, no silent data loss, hostile files, bad settings
+# ---------------------------------------------------------------------------
+
+
+class ImageEnv(gym.Env):
+    """84x84x3 observations: every message to and from a worker is megabytes."""
+
+    observation_space = spaces.Box(0, 255, (84, 84, 3), np.uint8)
+    action_space = spaces.Box(-1.0, 1.0, (2,), np.float64)
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        self.t = 0
+        return self.np_random.integers(0, 256, (84, 84, 3), dtype=np.uint8), {}
+
+    def step(self, action):
+        self.t += 1
+        obs = self.np_random.integers(0, 256, (84, 84, 3), dtype=np.uint8)
+        return obs, float(action[0]), False, self.t >= 3, {}
+
+
+class StuckEnv(NoisyWalk):
+    """An env.step that never returns (a deadlocked simulator)."""
+
+    def step(self, action):
+        threading.Event().wait()
+
+
+class EndlessEnv(NoisyWalk):
+    """Never terminates and has no time limit."""
+
+    def step(self, action):
+        obs, reward, *_ = super().step(action)
+        return obs, reward, False, False, {}
+
+
+def _children(pid):
+    """Every descendant process of ``pid`` (from /proc)."""
+    found, todo = [], [pid]
+    while todo:
+        for task in Path(f"/proc/{todo.pop()}/task").glob("*"):
+            for child in (task / "children").read_text().split():
+                found.append(int(child))
+                todo.append(int(child))
+    return found
+
+
+def _alive(pid):
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+@pytest.mark.parametrize("evaluator", ["async", "executor"])
+def test_large_observations_never_deadlock(evaluator):
+    model = ARS("LinearPolicy", ImageEnv(), n_delta=4, normalize_obs=True, seed=0)
+    single = ARS("LinearPolicy", ImageEnv(), n_delta=4, normalize_obs=True, seed=0).learn(48)
+    if evaluator == "async":
+        with AsyncEval([ImageEnv] * 2, start_method="fork", job_timeout=60) as async_eval:
+            model.learn(48, async_eval=async_eval)
+    else:
+        with ProcessPoolExecutor(2, mp_context=multiprocessing.get_context("fork")) as pool:
+            model.learn(48, async_eval=ExecutorEval(pool, ImageEnv, job_timeout=60))
+    for got, expected in zip(_weights(model), _weights(single)):
+        assert np.array_equal(got, expected)
+
+
+def test_a_stuck_env_times_out_naming_worker_candidate_and_seeds():
+    policy = ARSLinearPolicy(StuckEnv.observation_space, StuckEnv.action_space)
+    async_eval = AsyncEval([StuckEnv] * 2, policy, start_method="fork", job_timeout=1.5)
+    processes = list(async_eval.processes)
+    async_eval.send_jobs(np.zeros((4, policy.n_params)), 4, episode_seeds=[[11], [12], [13], [14]])
+    with pytest.raises(RuntimeError, match=r"worker \d \(pid \d+\) has not finished candidate \d \(env seeds \[1[1-4]\]\)"):
+        async_eval.get_results()
+    _assert_all_dead(processes)
+    with ProcessPoolExecutor(2, mp_context=multiprocessing.get_context("fork")) as pool:
+        pids = []
+        pool.submit(os.getpid).result()
+        pids = list(pool._processes)
+        executor_eval = ExecutorEval(pool, StuckEnv, policy, job_timeout=1.5)
+        executor_eval.send_jobs(np.zeros((2, policy.n_params)), 2, episode_seeds=[[21], [22]])
+        with pytest.raises(RuntimeError, match=r"no executor task finished.*candidate \d \(env seeds \[2[12]\]\)"):
+            executor_eval.get_results()
+    assert not any(_alive(pid) for pid in pids)
+
+
+def test_a_worker_that_cannot_start_in_time_is_an_error():
+    slow_start = functools.partial(_sleep_then, 30, NoisyWalk)
+    start = time.monotonic()
+    with pytest.raises(RuntimeError, match="did not answer in time while starting its env"):
+        AsyncEval([slow_start], start_method="fork", start_timeout=1.0)
+    assert time.monotonic() - start < 20  # not the 30 s the env takes
+
+
+def _sleep_then(seconds, make):
+    time.sleep(seconds)
+    return make()
+
+
+def test_dask_client_closed_mid_learn_is_an_error_not_a_hang():
+    distributed = pytest.importorskip("distributed")
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=True, host="127.0.0.1",
+                                  dashboard_address=None) as cluster:  # fmt: skip
+        client = distributed.Client(cluster)
+        model = ARS("LinearPolicy", SlowEnv(), n_delta=2, seed=0)
+        executor_eval = ExecutorEval(client.get_executor(pure=False), SlowEnv, job_timeout=60)
+        threading.Timer(1.0, client.close).start()
+        with pytest.raises(RuntimeError, match="executor task failed|no executor task finished"):
+            model.learn(100_000, async_eval=executor_eval)
+
+
+def test_one_evaluator_used_from_two_threads_is_a_clear_error():
+    policy = ARSLinearPolicy(SlowEnv.observation_space, SlowEnv.action_space)
+    evaluator = ars.InProcessEval(SlowEnv(), policy)
+    it = ars.Iteration(policy, policy.parameters_to_vector(), 0.0, 0, 0)
+    jobs = [ars.Job(0, 0, 1, np.array([1], np.uint64), policy.parameters_to_vector())]
+    busy = threading.Thread(target=evaluator.evaluate, args=(it, jobs))
+    busy.start()
+    time.sleep(0.2)
+    with pytest.raises(RuntimeError, match="in use by another thread"):
+        evaluator.evaluate(it, jobs)
+    busy.join()
+
+
+def test_an_endless_env_is_an_error_unless_episodes_are_capped():
+    with pytest.raises(RuntimeError, match=r"ran 100,000 steps without ending.*max_episode_steps="):
+        ARS("LinearPolicy", EndlessEnv(), n_delta=1, seed=0).learn(1000)
+    model = ARS("LinearPolicy", EndlessEnv(), n_delta=1, seed=0, max_episode_steps=50).learn(1000)
+    assert {e["l"] for e in model.ep_info_buffer} == {50}
+
+
+def test_memory_stays_bounded_however_long_the_episode():
+    import tracemalloc
+
+    class LongImageEnv(ImageEnv):
+        def step(self, action):
+            obs, reward, terminated, _, info = super().step(action)
+            return obs, reward, terminated, self.t >= 1000, info  # 1000 x 21 kB observations: 170 MB as float64
+
+    env, policy = LongImageEnv(), ARSLinearPolicy(ImageEnv.observation_space, ImageEnv.action_space)
+    tracemalloc.start()
+    for track in (True, False):
+        tracemalloc.reset_peak()
+        _, lengths, visited = ars.run_episodes(env, policy.actor(), [1], track_obs=track)
+        peak = tracemalloc.get_traced_memory()[1]
+        assert lengths[0] == 1000 and visited.count == (1000 if track else 0)
+        assert peak < (24 << 20 if track else 1 << 20), peak  # one 8 MB chunk and its temporaries; V1: nothing
+    tracemalloc.stop()
+
+
+def test_chunked_statistics_equal_those_of_all_observations():
+    env, policy = ImageEnv(), ARSLinearPolicy(ImageEnv.observation_space, ImageEnv.action_space)
+    recorder = Recorder(env)
+    _, lengths, visited = ars.run_episodes(recorder, policy.actor(), range(40))  # 160 rows, chunks of 49
+    everything = np.array(recorder.acted_on)
+    assert visited.count == len(everything) == lengths.sum()
+    np.testing.assert_allclose(visited.mean, everything.mean(axis=0), rtol=1e-12)
+    np.testing.assert_allclose(visited.var, everything.var(axis=0), rtol=1e-10)
+
+
+# -- hostile model files ---------------------------------------------------------------------
+
+
+def _crafted(path, meta=None, members=None, compress=False):
+    """A model file with the given metadata and extra members, written by hand."""
+    meta = meta if meta is not None else {}
+    with __import__("zipfile").ZipFile(path, "w", 8 if compress else 0) as archive:
+        buffer = io.BytesIO()
+        np.lib.format.write_array(buffer, np.array(json.dumps(meta)))
+        archive.writestr("metadata.npy", buffer.getvalue())
+        for name, data in (members or {}).items():
+            archive.writestr(name, data)
+    return path
+
+
+def _peak_rss_of(code, tmp_path):
+    script = tmp_path / "probe.py"
+    script.write_text("import resource, sys\nsys.path.insert(0, sys.argv[1])\nimport ars\n"
+                      "before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss\n"
+                      f"try:\n    {code}\nexcept Exception as error:\n    print('REJECTED', error)\n"
+                      "print('GROWTH_KB', resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before)\n")  # fmt: skip
+    result = _run([str(script), str(HERE)], tmp_path)
+    return result.stdout
+
+
+def test_hostile_files_are_rejected_before_any_large_allocation(tmp_path):
+    good = ARS("LinearPolicy", "CartPole-v1", seed=0)
+    meta = ars._metadata(good)
+    for space in ("observation_space", "action_space"):
+        meta[space] = ars._space_to_json(getattr(good, space))
+    huge = dict(meta, policy="MlpPolicy", policy_kwargs={"net_arch": [15000, 15000]})
+    params = io.BytesIO()
+    np.lib.format.write_array(params, np.zeros(8))
+    _crafted(tmp_path / "huge.npz", huge, {"parameters.npy": params.getvalue()})
+    bomb = b"\0" * (512 << 20)  # compresses to about 0.5 MB
+    _crafted(tmp_path / "bomb.npz", meta, {"parameters.npy": params.getvalue(), "extra.npy": bomb}, compress=True)
+    _crafted(tmp_path / "bomb2.npz", meta, {"parameters.npy": bomb}, compress=True)
+    assert (tmp_path / "huge.npz").stat().st_size < 10_000
+    for name in ("huge", "bomb", "bomb2"):
+        out = _peak_rss_of(f"ars.ARS.load({str(tmp_path / (name + '.npz'))!r})", tmp_path)
+        assert "REJECTED" in out and int(out.split("GROWTH_KB")[1]) < 100_000, (name, out)
+
+
+@pytest.mark.parametrize("field,value,message", [
+    ("hparams", {"tensorboard_log": "/etc"}, "may not set"),
+    ("hparams", {"n_delta": "8"}, "'n_delta' must be a positive integer"),
+    ("num_timesteps", -5, "'num_timesteps' must be an integer >= 0"),
+    ("policy_kwargs", {"net_arch": "64"}, "net_arch is a list"),
+    ("observation_space", {"type": "Box", "low": 0, "high": 1, "shape": [10**6, 10**6], "dtype": "float32"},
+     "too large"),
+    ("policy", "CnnPolicy", "'policy' must be one of"),
+])  # fmt: skip
+def test_metadata_fields_of_the_wrong_type_name_the_file_and_field(tmp_path, field, value, message):
+    good = ARS("LinearPolicy", "CartPole-v1", seed=0)
+    path = good.save(tmp_path / "good.npz")
+    with np.load(path, allow_pickle=False) as data:
+        arrays = {k: data[k] for k in data.files}
+    meta = json.loads(str(arrays["metadata"]))
+    meta[field] = {**meta[field], **value} if field == "hparams" else value
+    arrays["metadata"] = np.array(json.dumps(meta))
+    np.savez(tmp_path / "bad.npz", **arrays)
+    with pytest.raises(ValueError, match=f"bad.npz.*{message}"):
+        ARS.load(tmp_path / "bad.npz")
+
+
+def test_set_parameters_is_all_or_nothing_and_checks_statistics():
+    model = ARS("LinearPolicy", "Pendulum-v1", normalize_obs=True, seed=0).learn(400)
+    before = [a.copy() for a in _weights(model)]
+    for bad in ({"obs_rms.var": -np.ones(3)}, {"obs_rms.count": np.array(-1)}, {"obs_rms.mean": np.full(3, np.nan)}):
+        params = model.get_parameters()
+        params["policy"]["action_net.0.weight"] = np.ones((1, 3))
+        params["policy"].update(bad)
+        with pytest.raises(ValueError):
+            model.set_parameters(params)
+        for got, expected in zip(_weights(model), before):
+            assert np.array_equal(got, expected)
+
+
+def test_a_full_disk_is_a_clear_error_and_leaves_no_temporary_file(tmp_path, monkeypatch):
+    model = ARS("LinearPolicy", "CartPole-v1", seed=0)
+
+    def no_space(*args, **kwargs):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(np, "savez", no_space)
+    with pytest.raises(OSError, match="could not write .*m.zip: No space left on device"):
+        model.save(tmp_path / "m")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_saved_files_get_the_permissions_the_umask_allows(tmp_path):
+    old = os.umask(0o022)
+    try:
+        path = ARS("LinearPolicy", "CartPole-v1", seed=0).save(tmp_path / "m")
+    finally:
+        os.umask(old)
+    assert path.stat().st_mode & 0o777 == 0o644
+
+
+# -- bad settings -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("kwargs,name", [
+    (dict(learning_rate=float("nan")), "learning_rate"), (dict(learning_rate=float("inf")), "learning_rate"),
+    (dict(learning_rate=-0.1), "learning_rate"), (dict(delta_std=0.0), "delta_std"),
+    (dict(delta_std=float("nan")), "delta_std"), (dict(delta_std=float("inf")), "delta_std"),
+    (dict(alive_bonus_offset=float("nan")), "alive_bonus_offset"), (dict(n_delta=0), "n_delta"),
+])  # fmt: skip
+def test_bad_settings_are_refused_before_training(kwargs, name):
+    with pytest.raises(ValueError, match=name):
+        ARS("LinearPolicy", "CartPole-v1", **kwargs)
+    model = ARS("LinearPolicy", "CartPole-v1")
+    setattr(model, name, next(iter(kwargs.values())))
+    with pytest.raises(ValueError, match=name):
+        model.learn(100)
+    assert model.num_timesteps == 0
+
+
+def test_a_schedule_returning_nan_is_refused_naming_it():
+    model = ARS("LinearPolicy", "CartPole-v1", delta_std=lambda progress: float("nan") if progress < 0.5 else 0.05)
+    with pytest.raises(ValueError, match="delta_std.*schedule"):
+        model.learn(20_000)
+    assert np.isfinite(model.policy.parameters_to_vector()).all()
+
+
+def test_bad_demonstrations_are_refused():
+    model = ARS("LinearPolicy", "CartPole-v1", seed=0)
+    observations, actions = np.zeros((3, 4)), np.array([0, 1, 0])
+    with pytest.raises(ValueError, match="non-finite"):
+        model.warm_start((np.full((3, 4), np.nan), actions))
+    with pytest.raises(ValueError, match="actions must be integers in Discrete"):
+        model.warm_start((observations, np.array([0, -1, 1])))
+    with pytest.raises(ValueError, match="actions must lie in Box"):
+        ARS("LinearPolicy", "Pendulum-v1").warm_start((np.zeros((2, 3)), np.array([[0.0], [5.0]])))
+
+
+@pytest.mark.parametrize("args,message", [
+    (["--total-timesteps", "inf"], "must be finite"), (["--eval-episodes", "0"], "at least 1"),
+    (["--net-arch", "0"], "at least 1"), (["--policy", "LinearPolicy", "--net-arch", "8"], "needs policy='MlpPolicy'"),
+    (["--demos", "truncated.npz"], "not a readable .npz"), (["--demos", "bad_action.npz"], "actions must be integers"),
+    (["--n-delta", "-3"], "at least 1"), (["--resume", "nowhere"], "no config.json"), (["--workers", "-1"], "0 or more"),
+])  # fmt: skip
+def test_cli_mistakes_give_one_error_line_and_status_2(tmp_path, args, message):
+    np.savez(tmp_path / "bad_action.npz", observations=np.zeros((2, 4)), actions=np.array([0, 7]))
+    (tmp_path / "truncated.npz").write_bytes(b"PK\x03\x04 not a whole file")
+    result = _run([str(HERE / "ars.py"), *args, "--total-timesteps" if "--total-timesteps" not in args else "--seed",
+                   "100" if "--total-timesteps" not in args else "0"], tmp_path)  # fmt: skip
+    assert result.returncode == 2, result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error:") and message in lines[0], result.stderr
+
+
+def test_cli_net_arch_selects_the_mlp(tmp_path):
+    result = _run([str(HERE / "ars.py"), "--net-arch", "8,8", "--total-timesteps", "2000", "--run-dir", "r"], tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert json.loads((tmp_path / "r" / "config.json").read_text())["policy"] == "MlpPolicy"
+    assert ARS.load(tmp_path / "r" / "model.npz").policy.net_arch == [8, 8]
+
+
+# -- runs never lose data; interruptions are exact ------------------------------------------
+
+
+def _cli(tmp_path, *args, **kwargs):
+    return _run([str(HERE / "ars.py"), *args], tmp_path, **kwargs)
+
+
+def test_a_run_folder_is_never_overwritten_or_shared(tmp_path):
+    common = ["--total-timesteps", "3000", "--seed", "1", "--run-dir", "r"]
+    assert _cli(tmp_path, *common).returncode == 0
+    before = (tmp_path / "r" / "model.npz").read_bytes()
+    again = _cli(tmp_path, *common)
+    assert again.returncode == 2 and "--resume r" in again.stderr and "--overwrite" in again.stderr
+    assert (tmp_path / "r" / "model.npz").read_bytes() == before
+    assert _cli(tmp_path, *common, "--overwrite").returncode == 0
+    rows = list(csv.DictReader((tmp_path / "r" / "progress.csv").open()))
+    assert [int(r["train/iterations"]) for r in rows] == list(range(len(rows)))  # one run's rows, not two
+    slow = subprocess.Popen([sys.executable, str(HERE / "ars.py"), "--env", "Pendulum-v1", "--total-timesteps", "10000000",
+                             "--run-dir", "busy"], cwd=tmp_path, stdout=subprocess.PIPE, text=True)  # fmt: skip
+    slow.stdout.readline()
+    while not (tmp_path / "busy" / "progress.csv").exists():
+        time.sleep(0.05)
+    second = _cli(tmp_path, "--resume", "busy")
+    slow.send_signal(signal.SIGINT)
+    slow.wait(timeout=120)
+    assert second.returncode == 2 and "in use by pid" in second.stderr
+
+
+def test_progress_csv_gains_a_column_without_losing_rows(tmp_path):
+    logger = ars.Logger(folder=tmp_path)
+    for i in range(3):
+        logger.record("train/iterations", i)
+        logger.dump()
+    logger.record("train/iterations", 3)
+    logger.record("custom/thing", 1.5)  # a key nobody announced: the file is rewritten whole, atomically
+    logger.dump()
+    rows = list(csv.DictReader((tmp_path / "progress.csv").open()))
+    assert [r["train/iterations"] for r in rows] == ["0", "1", "2", "3"] and rows[-1]["custom/thing"] == "1.5"
+    assert not list(tmp_path.glob(".*tmp"))
+
+
+def _files_of(run_dir):
+    """model.npz, best_model.npz and progress.csv without its wall-clock columns."""
+    rows = list(csv.DictReader((run_dir / "progress.csv").open()))
+    for row in rows:
+        row.pop("time/fps")
+        row.pop("time/time_elapsed")
+    models = [ARS.load(run_dir / name) for name in ("model.npz", "best_model.npz")]
+    return rows, [_weights(m) for m in models], [(m.num_timesteps, m._n_updates) for m in models]
+
+
+def _same_files(a, b):
+    rows_a, weights_a, counts_a = _files_of(a)
+    rows_b, weights_b, counts_b = _files_of(b)
+    assert rows_a == rows_b and counts_a == counts_b
+    for wa, wb in zip(weights_a, weights_b):
+        for x, y in zip(wa, wb):
+            assert np.array_equal(x, y)
+
+
+COMMON = ["--env", "Pendulum-v1", "--n-delta", "2", "--total-timesteps", "60000", "--seed", "5",
+          "--checkpoint-interval", "3", "--eval-freq", "4000", "--eval-episodes", "2", "--workers", "0"]  # fmt: skip
+
+
+def test_interrupts_finish_or_discard_the_iteration_and_resume_is_exact(tmp_path):
+    assert _cli(tmp_path, *COMMON, "--run-dir", "straight").returncode == 0
+    for sig, said in ((signal.SIGINT, "finished the current iteration"), (signal.SIGTERM, "discarded the unfinished")):
+        run = f"interrupted{int(sig)}"
+        process = subprocess.Popen([sys.executable, str(HERE / "ars.py"), *COMMON, "--run-dir", run], cwd=tmp_path,
+                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
+        progress = tmp_path / run / "progress.csv"
+        while not progress.exists() or progress.read_text().count("\n") < 6:
+            time.sleep(0.02)
+        process.send_signal(sig)
+        out, err = process.communicate(timeout=120)
+        assert process.returncode == 130 and said in out, err
+        model, checkpoint = ARS.load(tmp_path / run / "model.npz"), ARS.load(tmp_path / run / "checkpoint.npz")
+        assert model._n_updates == checkpoint._n_updates and model.num_timesteps == checkpoint.num_timesteps
+        assert _cli(tmp_path, "--resume", run).returncode == 0
+        _same_files(tmp_path / "straight", tmp_path / run)
+
+
+def test_ctrl_c_once_asks_to_stop_twice_stops_now():
+    interrupts = ars._Interrupts()
+    try:
+        interrupts._handle(signal.SIGINT, None)
+        assert interrupts.requested and not interrupts.discarded
+        with pytest.raises(KeyboardInterrupt):
+            interrupts._handle(signal.SIGINT, None)
+        interrupts.training = False  # while the final files are written, a signal is only noted
+        interrupts._handle(signal.SIGTERM, None)
+    finally:
+        interrupts.restore()
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
+def test_sigterm_cleans_up_workers_and_checkpoints(tmp_path):
+    process = subprocess.Popen([sys.executable, str(HERE / "ars.py"), *COMMON[:-1], "2", "--run-dir", "t"], cwd=tmp_path,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
+    while not (tmp_path / "t" / "progress.csv").exists():
+        time.sleep(0.02)
+    children = _children(process.pid)
+    assert len(children) >= 2  # the workers (and the forkserver)
+    process.send_signal(signal.SIGTERM)
+    out, err = process.communicate(timeout=60)
+    assert process.returncode == 130 and "discarded the unfinished iteration" in out, err
+    deadline = time.monotonic() + 10
+    while any(_alive(pid) for pid in children) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not any(_alive(pid) for pid in children)
+    assert _cli(tmp_path, "--resume", "t", "--workers", "0").returncode == 0
+
+
+def test_resume_extends_the_run_and_refuses_changed_settings(tmp_path):
+    assert _cli(tmp_path, *COMMON[:5], "20000", *COMMON[6:], "--run-dir", "r").returncode == 0
+    refused = _cli(tmp_path, "--resume", "r", "--n-delta", "4")
+    assert refused.returncode == 2 and "--n-delta cannot change on --resume" in refused.stderr
+    assert _cli(tmp_path, "--resume", "r", "--total-timesteps", "60000").returncode == 0
+    assert ARS.load(tmp_path / "r" / "model.npz").num_timesteps >= 60000
+    assert _cli(tmp_path, *COMMON, "--run-dir", "straight").returncode == 0
+    _same_files(tmp_path / "straight", tmp_path / "r")
+
+
+def test_sigkill_at_random_moments_then_resume_gives_the_uninterrupted_files(tmp_path):
+    """Fault injection: SIGKILL across checkpoints and evaluations, resume each time."""
+    assert _cli(tmp_path, *COMMON, "--run-dir", "straight").returncode == 0
+    rng, kills = np.random.default_rng(1), 0
+    targets = sorted(rng.choice(np.arange(2, 70), size=5, replace=False))  # rows of progress.csv
+    args = [*COMMON, "--run-dir", "killed"]
+    for target in targets:
+        process = subprocess.Popen([sys.executable, str(HERE / "ars.py"), *args], cwd=tmp_path,
+                                   stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)  # fmt: skip
+        path = tmp_path / "killed" / "progress.csv"
+        while process.poll() is None and (not path.exists() or path.read_text().count("\n") <= target):
+            time.sleep(0.005)
+        time.sleep(rng.uniform(0, 0.05))  # anywhere in the next iteration, checkpoint or evaluation
+        if process.poll() is None:
+            process.kill()
+            kills += 1
+        process.wait()
+        args = ["--resume", "killed"]
+    assert _cli(tmp_path, *args).returncode == 0
+    assert kills >= 3
+    _same_files(tmp_path / "straight", tmp_path / "killed")
