@@ -719,8 +719,21 @@ def candidate_parameters(it: Iteration, job: Job) -> np.ndarray:
     """The parameters a job evaluates (the same bits wherever it is computed)."""
     if job.weights is not None:
         return job.weights
-    delta = direction(it.seed, it.index, job.k, it.policy.n_params)
+    key = (it.seed, it.index, job.k, it.policy.n_params)
+    if getattr(_LAST_DIRECTION, "key", None) != key:  # + and - of a direction come one after the other
+        _LAST_DIRECTION.key, _LAST_DIRECTION.delta = key, direction(*key)
+    delta = _LAST_DIRECTION.delta
     return it.theta + it.delta_std * delta if job.sign > 0 else it.theta - it.delta_std * delta
+
+
+_LAST_DIRECTION = threading.local()  # per thread: executors may run jobs in threads
+
+
+def _structure(policy: ARSPolicy) -> ARSPolicy:
+    """The policy without its parameters (an Iteration carries them once, as ``theta``)."""
+    structure = object.__new__(type(policy))
+    structure.__dict__.update(policy.__dict__, _theta=np.zeros(0))
+    return structure
 
 
 def run_job(env: gym.Env, it: Iteration, job: Job, options: dict | None = None,
@@ -934,8 +947,9 @@ class ARS:
         """One iteration of Algorithm 2; the comments give the paper's line numbers."""
         alpha, nu = self._schedule_value("learning_rate"), self._schedule_value("delta_std")
         theta, n_params = self.policy.parameters_to_vector(), self.policy.n_params
-        # Line 4: N directions delta_k with i.i.d. standard normal entries.
-        deltas = np.stack([direction(self.seed, self._n_updates, k, n_params) for k in range(self.n_delta)])
+        # Line 4: N directions delta_k with i.i.d. standard normal entries. Each is the stream
+        # direction(seed, iteration, k), so it is drawn where it is used: in the rollouts and,
+        # for the b kept directions, in the step below.
         # Line 5: 2N rollouts, of theta + nu delta_k and theta - nu delta_k, statistics frozen.
         returns, visited = self._rollouts(evaluator, theta, nu, callbacks)
         r_plus, r_minus = returns[: self.n_delta], returns[self.n_delta :]
@@ -946,7 +960,8 @@ class ARS:
         # same, so every r+_k - r-_k is 0: no step.
         sigma_r = np.concatenate([r_plus[top], r_minus[top]]).std()
         step_size = alpha / (self.n_top * sigma_r) if sigma_r > 0 else 0.0
-        self.policy.load_from_vector(theta + step_size * ((r_plus[top] - r_minus[top]) @ deltas[top]))
+        deltas = np.stack([direction(self.seed, self._n_updates, k, n_params) for k in top])
+        self.policy.load_from_vector(theta + step_size * ((r_plus[top] - r_minus[top]) @ deltas))
         # Line 8 (V2): mu and Sigma absorb every state visited in this iteration, in order.
         self.policy.obs_rms = merge_statistics(self.policy.obs_rms, visited)
         _update_vec_normalize(self._vec_normalize, visited)  # an SB3 VecNormalize env, likewise
@@ -965,14 +980,16 @@ class ARS:
         ``theta - nu delta_c``; with common random numbers both share the env seeds.
         """
         n, track = self.n_delta, self.policy.obs_rms is not None or _filters(self._vec_normalize)
-        it = Iteration(self.policy, theta, nu, self.seed, self._n_updates, track,
+        it = Iteration(_structure(self.policy), theta, nu, self.seed, self._n_updates, track,
                        self.max_episode_steps, _obs_filter(self._vec_normalize))  # fmt: skip
         keys = [c % n if self.common_random_numbers else c for c in range(2 * n)]
         jobs = [Job(c, c % n, 1 if c < n else -1, self._env_seeds(keys[c])) for c in range(2 * n)]
+        order = [c for k in range(n) for c in (k, n + k)]  # a direction's + and - side by side: one draw
         callbacks.on_rollout_start()
         start = self.num_timesteps
-        results = evaluator.evaluate(it, jobs, callbacks.step_reporter())
+        by_candidate = dict(zip(order, evaluator.evaluate(it, [jobs[c] for c in order], callbacks.step_reporter())))
         callbacks.on_rollout_end()
+        results = [by_candidate[c] for c in range(2 * n)]
         for job, result in zip(jobs, results):
             _check_finite(result, job, self._n_updates, n)
         for result in results:

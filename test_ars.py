@@ -1956,3 +1956,67 @@ def test_sigkill_at_random_moments_then_resume_gives_the_uninterrupted_files(tmp
     assert _cli(tmp_path, *args).returncode == 0
     assert kills >= 3
     _same_files(tmp_path / "straight", tmp_path / "killed")
+
+
+# ---------------------------------------------------------------------------
+# Seeds, not weights: what workers receive
+# ---------------------------------------------------------------------------
+
+
+class _Recording(ars.InProcessEval):
+    """Records the parameters of every candidate it evaluates; optionally sends weights instead."""
+
+    def __init__(self, env, weights_mode=False):
+        super().__init__(env)
+        self.weights_mode, self.seen = weights_mode, {}
+
+    def evaluate(self, it, jobs, on_step=None):
+        if self.weights_mode:  # the driver materialises every candidate, as before
+            jobs = [job._replace(weights=ars.candidate_parameters(it, job).copy()) for job in jobs]
+        for job in jobs:
+            self.seen[(it.index, job.candidate)] = ars.candidate_parameters(it, job).copy()
+        return super().evaluate(it, jobs, on_step)
+
+
+def test_workers_regenerate_the_learners_directions_bit_for_bit():
+    model = ARS("LinearPolicy", QuadraticBandit(), n_delta=3, delta_std=0.1, seed=11)
+    theta = np.random.default_rng(3).normal(size=6)
+    model.policy.load_from_vector(theta)
+    recording = _Recording(QuadraticBandit())
+    model.learn(6, async_eval=recording)
+    for k in range(3):
+        delta = np.random.default_rng(np.random.SeedSequence(11, spawn_key=(ars.DIRECTIONS, 0, k))).standard_normal(6)
+        assert np.array_equal(recording.seen[(0, k)], theta + 0.1 * delta)
+        assert np.array_equal(recording.seen[(0, 3 + k)], theta - 0.1 * delta)
+
+
+def test_seeds_mode_and_weights_mode_train_identically():
+    runs = []
+    for weights_mode in (False, True):
+        model = _pendulum_model()
+        model.learn(4000, async_eval=_Recording(PENDULUM(), weights_mode))
+        runs.append(_weights(model))
+    for a, b in zip(*runs):
+        assert np.array_equal(a, b)
+
+
+def test_batches_are_sized_from_the_workers_and_the_jobs():
+    for n_jobs, workers in ((460, 2), (460, 48), (460, 256), (3, 8), (1, 1)):
+        sizes = ars.batch_sizes(n_jobs, workers)
+        assert sum(sizes) == n_jobs and sizes == sorted(sizes, reverse=True) and sizes[-1] == 1
+        assert sizes[0] == -(-n_jobs // (2 * workers))
+    assert ars.batch_sizes(460, 2)[:3] == [115, 87, 65] and len(ars.batch_sizes(460, 2)) < 30
+    with ProcessPoolExecutor(2, mp_context=multiprocessing.get_context("fork")) as pool:
+        submitted = []
+
+        class Spy:
+            def submit(self, fn, *args):
+                submitted.append(len(args[2]))
+                return pool.submit(fn, *args)
+
+        model = _pendulum_model()  # 2N = 8 candidates, one iteration
+        model.learn(800, async_eval=ExecutorEval(Spy(), PENDULUM, n_workers=2))
+        assert submitted == ars.batch_sizes(8, 2) == [2, 2, 1, 1, 1, 1]
+        submitted.clear()
+        model.learn(800, async_eval=ExecutorEval(Spy(), PENDULUM, n_workers=2, jobs_per_task=3))
+        assert submitted == [3, 3, 2]
