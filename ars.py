@@ -62,6 +62,7 @@ import cloudpickle
 import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
+from gymnasium.wrappers import OrderEnforcing, PassiveEnvChecker, TimeLimit
 
 __version__ = "0.2.0"
 
@@ -582,8 +583,6 @@ def _inner_step(env: gym.Env) -> tuple[Callable[[Any], tuple], int | None]:
     resets through them first; stepping past them saves about a microsecond per step.
     Any other wrapper is kept, and so is everything inside it.
     """
-    from gymnasium.wrappers import OrderEnforcing, PassiveEnvChecker, TimeLimit
-
     inner, limit = env, None
     while isinstance(inner, (TimeLimit, OrderEnforcing, PassiveEnvChecker)):
         if isinstance(inner, TimeLimit):
@@ -639,13 +638,11 @@ def run_episodes(
     returns, lengths = np.zeros(len(seeds)), np.zeros(len(seeds), dtype=np.int64)
     space = env.observation_space
     dim = spaces.flatdim(space)
-    visited = RunningMeanStd((dim,))
+    visited, rows = RunningMeanStd((dim,)), []
     chunk = max(1, min(1000, OBS_CHUNK_BYTES // (8 * dim)))
-    to_row = None if isinstance(space, spaces.Box) else _flattener(space)
-    buffer = np.empty((chunk, *space.shape) if to_row is None else (chunk, dim)) if track_obs else None
-    rows = 0
-    step, limit = _inner_step(env)
-    limit = min(x for x in (limit, max_episode_steps, math.inf) if x is not None)
+    flatten = _flattener(space)
+    step, env_limit = _inner_step(env)
+    limit = min(x for x in (env_limit, max_episode_steps, NO_LIMIT_STEPS) if x is not None)
     if on_step is not None:
         step = _observed(step, on_step)
     for i, seed in enumerate(seeds):
@@ -653,25 +650,23 @@ def run_episodes(
         total, steps = 0.0, 0
         while True:  # the hot loop: nothing here that could be done once per episode
             if track_obs:
-                buffer[rows] = obs if to_row is None else to_row(obs)
-                rows += 1
-                if rows == chunk:
-                    visited.update(buffer.reshape(chunk, dim))
-                    rows = 0
+                rows.append(obs)
+                if len(rows) == chunk:
+                    visited.update(flatten(np.asarray(rows, dtype=np.float64)))
+                    rows.clear()
             obs, reward, terminated, truncated, _ = step(act(obs))
             total += reward
             steps += 1
             if terminated or truncated or steps == limit:
                 break
-            if steps == NO_LIMIT_STEPS and limit == math.inf:
-                raise RuntimeError(
-                    f"an episode ran {NO_LIMIT_STEPS:,} steps without ending (env seed {seed}) and "
-                    "the env has no time limit: wrap it in gymnasium.wrappers.TimeLimit, or pass "
-                    "max_episode_steps= to ARS"
-                )
+        if steps == NO_LIMIT_STEPS and limit == NO_LIMIT_STEPS and not (terminated or truncated):
+            raise RuntimeError(
+                f"an episode ran {NO_LIMIT_STEPS:,} steps without ending (env seed {seed}) and the env "
+                "has no time limit: wrap it in gymnasium.wrappers.TimeLimit, or pass max_episode_steps= to ARS"
+            )
         returns[i], lengths[i] = total, steps
     if rows:
-        visited.update(buffer[:rows].reshape(rows, dim))
+        visited.update(flatten(np.asarray(rows, dtype=np.float64)))
     return returns, lengths, visited
 
 

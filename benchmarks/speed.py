@@ -1,15 +1,17 @@
 """Steps per second, side by side: the bare env loop, ars, ars with AsyncEval, and sb3-contrib.
 
-    python benchmarks/speed.py                                   # every env below, 3 repeats
-    python benchmarks/speed.py --envs HalfCheetah-v4 --n-delta 32 --impls ars ars-async
+    python benchmarks/speed.py                                  # every case below, 3 repeats
+    python benchmarks/speed.py --envs Humanoid-v4 --impls bare bare-2 ars-async
 
-Every measurement runs in this process tree, interleaved (A B C A B C ...) so that
-machine drift cancels. Learning is frozen (learning_rate=0 from the zero policy), so
-every implementation rolls out the same kind of policies. MuJoCo steps cost more with
-real actions than with zeros, so "bare" replays actions recorded from those frozen
-policies ("bare-zero" sends zeros, for reference). Ratios are medians of the per-repeat
-ratios. "ars's own cost" is measured separately: the time per step spent outside env.step. Results go to benchmarks/results/speed.json and speed.md.
-sb3-contrib rows appear when it is installed (pip install -e ".[bench]").
+Every measurement runs in this process tree, interleaved (A B C A B C ...) so that drift
+of the machine cancels. Learning is frozen (learning_rate=0 from the zero policy), so each
+implementation rolls out the same kind of policies. MuJoCo steps cost more with real
+actions than with zeros, so "bare" replays actions recorded from those frozen policies
+on one core, and "bare-2" runs that loop in one process per core at once: the ceiling
+for rollouts in worker processes. Ratios are medians of the per-repeat ratios. ars's own
+cost, the time per step spent outside env.step, is measured apart. Results go to
+benchmarks/results/speed.json and speed.md; sb3-contrib rows need
+``pip install -e ".[bench]"``.
 """
 
 from __future__ import annotations
@@ -17,27 +19,39 @@ from __future__ import annotations
 import argparse
 import functools
 import json
+import multiprocessing
 import os
 import statistics
-import sys
 import time
 import warnings
 from pathlib import Path
 
 import numpy as np
 
-# Python puts this folder first on sys.path, where mujoco.py would shadow the real mujoco package.
-sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-import ars  # noqa: E402
+import ars
 
 CASES = [  # (env id, policy, net_arch)
     ("Swimmer-v4", "LinearPolicy", None),
     ("Hopper-v4", "LinearPolicy", None),
     ("HalfCheetah-v4", "LinearPolicy", None),
     ("HalfCheetah-v4", "MlpPolicy", [64, 64]),
+    ("Humanoid-v4", "LinearPolicy", None),
     ("Pendulum-v1", "LinearPolicy", None),
 ]
+RATIOS = [("ars", "bare"), ("ars", "sb3"), ("ars-async", "bare-2"), ("ars-async", "sb3-async")]
+
+
+def _hp(env_id: str, n_delta: int | None) -> dict:
+    hp = ars.settings_for(env_id)
+    n = n_delta or hp["n_delta"]
+    return dict(n_delta=n, n_top=min(hp["n_top"] or n, n), delta_std=hp["delta_std"],
+                normalize_obs=hp["normalize_obs"])  # fmt: skip
+
+
+def _model(env_id: str, policy: str, net_arch: list | None, n_delta: int | None, env: object = None) -> ars.ARS:
+    """ars with the paper's settings and learning frozen (on ``env``, else on ``env_id``)."""
+    kwargs = {"net_arch": net_arch} if net_arch else None
+    return ars.ARS(policy, env or env_id, learning_rate=0.0, policy_kwargs=kwargs, seed=0, **_hp(env_id, n_delta))
 
 
 class _RecordActions(ars.gym.Wrapper):
@@ -53,13 +67,12 @@ class _RecordActions(ars.gym.Wrapper):
 def policy_actions(env_id: str, policy: str, net_arch: list | None, n_delta: int | None, n: int = 4000) -> list:
     """Actions the frozen ARS candidates take (MuJoCo's step costs more with them than with zeros)."""
     recorder = _RecordActions(ars.make_env(env_id))
-    model = ars.ARS(policy, recorder, learning_rate=0.0, policy_kwargs={"net_arch": net_arch} if net_arch else None, seed=0, **_hp(env_id, n_delta))
-    model.learn(n)
+    _model(env_id, policy, net_arch, n_delta, recorder).learn(n)
     return recorder.actions[:n]
 
 
 def bare(env_id: str, steps: int, actions: list | None = None, **_: object) -> float:
-    """The ceiling: env.step on the same env, replaying fixed actions (zeros by default), resets included."""
+    """The ceiling on one core: env.step replaying fixed actions (zeros by default), resets included."""
     env = ars.make_env(env_id)
     actions = actions or [np.zeros(env.action_space.shape, dtype=env.action_space.dtype)]
     n = len(actions)
@@ -72,6 +85,14 @@ def bare(env_id: str, steps: int, actions: list | None = None, **_: object) -> f
     return steps / (time.perf_counter() - start)
 
 
+def bare_parallel(env_id: str, steps: int, actions: list, workers: int, **_: object) -> float:
+    """The ceiling for worker processes: the bare loop in ``workers`` processes at once, summed."""
+    ctx = multiprocessing.get_context("forkserver")
+    with ctx.Pool(workers) as pool:
+        rates = pool.starmap(bare, [(env_id, steps // workers, actions)] * workers)
+    return sum(rates)
+
+
 class _TimeSteps(ars.gym.Wrapper):
     seconds = 0.0
 
@@ -82,9 +103,10 @@ class _TimeSteps(ars.gym.Wrapper):
         return out
 
 
-def own_cost(env_id: str, steps: int, policy: str, net_arch: list | None, n_delta: int | None, **_: object) -> tuple[float, float]:
-    """ars's own time per step outside env.step, in microseconds, and as a share of the whole."""
-    model = ars.ARS(policy, _TimeSteps(ars.make_env(env_id)), learning_rate=0.0, policy_kwargs={"net_arch": net_arch} if net_arch else None, seed=0, **_hp(env_id, n_delta))
+def own_cost(env_id: str, steps: int, policy: str, net_arch: list | None, n_delta: int | None,
+             **_: object) -> tuple[float, float]:  # fmt: skip
+    """ars's own time per step outside env.step, in microseconds, and its share of the whole."""
+    model = _model(env_id, policy, net_arch, n_delta, _TimeSteps(ars.make_env(env_id)))
     _TimeSteps.seconds = 0.0
     start = time.perf_counter()
     model.learn(steps)
@@ -92,16 +114,9 @@ def own_cost(env_id: str, steps: int, policy: str, net_arch: list | None, n_delt
     return (total - _TimeSteps.seconds) / model.num_timesteps * 1e6, 1 - _TimeSteps.seconds / total
 
 
-def _hp(env_id: str, n_delta: int | None) -> dict:
-    hp = ars.settings_for(env_id)
-    n = n_delta or hp["n_delta"]
-    return dict(n_delta=n, n_top=min(hp["n_top"] or n, n), delta_std=hp["delta_std"], normalize_obs=hp["normalize_obs"])
-
-
-def ars_run(env_id: str, steps: int, policy: str, net_arch: list | None, n_delta: int | None, async_eval: object = None, **_: object) -> float:
-    hp = _hp(env_id, n_delta)
-    kwargs = {"net_arch": net_arch} if net_arch else None
-    model = ars.ARS(policy, env_id, learning_rate=0.0, policy_kwargs=kwargs, seed=0, **hp)
+def ars_run(env_id: str, steps: int, policy: str, net_arch: list | None, n_delta: int | None,
+            async_eval: object = None, **_: object) -> float:  # fmt: skip
+    model = _model(env_id, policy, net_arch, n_delta)
     start = time.perf_counter()
     model.learn(steps, async_eval=async_eval)
     return model.num_timesteps / (time.perf_counter() - start)
@@ -118,16 +133,18 @@ def sb3_env(env_id: str, normalize_obs: bool) -> object:
     return VecNormalize(env, norm_reward=False) if normalize_obs else env
 
 
-def sb3_run(env_id: str, steps: int, policy: str, net_arch: list | None, n_delta: int | None, sb3_workers: int = 0, **_: object) -> float:
+def sb3_run(env_id: str, steps: int, policy: str, net_arch: list | None, n_delta: int | None,
+            sb3_workers: int = 0, **_: object) -> float:  # fmt: skip
     from sb3_contrib import ARS as SB3ARS
     from sb3_contrib.common.vec_env import AsyncEval as SB3AsyncEval
 
     hp = _hp(env_id, n_delta)
-    kwargs = {"net_arch": net_arch} if net_arch else None
     normalize_obs = hp.pop("normalize_obs")
+    kwargs = {"net_arch": net_arch} if net_arch else None
     model = SB3ARS(policy, sb3_env(env_id, normalize_obs), learning_rate=0.0, policy_kwargs=kwargs, seed=0, **hp)
     # sb3-contrib's learn() closes its AsyncEval, so each measurement starts one (untimed).
-    sb3_async = SB3AsyncEval([functools.partial(sb3_env, env_id, normalize_obs)] * sb3_workers, model.policy) if sb3_workers else None
+    env_fns = [functools.partial(sb3_env, env_id, normalize_obs)] * sb3_workers
+    sb3_async = SB3AsyncEval(env_fns, model.policy) if sb3_workers else None
     start = time.perf_counter()
     model.learn(steps, async_eval=sb3_async)
     return model.num_timesteps / (time.perf_counter() - start)
@@ -137,79 +154,85 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--envs", nargs="*", help="restrict to these env ids")
     parser.add_argument("--policies", nargs="*", default=["LinearPolicy", "MlpPolicy"])
-    parser.add_argument("--impls", nargs="*", default=["bare-zero", "bare", "ars", "ars-async", "sb3", "sb3-async"])
-    parser.add_argument("--n-delta", type=int, help="directions per iteration (default: the paper's for the env)")
+    parser.add_argument("--impls", nargs="*", default=["bare", "bare-2", "ars", "ars-async", "sb3", "sb3-async"])
+    parser.add_argument("--n-delta", type=int, help="directions per iteration (default: the paper's)")
     parser.add_argument("--steps", type=int, default=100_000, help="env steps per measurement")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--workers", type=int, default=os.cpu_count())
     parser.add_argument("--out", default=str(Path(__file__).resolve().parent / "results"))
     args = parser.parse_args()
     warnings.filterwarnings("ignore")
-
     try:
         import sb3_contrib  # noqa: F401
     except ImportError:
         args.impls = [i for i in args.impls if not i.startswith("sb3")]
         print("sb3-contrib is not installed: its rows are left out (pip install -e '.[bench]')")
+    rows = [run_case(*case, args) for case in CASES
+            if not (args.envs and case[0] not in args.envs) and case[1] in args.policies]  # fmt: skip
+    write_results(rows, args)
 
-    rows = []
-    for env_id, policy, net_arch in CASES:
-        if (args.envs and env_id not in args.envs) or policy not in args.policies:
-            continue
-        label = f"{env_id} {policy}{net_arch or ''}"
-        print(f"\n== {label} (n_delta={_hp(env_id, args.n_delta)['n_delta']}, {args.steps:,} steps, {args.repeats} repeats)")
-        common = dict(env_id=env_id, steps=args.steps, policy=policy, net_arch=net_arch, n_delta=args.n_delta)
-        async_eval = None
-        if "ars-async" in args.impls:  # ours stays open across learn() calls: started once, untimed
-            model = ars.ARS(policy, env_id, policy_kwargs={"net_arch": net_arch} if net_arch else None)
-            async_eval = ars.AsyncEval([functools.partial(ars.make_env, env_id)] * args.workers, model.policy)
-        actions = policy_actions(env_id, policy, net_arch, args.n_delta)
-        runners = {
-            "bare-zero": functools.partial(bare, **common),
-            "bare": functools.partial(bare, **common, actions=actions),
-            "ars": functools.partial(ars_run, **common),
-            "ars-async": functools.partial(ars_run, **common, async_eval=async_eval),
-            "sb3": functools.partial(sb3_run, **common),
-            "sb3-async": functools.partial(sb3_run, **common, sb3_workers=args.workers),
-        }
-        impls = [i for i in args.impls if i in runners]
-        samples: dict[str, list[float]] = {i: [] for i in impls}
-        for repeat in range(args.repeats):
-            for impl in impls:
-                samples[impl].append(runners[impl]())
-            print(f"  repeat {repeat + 1}: " + "  ".join(f"{i} {samples[i][-1]:,.0f}" for i in impls), flush=True)
-        if async_eval is not None:
-            async_eval.close()
-        cost_us, cost_share = own_cost(**common)
-        print(f"  ars's own cost: {cost_us:.2f} us per step, {cost_share:.1%} of the time")
-        row = {"case": label, "env": env_id, "policy": policy, "net_arch": net_arch, "workers": args.workers, "steps": args.steps}
-        row["ars own us/step"], row["ars own share"] = cost_us, cost_share
-        for impl, values in samples.items():
-            row[impl] = {"min": min(values), "median": statistics.median(values), "max": max(values)}
-        for num, den in [("ars", "bare"), ("ars", "bare-zero"), ("ars", "sb3"), ("ars-async", "ars"), ("ars-async", "sb3-async"), ("sb3-async", "sb3")]:
-            if num in samples and den in samples:
-                row[f"{num}/{den}"] = statistics.median(a / b for a, b in zip(samples[num], samples[den]))
-        rows.append(row)
-        for key, value in row.items():
-            if "/" in key:
-                print(f"  {key}: {value:.2f}")
 
+def run_case(env_id: str, policy: str, net_arch: list | None, args: argparse.Namespace) -> dict:
+    label = f"{env_id} {policy}{net_arch or ''}"
+    print(f"\n== {label} (n_delta={_hp(env_id, args.n_delta)['n_delta']}, {args.steps:,} steps, "
+          f"{args.repeats} repeats)")  # fmt: skip
+    common = dict(env_id=env_id, steps=args.steps, policy=policy, net_arch=net_arch, n_delta=args.n_delta)
+    async_eval = None
+    if "ars-async" in args.impls:  # ours stays open across learn() calls: started once, untimed
+        async_eval = ars.AsyncEval([functools.partial(ars.make_env, env_id)] * args.workers,
+                                   _model(env_id, policy, net_arch, args.n_delta).policy)  # fmt: skip
+    actions = policy_actions(env_id, policy, net_arch, args.n_delta)
+    runners = {
+        "bare": functools.partial(bare, **common, actions=actions),
+        "bare-2": functools.partial(bare_parallel, **common, actions=actions, workers=args.workers),
+        "ars": functools.partial(ars_run, **common),
+        "ars-async": functools.partial(ars_run, **common, async_eval=async_eval),
+        "sb3": functools.partial(sb3_run, **common),
+        "sb3-async": functools.partial(sb3_run, **common, sb3_workers=args.workers),
+    }
+    impls = [i for i in args.impls if i in runners]
+    samples: dict[str, list[float]] = {i: [] for i in impls}
+    for repeat in range(args.repeats):
+        for impl in impls:
+            samples[impl].append(runners[impl]())
+        print(f"  repeat {repeat + 1}: " + "  ".join(f"{i} {samples[i][-1]:,.0f}" for i in impls), flush=True)
+    if async_eval is not None:
+        async_eval.close()
+    cost_us, cost_share = own_cost(**common)
+    print(f"  ars's own cost: {cost_us:.2f} us per step, {cost_share:.1%} of the time")
+    row = {"case": label, "env": env_id, "policy": policy, "net_arch": net_arch, "workers": args.workers,
+           "steps": args.steps, "ars own us/step": cost_us, "ars own share": cost_share}  # fmt: skip
+    for impl, values in samples.items():
+        row[impl] = {"min": min(values), "median": statistics.median(values), "max": max(values)}
+    for num, den in RATIOS:
+        if num in samples and den in samples:
+            row[f"{num}/{den}"] = statistics.median(a / b for a, b in zip(samples[num], samples[den]))
+            print(f"  {num}/{den}: {row[f'{num}/{den}']:.2f}")
+    return row
+
+
+def write_results(rows: list[dict], args: argparse.Namespace) -> None:
+    """speed.json (everything) and speed.md: the full table, and a short one for the README."""
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    (out / "speed.json").write_text(json.dumps({"cpus": os.cpu_count(), "numpy": np.__version__, "rows": rows}, indent=2) + "\n")
+    meta = {"cpus": os.cpu_count(), "numpy": np.__version__, "steps": args.steps, "repeats": args.repeats}
+    (out / "speed.json").write_text(json.dumps({**meta, "rows": rows}, indent=2) + "\n")
     impls = [i for i in args.impls if any(i in r for r in rows)]
-    ratios = [k for k in ("ars/bare", "ars/bare-zero", "ars/sb3", "ars-async/ars", "ars-async/sb3-async", "sb3-async/sb3") if any(k in r for r in rows)]
-    lines = [
-        "| case | " + " | ".join(f"{i} steps/s (min / median / max)" for i in impls) + " | " + " | ".join(ratios) + " | ars's own cost per step |",
-        "|---" * (2 + len(impls) + len(ratios)) + "|",
-    ]
+    ratios = [f"{a}/{b}" for a, b in RATIOS if any(f"{a}/{b}" in r for r in rows)]
+    full = ["| case | " + " | ".join(f"{i} steps/s (min / median / max)" for i in impls) + " | "
+            + " | ".join(ratios) + " | ars's own cost per step |", "|---" * (2 + len(impls) + len(ratios)) + "|"]
+    short = ["| case | bare | ars | ars, 2 workers | sb3-contrib | ars/sb3 | own cost |", "|---" * 7 + "|"]
     for r in rows:
         cells = [f"{r[i]['min']:,.0f} / **{r[i]['median']:,.0f}** / {r[i]['max']:,.0f}" if i in r else "" for i in impls]
         cost = f"{r['ars own us/step']:.1f} us ({r['ars own share']:.1%})"
-        lines.append(f"| {r['case']} | " + " | ".join(cells) + " | " + " | ".join(f"{r[k]:.2f}" if k in r else "" for k in ratios) + f" | {cost} |")
-    (out / "speed.md").write_text("\n".join(lines) + "\n")
-    print("\n" + "\n".join(lines))
-    print(f"\nwrote {out / 'speed.json'} and {out / 'speed.md'}")
+        full.append(f"| {r['case']} | " + " | ".join(cells) + " | "
+                    + " | ".join(f"{r[k]:.2f}" if k in r else "" for k in ratios) + f" | {cost} |")  # fmt: skip
+        median = {i: f"{r[i]['median']:,.0f}" if i in r else "" for i in ("bare", "ars", "ars-async", "sb3")}
+        short.append(f"| {r['case']} | {median['bare']} | {median['ars']} | {median['ars-async']} | "
+                     f"{median['sb3']} | {r.get('ars/sb3', float('nan')):.1f} | {cost} |")  # fmt: skip
+    text = "\n".join(full) + "\n\nShort form (medians, steps/s):\n\n" + "\n".join(short) + "\n"
+    (out / "speed.md").write_text(text)
+    print("\n" + text + f"\nwrote {out / 'speed.json'} and {out / 'speed.md'}")
 
 
 if __name__ == "__main__":
