@@ -1330,6 +1330,7 @@ def _positional(args: tuple, given: dict[str, Any], order: Sequence[str], where:
 
 DEFAULT_JOB_TIMEOUT = 600.0  # seconds without a finished job: a stuck env, not a long episode
 DEFAULT_START_TIMEOUT = 120.0  # seconds for a worker to start and build its env
+RESULT_INTERVAL = 0.25  # seconds: a worker sends its finished jobs at least this often
 
 
 def batch_sizes(n_jobs: int, n_workers: int) -> list[int]:
@@ -1420,7 +1421,7 @@ class _Evaluator:
         if self._pending is None:
             raise RuntimeError("get_results() without send_jobs(): there is nothing to collect")
         (it, jobs), self._pending = self._pending, None
-        results = self.evaluate(it, jobs)
+        results = self.evaluate(it, jobs, record=True)
         return [(job.candidate, (r.returns, r.lengths)) for job, r in zip(jobs, results)]
 
     def get_obs_rms(self) -> list[RunningMeanStd]:
@@ -1488,11 +1489,15 @@ class InProcessEval(_Evaluator):
         self.env = make_env(env)
         self._setup(train_policy, n_eval_episodes)
 
-    def evaluate(self, it: Iteration, jobs: Sequence[Job], on_step: Any = None) -> list[Result]:
-        """One Result per job, in order; ``on_step`` sees every env step."""
+    def evaluate(self, it: Iteration, jobs: Sequence[Job], on_step: Any = None, record: bool = False) -> list[Result]:
+        """One Result per job, in job order.
+
+        ``on_step`` is told about every env step; ``record`` adds the visited states to what
+        :meth:`get_obs_rms` returns (the seed's API; ``learn`` merges them itself).
+        """
         with self._exclusive():
             results = [run_job(self.env, it, job, self._options[0], on_step) for job in jobs]
-        for result in results:
+        for result in results if record else ():
             self._record_visited(0, result)
         return results
 
@@ -1523,12 +1528,17 @@ def _worker(remote: Any, parent_remote: Any, env_fn_bytes: bytes) -> None:
             break
         it_bytes, options, batch = data
         it = cloudpickle.loads(it_bytes) if it_bytes is not None else it
-        for job in batch:
+        done, sent_at = [], time.monotonic()
+        for position, job in enumerate(batch, 1):
             try:
-                remote.send(("result", (job.candidate, run_job(env, it, job, options))))
+                done.append((job.candidate, run_job(env, it, job, options)))
             except BaseException:
+                remote.send(("results", done))
                 remote.send(("error", (job.candidate, traceback.format_exc())))
                 break
+            if position == len(batch) or time.monotonic() - sent_at > RESULT_INTERVAL:
+                remote.send(("results", done))  # few messages per batch, yet regular news of progress
+                done, sent_at = [], time.monotonic()
     env.close()
     remote.close()
 
@@ -1664,13 +1674,13 @@ class AsyncEval(_Evaluator):
         """Collect and discard what an interrupted call left running in the workers."""
         for i, batch in enumerate(self._batches):
             while batch:
-                self._receive(i, "finishing an interrupted batch", time.monotonic() + self.job_timeout)
-                batch.popleft()
+                for _ in self._receive(i, "finishing an interrupted batch", time.monotonic() + self.job_timeout):
+                    batch.popleft()
 
     closed = property(lambda self: not self._closer.alive, doc="Whether :meth:`close` was called.")
 
-    def evaluate(self, it: Iteration, jobs: Sequence[Job], on_step: Any = None) -> list[Result]:
-        """One Result per job, in job order, whichever worker ran it."""
+    def evaluate(self, it: Iteration, jobs: Sequence[Job], on_step: Any = None, record: bool = False) -> list[Result]:
+        """One Result per job, in job order, whichever worker ran it (see InProcessEval.evaluate)."""
         if self.closed:
             raise RuntimeError("this AsyncEval is closed")
         with self._exclusive():
@@ -1683,11 +1693,12 @@ class AsyncEval(_Evaluator):
                     sent[i] = True
             while len(results) < len(jobs):
                 i = self._next_ready()
-                candidate, result = self._receive(i, "evaluating candidates", time.monotonic() + 1.0)
-                self._batches[i].popleft()
+                for candidate, result in self._receive(i, "evaluating candidates", time.monotonic() + 1.0):
+                    self._batches[i].popleft()
+                    results[candidate] = result
+                    if record:
+                        self._record_visited(i, result)
                 self._deadlines[i] = time.monotonic() + self.job_timeout
-                results[candidate] = result
-                self._record_visited(i, result)
                 if not self._batches[i] and queue:
                     self._deal(i, queue, None if sent[i] else it_bytes)
                     sent[i] = True
@@ -1781,8 +1792,8 @@ class ExecutorEval(_Evaluator):
         self._options = [options] * self.n_workers
         return [None]
 
-    def evaluate(self, it: Iteration, jobs: Sequence[Job], on_step: Any = None) -> list[Result]:
-        """One Result per job, in job order."""
+    def evaluate(self, it: Iteration, jobs: Sequence[Job], on_step: Any = None, record: bool = False) -> list[Result]:
+        """One Result per job, in job order (see InProcessEval.evaluate)."""
         import concurrent.futures
 
         if self.closed:
@@ -1797,7 +1808,7 @@ class ExecutorEval(_Evaluator):
                     start += size
                     future = self.executor.submit(_run_task, self._env_fn_bytes, it_bytes, chunk, self._options[0])
                     tasks[future] = chunk
-                results = self._collect(tasks, concurrent.futures)
+                results = self._collect(tasks, concurrent.futures, record)
             except BaseException as error:
                 _abandon(self.executor, tasks, stuck=isinstance(error, EvaluationTimeout))
                 raise
@@ -1805,7 +1816,7 @@ class ExecutorEval(_Evaluator):
             on_step.after(sum(int(r.lengths.sum()) for r in results.values()), self.n_workers)
         return [results[job.candidate] for job in jobs]
 
-    def _collect(self, tasks: dict, futures_module: Any) -> dict[int, Result]:
+    def _collect(self, tasks: dict, futures_module: Any, record: bool) -> dict[int, Result]:
         pending, results = set(tasks), {}
         while pending:
             timeout = self.job_timeout * max(len(tasks[f]) for f in pending)
@@ -1826,7 +1837,8 @@ class ExecutorEval(_Evaluator):
                                        f"{type(error).__name__}: {error}") from error  # fmt: skip
                 for candidate, result in out:
                     results[candidate] = result
-                    self._record_visited(0, result)
+                    if record:
+                        self._record_visited(0, result)
         return results
 
     def close(self) -> None:
