@@ -73,7 +73,7 @@ class WeightsMode:
 
     def evaluate(self, it, jobs, on_step=None):
         jobs = [job._replace(weights=ars.candidate_parameters(it, job)) for job in jobs]
-        return self.evaluator.evaluate(it, jobs, on_step)
+        return self.evaluator.evaluate(it._replace(theta=np.zeros(0)), jobs, on_step)  # weights only
 
 
 def _count_pipe_bytes():
