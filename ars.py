@@ -50,6 +50,7 @@ import tempfile
 import threading
 import time
 import traceback
+import types
 import warnings
 import weakref
 import zipfile
@@ -76,6 +77,7 @@ def _require(module: str, install: str) -> Any:
     except ImportError as error:
         raise ModuleNotFoundError(f"this feature needs {module}: {install}") from error
 
+
 # ===========================================================================================
 # The paper's settings
 # ===========================================================================================
@@ -95,15 +97,33 @@ _PAPER_TABLE = {
     "CartPole": (0.02, 0.05, 2, 2, 0, False, 50_000),
     "Pendulum": (0.018, 0.1, 4, 1, 0, True, 2_000_000),
 }
-_COLUMNS = ("learning_rate", "delta_std", "n_delta", "n_top", "alive_bonus_offset",
-            "normalize_obs", "total_timesteps")  # fmt: skip
-PAPER_SETTINGS: dict[str, dict[str, Any]] = {task: dict(zip(_COLUMNS, row)) for task, row in _PAPER_TABLE.items()}
+_COLUMNS = (
+    "learning_rate",
+    "delta_std",
+    "n_delta",
+    "n_top",
+    "alive_bonus_offset",
+    "normalize_obs",
+    "total_timesteps",
+)
+PAPER_SETTINGS: dict[str, dict[str, Any]] = {
+    task: dict(zip(_COLUMNS, row)) for task, row in _PAPER_TABLE.items()
+}
 PAPER_SETTINGS["Pendulum"].update(policy="MlpPolicy", net_arch=[16], zero_policy=False)
 GENERIC_SETTINGS: dict[str, Any] = dict(
-    policy="LinearPolicy", net_arch=None, learning_rate=0.02, delta_std=0.03, n_delta=8,
-    n_top=None, alive_bonus_offset=0.0, normalize_obs=True, zero_policy=True,
-    common_random_numbers=True, n_eval_episodes=1, total_timesteps=1_000_000,
-)  # fmt: skip
+    policy="LinearPolicy",
+    net_arch=None,
+    learning_rate=0.02,
+    delta_std=0.03,
+    n_delta=8,
+    n_top=None,
+    alive_bonus_offset=0.0,
+    normalize_obs=True,
+    zero_policy=True,
+    common_random_numbers=True,
+    n_eval_episodes=1,
+    total_timesteps=1_000_000,
+)
 
 
 def settings_for(env_id: str) -> dict[str, Any]:
@@ -165,8 +185,11 @@ class RunningMeanStd:
             return self
         count = self.count + other.count
         delta = other.mean - self.mean
-        m2 = (self.var * self.count + other.var * other.count
-              + delta**2 * (self.count * other.count / count))  # fmt: skip
+        m2 = (
+            self.var * self.count
+            + other.var * other.count
+            + delta**2 * (self.count * other.count / count)
+        )
         self.mean = self.mean + delta * (other.count / count)
         self.var = m2 / count
         self.count = count
@@ -212,9 +235,13 @@ def _flattener(space: spaces.Space) -> Callable[[np.ndarray], np.ndarray]:
         return lambda x: one_hot[np.asarray(x, dtype=np.int64) - start]
     if isinstance(space, spaces.MultiBinary):
         size = len(space.shape)
-        return lambda x: np.asarray(x, np.float64).reshape(np.shape(x)[: np.ndim(x) - size] + (dim,))
+        return lambda x: np.asarray(x, np.float64).reshape(
+            np.shape(x)[: np.ndim(x) - size] + (dim,)
+        )
     # MultiDiscrete: one one-hot block per entry, side by side
-    offsets = np.concatenate([[0], np.cumsum(space.nvec.reshape(-1))[:-1]]) - space.start.reshape(-1)
+    offsets = np.concatenate([[0], np.cumsum(space.nvec.reshape(-1))[:-1]]) - space.start.reshape(
+        -1
+    )
     n_entries = len(offsets)
 
     def multi_one_hot(x: np.ndarray) -> np.ndarray:
@@ -238,14 +265,20 @@ def check_spaces(observation_space: spaces.Space, action_space: spaces.Space) ->
             f"got {observation_space}. Flatten it first: gymnasium.wrappers.FlattenObservation."
         )
     if not isinstance(action_space, (spaces.Box, spaces.Discrete)):
-        raise NotImplementedError(f"ARS supports Box and Discrete action spaces; got {action_space}.")
+        raise NotImplementedError(
+            f"ARS supports Box and Discrete action spaces; got {action_space}."
+        )
 
 
 def _activation_name(activation_fn: Any) -> str:
     """'relu', 'tanh', ... from a name or a torch.nn activation class such as nn.ReLU."""
-    name = activation_fn if isinstance(activation_fn, str) else getattr(activation_fn, "__name__", "")
+    name = (
+        activation_fn if isinstance(activation_fn, str) else getattr(activation_fn, "__name__", "")
+    )
     if name.lower() not in ACTIVATIONS:
-        raise ValueError(f"activation_fn {activation_fn!r} is not supported; use one of {sorted(ACTIVATIONS)}")
+        raise ValueError(
+            f"activation_fn {activation_fn!r} is not supported; use one of {sorted(ACTIVATIONS)}"
+        )
     return name.lower()
 
 
@@ -296,7 +329,9 @@ class ARSPolicy:
         self.activation_fn = _activation_name(activation_fn)
         self.with_bias, self.squash_output = bool(with_bias), bool(squash_output)
         self.obs_dim = spaces.flatdim(observation_space)
-        self._flat_box = isinstance(observation_space, spaces.Box) and len(observation_space.shape) == 1
+        self._flat_box = (
+            isinstance(observation_space, spaces.Box) and len(observation_space.shape) == 1
+        )
         if isinstance(action_space, spaces.Discrete):
             self.action_dim = int(action_space.n)
         else:
@@ -324,7 +359,9 @@ class ARSPolicy:
         """Set the parameters from a flat vector (NumPy array, list or CPU torch tensor)."""
         vector = _as_array(vector)
         if vector.shape != (self.n_params,):
-            raise ValueError(f"expected a parameter vector of shape ({self.n_params},), got {vector.shape}")
+            raise ValueError(
+                f"expected a parameter vector of shape ({self.n_params},), got {vector.shape}"
+            )
         self._theta = vector.copy()
 
     def init_weights(self, rng: np.random.Generator) -> np.ndarray:
@@ -337,8 +374,12 @@ class ARSPolicy:
 
     def config(self) -> dict[str, Any]:
         """The constructor arguments beyond the spaces, as plain data."""
-        return dict(net_arch=self.net_arch, activation_fn=self.activation_fn,
-                    with_bias=self.with_bias, squash_output=self.squash_output)  # fmt: skip
+        return dict(
+            net_arch=self.net_arch,
+            activation_fn=self.activation_fn,
+            with_bias=self.with_bias,
+            squash_output=self.squash_output,
+        )
 
     # -- the forward pass -----------------------------------------------------------------
     def layers(self, theta: np.ndarray | None = None) -> list[tuple[np.ndarray, np.ndarray | None]]:
@@ -375,7 +416,9 @@ class ARSPolicy:
             low, high, maximum, minimum = self._low, self._high, np.maximum, np.minimum
             to_box = lambda out: minimum(maximum(out, low, out=out), high, out=out)
         shape = self.action_space.shape
-        return to_box if len(shape) == 1 else lambda out: to_box(out).reshape(out.shape[:-1] + shape)
+        return (
+            to_box if len(shape) == 1 else lambda out: to_box(out).reshape(out.shape[:-1] + shape)
+        )
 
     def forward(self, obs: Any, theta: Any = None) -> Any:
         """Actions for observations, for one parameter vector or a population of them.
@@ -398,9 +441,15 @@ class ARSPolicy:
         obs_shape = self.observation_space.shape
         n_lead = x.ndim - len(obs_shape)
         if n_lead < 0 or x.shape[n_lead:] != obs_shape:
-            raise ValueError(f"expected observations of shape {obs_shape} or (batch, *{obs_shape}), got {x.shape}")
+            raise ValueError(
+                f"expected observations of shape {obs_shape} or (batch, *{obs_shape}), got "
+                f"{x.shape}"
+            )
         if theta.ndim == 2 and (n_lead == 0 or x.shape[0] != len(theta)):
-            raise ValueError(f"{len(theta)} parameter vectors need observations of shape ({len(theta)}, ...), got {x.shape}")
+            raise ValueError(
+                f"{len(theta)} parameter vectors need observations of shape ({len(theta)}, ...), "
+                f"got {x.shape}"
+            )
         h = _flattener(self.observation_space)(x).astype(np.float64)
         if theta.ndim == 2 and n_lead == 1:
             h = h[:, None, :]  # one observation per parameter vector
@@ -436,8 +485,13 @@ class ARSPolicy:
 
         return act
 
-    def predict(self, observation: Any, state: Any = None, episode_start: Any = None,
-                deterministic: bool = True) -> tuple[Any, None]:  # fmt: skip
+    def predict(
+        self,
+        observation: Any,
+        state: Any = None,
+        episode_start: Any = None,
+        deterministic: bool = True,
+    ) -> tuple[Any, None]:
         """``(action, None)`` for one observation or a batch, in the action space's dtype.
 
         SB3's signature and shapes; ``state``, ``episode_start`` and ``deterministic``
@@ -480,10 +534,20 @@ class ARSLinearPolicy(ARSPolicy):
     An :class:`ARSPolicy` with no hidden layer, no bias and clipped actions by default.
     """
 
-    def __init__(self, observation_space: spaces.Space, action_space: spaces.Space,
-                 with_bias: bool = False, squash_output: bool = False):  # fmt: skip
-        super().__init__(observation_space, action_space, net_arch=[],
-                         with_bias=with_bias, squash_output=squash_output)  # fmt: skip
+    def __init__(
+        self,
+        observation_space: spaces.Space,
+        action_space: spaces.Space,
+        with_bias: bool = False,
+        squash_output: bool = False,
+    ):
+        super().__init__(
+            observation_space,
+            action_space,
+            net_arch=[],
+            with_bias=with_bias,
+            squash_output=squash_output,
+        )
 
 
 MlpPolicy, LinearPolicy = ARSPolicy, ARSLinearPolicy  # sb3-contrib's names
@@ -504,7 +568,9 @@ def _as_array(x: Any, dtype: Any = np.float64) -> np.ndarray:
     """A NumPy array from an array-like or a CPU torch tensor (torch is never imported)."""
     if _is_torch(x):
         if x.device.type != "cpu":
-            raise ValueError(f"got a torch tensor on {x.device}; move it to the CPU first (tensor.cpu())")
+            raise ValueError(
+                f"got a torch tensor on {x.device}; move it to the CPU first (tensor.cpu())"
+            )
         x = x.detach().numpy()
     return np.asarray(x, dtype=dtype)
 
@@ -661,8 +727,10 @@ def run_episodes(
                 break
         if steps == NO_LIMIT_STEPS and limit == NO_LIMIT_STEPS and not (terminated or truncated):
             raise RuntimeError(
-                f"an episode ran {NO_LIMIT_STEPS:,} steps without ending (env seed {seed}) and the env "
-                "has no time limit: wrap it in gymnasium.wrappers.TimeLimit, or pass max_episode_steps= to ARS"
+                f"an episode ran {NO_LIMIT_STEPS:,} steps without ending (env seed {seed}) and the "
+                "env "
+                "has no time limit: wrap it in gymnasium.wrappers.TimeLimit, or pass "
+                "max_episode_steps= to ARS"
             )
         returns[i], lengths[i] = total, steps
     if rows:
@@ -715,7 +783,9 @@ def candidate_parameters(it: Iteration, job: Job) -> np.ndarray:
     if job.weights is not None:
         return job.weights
     key = (it.seed, it.index, job.k, it.policy.n_params)
-    if getattr(_LAST_DIRECTION, "key", None) != key:  # + and - of a direction come one after the other
+    if (
+        getattr(_LAST_DIRECTION, "key", None) != key
+    ):  # + and - of a direction come one after the other
         _LAST_DIRECTION.key, _LAST_DIRECTION.delta = key, direction(*key)
     delta = _LAST_DIRECTION.delta
     return it.theta + it.delta_std * delta if job.sign > 0 else it.theta - it.delta_std * delta
@@ -731,8 +801,13 @@ def _structure(policy: ARSPolicy) -> ARSPolicy:
     return structure
 
 
-def run_job(env: gym.Env, it: Iteration, job: Job, options: dict | None = None,
-            on_step: Callable | None = None) -> Result:  # fmt: skip
+def run_job(
+    env: gym.Env,
+    it: Iteration,
+    job: Job,
+    options: dict | None = None,
+    on_step: Callable | None = None,
+) -> Result:
     """Evaluate one candidate: its episodes, their lengths, the states it visited."""
     act = it.policy.actor(candidate_parameters(it, job))
     if it.obs_filter is not None:
@@ -748,15 +823,25 @@ def run_job(env: gym.Env, it: Iteration, job: Job, options: dict | None = None,
 # ===========================================================================================
 
 Schedule = Callable[[float], float]
-HPARAMS = ("n_delta", "n_top", "learning_rate", "delta_std", "zero_policy", "alive_bonus_offset",
-           "n_eval_episodes", "policy_kwargs", "stats_window_size", "tensorboard_log", "seed",
-           "verbose", "device", "normalize_obs", "common_random_numbers", "normalization_samples",
-           "max_episode_steps")  # fmt: skip
-# Positional parameters after ``policy``: the seed's order and sb3-contrib's (which adds env).
-SEED_ORDER = ("n_delta", "n_top", "learning_rate", "delta_std", "zero_policy", "alive_bonus_offset",
-              "n_eval_episodes", "policy_kwargs", "stats_window_size", "seed", "verbose", "device",
-              "_init_setup_model")  # fmt: skip
-SB3_ORDER = ("env", *SEED_ORDER[:9], "tensorboard_log", *SEED_ORDER[9:])
+HPARAMS = (
+    "n_delta",
+    "n_top",
+    "learning_rate",
+    "delta_std",
+    "zero_policy",
+    "alive_bonus_offset",
+    "n_eval_episodes",
+    "policy_kwargs",
+    "stats_window_size",
+    "tensorboard_log",
+    "seed",
+    "verbose",
+    "device",
+    "normalize_obs",
+    "common_random_numbers",
+    "normalization_samples",
+    "max_episode_steps",
+)
 
 
 class ARS:
@@ -843,13 +928,11 @@ class ARS:
         normalization_samples: int = 0,
         max_episode_steps: int | None = None,
     ):
-        given = {k: v for k, v in locals().items() if k not in ("self", "policy", "args")}
-        given = _positional(args, given, SEED_ORDER if _is_int(args[:1]) else SB3_ORDER, "ARS")
+        a = _arguments(locals(), "ARS", SEED_ORDER if _is_int(args[:1]) else SB3_ORDER)
         for name in HPARAMS:
-            setattr(self, name, given[name])
-        self.policy_class, self.n_top = policy, given["n_top"]
+            setattr(self, name, getattr(a, name))
+        self.policy_class = policy
         self.seed = int(np.random.randint(0, 2**31 - 1)) if self.seed is None else self.seed
-        _check_device(self.device)
         self.num_timesteps, self._n_updates, self._total_timesteps = 0, 0, 0
         self._current_progress_remaining = 1.0
         self.ep_info_buffer: collections.deque = collections.deque(maxlen=int(stats_window_size))
@@ -859,38 +942,43 @@ class ARS:
         self._vec_env = self._vec_normalize = None  # an SB3 VecEnv given by the user
         self.policy: ARSPolicy | None = None
         self.observation_space = self.action_space = None
-        if isinstance(policy, ARSPolicy):
-            self.observation_space, self.action_space = policy.observation_space, policy.action_space
-        if given["env"] is not None:
-            self.set_env(given["env"])
+        if isinstance(policy, ARSPolicy):  # an instance brings its spaces
+            self.observation_space = policy.observation_space
+            self.action_space = policy.action_space
+        if a.env is not None:
+            self.set_env(a.env)
         self._check_hparams()
         self.hparams_initial = _FrozenHParams(self.hparams)
-        if given["_init_setup_model"] and self.observation_space is not None:
+        if a._init_setup_model and self.observation_space is not None:
             self._setup_model()
 
     def _check_hparams(self) -> None:
-        """Refuse settings that cannot train, naming the parameter (before any rollout)."""
-        for name in ("n_delta", "n_eval_episodes", "stats_window_size"):
-            if not _is_int(getattr(self, name)) or getattr(self, name) < 1:
-                raise ValueError(f"{name} must be an integer of at least 1; got {getattr(self, name)!r}")
+        """Refuse settings that cannot train, naming the parameter, before any rollout."""
         if self.n_top is None:
             self.n_top = self.n_delta
-        if not _is_int(self.n_top) or self.n_top < 1:
-            raise ValueError(f"n_top must be an integer of at least 1; got {self.n_top!r}")
+        integers = (("n_delta", 1), ("n_top", 1), ("n_eval_episodes", 1), ("stats_window_size", 1),
+                    ("seed", 0), ("normalization_samples", 0))  # fmt: skip
+        for name, low in integers:
+            value = getattr(self, name)
+            if not _is_int(value) or value < low:
+                raise ValueError(f"{name} must be an integer of at least {low}; got {value!r}")
+        if self.max_episode_steps is not None and (
+            not _is_int(self.max_episode_steps) or self.max_episode_steps < 1
+        ):
+            raise ValueError(
+                f"max_episode_steps must be None or at least 1; got {self.max_episode_steps!r}"
+            )
         if self.n_top > self.n_delta:
-            warnings.warn(f"n_top={self.n_top} is larger than n_delta={self.n_delta}; using n_top={self.n_delta}",
-                          stacklevel=3)  # fmt: skip
+            warnings.warn(
+                f"n_top={self.n_top} is larger than n_delta={self.n_delta}; using "
+                f"n_top={self.n_delta}",
+                stacklevel=3,
+            )
             self.n_top = self.n_delta
         for name, low in (("learning_rate", 0.0), ("delta_std", None)):
             if not callable(getattr(self, name)):
                 _check_float(name, getattr(self, name), low=low, positive=low is None)
         _check_float("alive_bonus_offset", self.alive_bonus_offset)
-        if not _is_int(self.seed) or self.seed < 0:
-            raise ValueError(f"seed must be a non-negative integer or None; got {self.seed!r}")
-        if not _is_int(self.normalization_samples) or self.normalization_samples < 0:
-            raise ValueError(f"normalization_samples must be a non-negative integer; got {self.normalization_samples!r}")
-        if self.max_episode_steps is not None and (not _is_int(self.max_episode_steps) or self.max_episode_steps < 1):
-            raise ValueError(f"max_episode_steps must be a positive integer or None; got {self.max_episode_steps!r}")
         if self.normalize_obs and self._vec_normalize is not None and self._vec_normalize.norm_obs:
             raise ValueError(
                 "the env is an SB3 VecNormalize, which already normalises observations: use "
@@ -904,11 +992,18 @@ class ARS:
         else:
             cls = POLICY_ALIASES.get(self.policy_class, self.policy_class)
             if not (isinstance(cls, type) and issubclass(cls, ARSPolicy)):
-                raise ValueError(f"policy must be one of {list(POLICY_ALIASES)}, an ARSPolicy class "
-                                 f"or instance; got {self.policy_class!r}")  # fmt: skip
+                raise ValueError(
+                    f"policy must be one of {list(POLICY_ALIASES)}, an ARSPolicy class "
+                    f"or instance; got {self.policy_class!r}"
+                )
             policy = cls(self.observation_space, self.action_space, **(self.policy_kwargs or {}))
-        if (policy.observation_space, policy.action_space) != (self.observation_space, self.action_space):
-            raise ValueError(self._space_mismatch(policy.observation_space, policy.action_space, "the policy"))
+        if (policy.observation_space, policy.action_space) != (
+            self.observation_space,
+            self.action_space,
+        ):
+            raise ValueError(
+                self._space_mismatch(policy.observation_space, policy.action_space, "the policy")
+            )
         if self.normalize_obs and policy.obs_rms is None:
             policy.obs_rms = RunningMeanStd((policy.obs_dim,))
         if self.zero_policy:
@@ -926,16 +1021,26 @@ class ARS:
         gym_env, vec_env, vec_normalize = resolve_env(env)
         check_spaces(gym_env.observation_space, gym_env.action_space)
         if self.observation_space is not None and (
-            (gym_env.observation_space, gym_env.action_space) != (self.observation_space, self.action_space)
+            (gym_env.observation_space, gym_env.action_space)
+            != (self.observation_space, self.action_space)
         ):
-            raise ValueError(self._space_mismatch(gym_env.observation_space, gym_env.action_space, "the env"))
+            raise ValueError(
+                self._space_mismatch(gym_env.observation_space, gym_env.action_space, "the env")
+            )
         self.observation_space, self.action_space = gym_env.observation_space, gym_env.action_space
-        self.gym_env, self._vec_env, self._vec_normalize, self._env_view = gym_env, vec_env, vec_normalize, None
+        self.gym_env, self._vec_env, self._vec_normalize, self._env_view = (
+            gym_env,
+            vec_env,
+            vec_normalize,
+            None,
+        )
         self.env_id = gym_env.spec.id if gym_env.spec is not None else self.env_id
 
     def _space_mismatch(self, observation_space: Any, action_space: Any, what: str) -> str:
-        return (f"{what} has observation space {observation_space} and action space {action_space}, "
-                f"but the model was built for {self.observation_space} and {self.action_space}")  # fmt: skip
+        return (
+            f"{what} has observation space {observation_space} and action space {action_space}, "
+            f"but the model was built for {self.observation_space} and {self.action_space}"
+        )
 
     # -- one iteration ------------------------------------------------------------------------
     def _iteration(self, evaluator: Any, callbacks: _Callbacks) -> None:
@@ -967,45 +1072,63 @@ class ARS:
         self.logger.record("train/step_size", float(step_size))
         self.logger.record("rollout/return_std", float(sigma_r))
 
-    def _rollouts(self, evaluator: Any, theta: np.ndarray, nu: float,
-                  callbacks: _Callbacks) -> tuple[np.ndarray, list]:  # fmt: skip
+    def _rollouts(
+        self, evaluator: Any, theta: np.ndarray, nu: float, callbacks: _Callbacks
+    ) -> tuple[np.ndarray, list]:
         """The 2N candidates' returns (with the shift) and visited-state statistics.
 
         Candidate ``c < N`` is ``theta + nu delta_c``, candidate ``N + c`` is
         ``theta - nu delta_c``; with common random numbers both share the env seeds.
         """
         n, track = self.n_delta, self.policy.obs_rms is not None or _filters(self._vec_normalize)
-        it = Iteration(_structure(self.policy), theta, nu, self.seed, self._n_updates, track,
-                       self.max_episode_steps, _obs_filter(self._vec_normalize))  # fmt: skip
+        it = Iteration(
+            policy=_structure(self.policy),
+            theta=theta,
+            delta_std=nu,
+            seed=self.seed,
+            index=self._n_updates,
+            track_obs=track,
+            max_episode_steps=self.max_episode_steps,
+            obs_filter=_obs_filter(self._vec_normalize),
+        )
         keys = [c % n if self.common_random_numbers else c for c in range(2 * n)]
         jobs = [Job(c, c % n, 1 if c < n else -1, self._env_seeds(keys[c])) for c in range(2 * n)]
-        order = [c for k in range(n) for c in (k, n + k)]  # a direction's + and - side by side: one draw
+        # A direction's + and - candidates side by side: a worker draws the direction once.
+        order = [c for k in range(n) for c in (k, n + k)]
         callbacks.on_rollout_start()
         start = self.num_timesteps
-        by_candidate = dict(zip(order, evaluator.evaluate(it, [jobs[c] for c in order], callbacks.step_reporter())))
+        evaluated = evaluator.evaluate(it, [jobs[c] for c in order], callbacks.step_reporter())
+        by_candidate = dict(zip(order, evaluated))
         callbacks.on_rollout_end()
         results = [by_candidate[c] for c in range(2 * n)]
         for job, result in zip(jobs, results):
             _check_finite(result, job, self._n_updates, n)
         for result in results:
-            self.ep_info_buffer.extend({"r": float(r), "l": int(n_steps)}
-                                       for r, n_steps in zip(result.returns, result.lengths))  # fmt: skip
+            self.ep_info_buffer.extend(
+                {"r": float(r), "l": int(n_steps)}
+                for r, n_steps in zip(result.returns, result.lengths)
+            )
         self.num_timesteps = start + int(sum(r.lengths.sum() for r in results))
         shifted = [np.mean(r.returns + self.alive_bonus_offset * r.lengths) for r in results]
         return np.array(shifted), [r.visited for r in results]
 
     def _env_seeds(self, key: int) -> np.ndarray:
         episodes = range(self.n_eval_episodes)
-        return np.array([episode_seed(self.seed, self._n_updates, key, e) for e in episodes], dtype=np.uint64)
+        return np.array(
+            [episode_seed(self.seed, self._n_updates, key, e) for e in episodes], dtype=np.uint64
+        )
 
     def _schedule_value(self, name: str) -> float:
         """A hyper-parameter's current value: a float, or its schedule's value now."""
         value = getattr(self, name)
         if callable(value):
             value = value(self._current_progress_remaining)
-            _check_float(f"{name} (its schedule at progress {self._current_progress_remaining:.3f})",
-                         value, low=0.0 if name == "learning_rate" else None,
-                         positive=name == "delta_std")  # fmt: skip
+            _check_float(
+                f"{name} (its schedule at progress {self._current_progress_remaining:.3f})",
+                value,
+                low=0.0 if name == "learning_rate" else None,
+                positive=name == "delta_std",
+            )
         return float(value)
 
     def _warm_up_statistics(self, evaluator: Any) -> None:
@@ -1015,7 +1138,9 @@ class ARS:
         steps = 0
         while steps < self.normalization_samples:
             batch = max(evaluator.n_workers, 1)
-            seeds = [_stream(self.seed, WARM_UP, episode + i).generate_state(1) for i in range(batch)]
+            seeds = [
+                _stream(self.seed, WARM_UP, episode + i).generate_state(1) for i in range(batch)
+            ]
             jobs = [Job(i, 0, 1, np.asarray(s, np.uint64), theta) for i, s in enumerate(seeds)]
             for result in evaluator.evaluate(it, jobs):
                 visited.append(result.visited)
@@ -1081,70 +1206,97 @@ class ARS:
         ARS
             ``self``.
         """
-        given = {k: v for k, v in locals().items() if k not in ("self", "total_timesteps", "args")}
-        order = LEARN_SEED_ORDER if _looks_like_env(args[:1], args[1:2]) else LEARN_SB3_ORDER
-        given = _positional(args, given, order, "learn")
-        if given["env"] is not None:
-            self.set_env(given["env"])
+        a = _arguments(
+            locals(), "learn", LEARN_SEED_ORDER if _looks_like_env(args) else LEARN_SB3_ORDER
+        )
+        if a.env is not None:
+            self.set_env(a.env)
         if self.policy is None:
             if self.observation_space is None:
                 raise ValueError("no env to train on: pass env= to ARS(...) or to learn(...)")
             self._setup_model()
         self._check_hparams()
         _check_float("total_timesteps", total_timesteps, low=0.0)
-        evaluator = given["async_eval"] or InProcessEval(self.gym_env, missing="an env or an async_eval")
-        if given["reset_num_timesteps"]:
-            self.num_timesteps, self._n_updates = 0, self._n_updates
+        evaluator = a.async_eval or InProcessEval(self.gym_env, missing="an env or an async_eval")
+        if a.reset_num_timesteps:
+            self.num_timesteps = 0
             self.ep_info_buffer.clear()
         self._total_timesteps = int(total_timesteps) + self.num_timesteps
-        log_interval = given["log_interval"] if given["log_every_n_steps"] is None else given["log_every_n_steps"]
-        self._setup_logger(given["default_root_dir"], given["tb_log_name"], given["reset_num_timesteps"])
-        interval = given["checkpoint_interval"]
-        if interval and self.logger.dir is None:
-            raise ValueError("checkpoint_interval needs a log folder: pass default_root_dir or tensorboard_log")
-        callbacks = _Callbacks(given["callback"], self, given["progress_bar"])
+        log_interval = a.log_interval if a.log_every_n_steps is None else a.log_every_n_steps
+        self._setup_logger(a.default_root_dir, a.tb_log_name, a.reset_num_timesteps)
+        if a.checkpoint_interval and self.logger.dir is None:
+            raise ValueError(
+                "checkpoint_interval needs a log folder: default_root_dir or tensorboard_log"
+            )
+        checkpoint = self.logger.dir / "checkpoint.npz" if a.checkpoint_interval else None
+        callbacks = _Callbacks(a.callback, self, a.progress_bar)
         self._start_time, self._start_steps = time.perf_counter(), self.num_timesteps
-        if self.normalization_samples and self.policy.obs_rms is not None and self.policy.obs_rms.count == 0:
+        rms = self.policy.obs_rms
+        if self.normalization_samples and rms is not None and rms.count == 0:
             self._warm_up_statistics(evaluator)
-        if interval and self._n_updates == 0:  # so that a run killed early can resume too
-            write_checkpoint(self, self.logger.dir / "checkpoint.npz", callbacks)
+        if checkpoint and self._n_updates == 0:  # a run killed early can resume too
+            write_checkpoint(self, checkpoint, callbacks)
         callbacks.on_training_start(dict(locals(), total_timesteps=int(total_timesteps)), globals())
         while self.num_timesteps < self._total_timesteps:
             self._current_progress_remaining = 1.0 - self.num_timesteps / self._total_timesteps
-            if not self._guarded_iteration(evaluator, callbacks):
-                break  # a per-step callback returned False: the unfinished iteration is discarded
-            keep_going = callbacks.on_iteration(locals())  # before the log row: evaluations land in it
-            if log_interval and self._n_updates % log_interval == 0:
-                self.dump_logs()
-            if interval and self._n_updates % interval == 0:
-                write_checkpoint(self, self.logger.dir / "checkpoint.npz", callbacks)
-            if not keep_going:
+            if not self._step(evaluator, callbacks, log_interval):
                 break
-        if interval:
-            write_checkpoint(self, self.logger.dir / "checkpoint.npz", callbacks)
+            if checkpoint and self._n_updates % a.checkpoint_interval == 0:
+                write_checkpoint(self, checkpoint, callbacks)
+        if checkpoint:
+            write_checkpoint(self, checkpoint, callbacks)
         callbacks.on_training_end()
         return self
 
-    def _guarded_iteration(self, evaluator: Any, callbacks: _Callbacks) -> bool:
-        """Run one iteration, or leave the model exactly as it was (Ctrl+C, errors, a stop)."""
-        saved = (self.policy.parameters_to_vector(), self.policy.obs_rms, self.num_timesteps,
-                 list(self.ep_info_buffer), _copy_vec_normalize(self._vec_normalize))  # fmt: skip
+    def _step(self, evaluator: Any, callbacks: _Callbacks, log_interval: int | None) -> bool:
+        """One iteration, its callbacks and its log row, or nothing at all.
+
+        On Ctrl+C, an error or a callback's stop in the middle, the model and the
+        callbacks are left exactly as they were before. Returns False to stop training.
+        """
+        saved = self._state(callbacks)
         try:
             self._iteration(evaluator, callbacks)
-            return True
+            keep_going = callbacks.on_iteration(
+                locals()
+            )  # before the log row: evaluations go in it
+            if log_interval and self._n_updates % log_interval == 0:
+                self.dump_logs()
+            return keep_going
         except BaseException as error:
-            self.policy.load_from_vector(saved[0])
-            self.policy.obs_rms, self.num_timesteps = saved[1], saved[2]
-            self.ep_info_buffer.clear()
-            self.ep_info_buffer.extend(saved[3])
-            _restore_vec_normalize(self._vec_normalize, saved[4])
-            self.logger.values.clear() if hasattr(self.logger, "values") else None
+            self._restore(saved, callbacks)
             if isinstance(error, StopTraining):
                 return False
             raise
 
-    def predict(self, observation: Any, state: Any = None, episode_start: Any = None,
-                deterministic: bool = True) -> tuple[Any, None]:  # fmt: skip
+    def _state(self, callbacks: _Callbacks) -> dict[str, Any]:
+        """What an iteration changes, to be put back if it does not finish."""
+        return dict(
+            theta=self.policy.parameters_to_vector(),
+            obs_rms=self.policy.obs_rms,
+            counters=(self.num_timesteps, self._n_updates),
+            episodes=list(self.ep_info_buffer),
+            vec_normalize=_copy_vec_normalize(self._vec_normalize),
+            callbacks=callbacks.state_dict(),
+        )
+
+    def _restore(self, state: dict[str, Any], callbacks: _Callbacks) -> None:
+        self.policy.load_from_vector(state["theta"])
+        self.policy.obs_rms = state["obs_rms"]
+        self.num_timesteps, self._n_updates = state["counters"]
+        self.ep_info_buffer.clear()
+        self.ep_info_buffer.extend(state["episodes"])
+        _restore_vec_normalize(self._vec_normalize, state["vec_normalize"])
+        callbacks.load_state_dict(state["callbacks"])
+        getattr(self.logger, "values", {}).clear()
+
+    def predict(
+        self,
+        observation: Any,
+        state: Any = None,
+        episode_start: Any = None,
+        deterministic: bool = True,
+    ) -> tuple[Any, None]:
         """``(action, None)`` for one observation or a batch (SB3's signature and shapes)."""
         if self.policy is None:
             raise ValueError("the model has no policy yet: give it an env, or learn(..., env=...)")
@@ -1155,8 +1307,10 @@ class ARS:
         """Record the rollout and time statistics, and write the log row."""
         _dump_logs(self)
 
-    logger = property(lambda self: self._logger if self._logger is not None else _null_logger(self),
-                      doc="The logger ``learn`` writes to (see :meth:`set_logger`).")  # fmt: skip
+    logger = property(
+        lambda self: self._logger if self._logger is not None else _null_logger(self),
+        doc="The logger ``learn`` writes to (see :meth:`set_logger`).",
+    )
 
     def set_logger(self, logger: Any) -> None:
         """Log to ``logger``: ars's :class:`Logger` or SB3's ``configure(folder, formats)``."""
@@ -1164,10 +1318,15 @@ class ARS:
 
     def _setup_logger(self, root_dir: Any, tb_log_name: str, reset: bool) -> None:
         if not getattr(self, "_custom_logger", False):
-            self._logger = Logger(self.verbose, _log_dir(self, root_dir, tb_log_name, reset),
-                                  tensorboard=self.tensorboard_log is not None)  # fmt: skip
+            self._logger = Logger(
+                self.verbose,
+                _log_dir(self, root_dir, tb_log_name, reset),
+                tensorboard=self.tensorboard_log is not None,
+            )
 
-    env = property(lambda self: _vec_env_view(self), doc="The training env as an SB3 VecEnv (or None).")
+    env = property(
+        lambda self: _vec_env_view(self), doc="The training env as an SB3 VecEnv (or None)."
+    )
 
     def get_env(self) -> Any:
         """The training env as a VecEnv (SB3's ``reset``/``step`` API); ``gym_env`` is the
@@ -1186,10 +1345,15 @@ class ARS:
             self.action_space.seed(self.seed)
 
     hparams = property(lambda self: _HParams(self), doc="The hyper-parameters in use (writable).")
-    device = property(lambda self: _cpu_device(), lambda self, value: _check_device(value),
-                      doc="Always the CPU: ARS computes in NumPy.")  # fmt: skip
+    device = property(
+        lambda self: _cpu_device(),
+        lambda self, value: _check_device(value),
+        doc="Always the CPU: ARS computes in NumPy.",
+    )
 
-    def evaluate_candidates(self, candidate_weights: Any, callback: Any = None, async_eval: Any = None) -> Any:
+    def evaluate_candidates(
+        self, candidate_weights: Any, callback: Any = None, async_eval: Any = None
+    ) -> Any:
         """Return of each row of ``candidate_weights`` (mean over ``n_eval_episodes``, shifted).
 
         The seed's method: an array (or torch tensor) in, the same kind out.
@@ -1204,12 +1368,18 @@ class ARS:
         """``{"policy": policy.state_dict()}``: sb3-contrib's names, NumPy arrays."""
         return {"policy": self.policy.state_dict()}
 
-    def set_parameters(self, load_path_or_dict: Any, exact_match: bool = True, device: Any = "auto") -> None:
-        """Load parameters from a model file or a dict like :meth:`get_parameters`' (all or nothing)."""
+    def set_parameters(
+        self, load_path_or_dict: Any, exact_match: bool = True, device: Any = "auto"
+    ) -> None:
+        """Load parameters from a model file or a :meth:`get_parameters` dict, all or nothing."""
         _set_parameters(self, load_path_or_dict, exact_match)
 
-    def save(self, path: str | os.PathLike | io.IOBase, exclude: Sequence[str] | None = None,
-             include: Sequence[str] | None = None) -> Path | None:  # fmt: skip
+    def save(
+        self,
+        path: str | os.PathLike | io.IOBase,
+        exclude: Sequence[str] | None = None,
+        include: Sequence[str] | None = None,
+    ) -> Path | None:
         """Write the model as plain arrays and JSON (an ``.npz``, itself a zip), atomically.
 
         A path without a suffix gets ``.zip``, as in SB3. ``exclude`` may drop the episode
@@ -1218,40 +1388,26 @@ class ARS:
         return save_model(self, path, exclude=exclude, include=include)
 
     @classmethod
-    def load(cls, path: str | os.PathLike | io.IOBase, env: Any = None, device: Any = "auto",
-             custom_objects: dict[str, Any] | None = None, print_system_info: bool = False,
-             force_reset: bool = True, **kwargs: Any) -> ARS:  # fmt: skip
+    def load(
+        cls,
+        path: str | os.PathLike | io.IOBase,
+        env: Any = None,
+        device: Any = "auto",
+        custom_objects: dict[str, Any] | None = None,
+        print_system_info: bool = False,
+        force_reset: bool = True,
+        **kwargs: Any,
+    ) -> ARS:
         """A model from a file of :meth:`save` (or sb3-contrib's ``ARS.save``); ``learn``
         continues from it. ``custom_objects`` and ``kwargs`` override saved settings."""
-        return load_model(cls, path, env, device, {**(custom_objects or {}), **kwargs}, print_system_info)
+        return load_model(
+            cls, path, env, device, {**(custom_objects or {}), **kwargs}, print_system_info
+        )
 
 
-LEARN_SEED_ORDER = ("env", "callback", "log_every_n_steps", "tb_log_name", "reset_num_timesteps",
-                    "async_eval", "progress_bar", "default_root_dir")  # fmt: skip
-LEARN_SB3_ORDER = ("callback", "log_interval", "tb_log_name", "reset_num_timesteps", "async_eval",
-                   "progress_bar")  # fmt: skip
-_DEFAULTS = {name: {p.name: p.default for p in inspect.signature(fn).parameters.values()}
-             for name, fn in (("ARS", ARS.__init__), ("learn", ARS.learn))}  # fmt: skip
-
-
-def _looks_like_env(first: tuple, second: tuple) -> bool:
-    """For ``learn``'s second positional argument: an env (the seed's order), not a callback."""
-    if not first:
-        return False
-    value = first[0]
-    if value is None:  # both orders have None there; sb3-contrib's has an int next
-        return not _is_int(second)
-    if isinstance(value, (str, gym.Env)) or _is_vec_env(value):
-        return True
-    if callable(value) and not _is_sb3_callback(value) and not hasattr(value, "on_iteration"):
-        try:  # an env factory takes no argument; a callback function takes (locals, globals)
-            return len(inspect.signature(value).parameters) == 0
-        except (TypeError, ValueError):
-            return False
-    return False
-
-
-def merge_statistics(obs_rms: RunningMeanStd | None, visited: Sequence[RunningMeanStd | None]) -> Any:
+def merge_statistics(
+    obs_rms: RunningMeanStd | None, visited: Sequence[RunningMeanStd | None]
+) -> Any:
     """``obs_rms`` merged with each candidate's visited states, in candidate order (None: V1).
 
     The order is fixed, so the result has the same bits whoever ran the candidates.
@@ -1272,11 +1428,15 @@ def _check_finite(result: Result, job: Job, iteration: int, n_delta: int) -> Non
     """A NaN or inf reward or observation stops training with the candidate named."""
     bad_reward = not np.isfinite(result.returns).all()
     visited = result.visited
-    if bad_reward or (visited is not None and not (np.isfinite(visited.mean).all() and np.isfinite(visited.var).all())):
+    if bad_reward or (
+        visited is not None
+        and not (np.isfinite(visited.mean).all() and np.isfinite(visited.var).all())
+    ):
         raise FloatingPointError(
             f"iteration {iteration}, candidate {job.candidate} (direction {job.k}, "
             f"{'+' if job.sign > 0 else '-'}): the env returned a non-finite "
-            f"{'reward' if bad_reward else 'observation'} (nan or inf) in an episode with env seeds "
+            f"{'reward' if bad_reward else 'observation'} (nan or inf) in an episode with env "
+            "seeds "
             f"{[int(s) for s in job.seeds]}. The weights are as they were before this iteration."
         )
 
@@ -1287,9 +1447,21 @@ def _check_float(name: str, value: Any, low: float | None = None, positive: bool
         number = float(value)
     except (TypeError, ValueError):
         raise ValueError(f"{name} must be a number; got {value!r}") from None
-    if not math.isfinite(number) or (low is not None and number < low) or (positive and number <= 0):
-        need = "a positive" if positive else f"a finite number >= {low:g}" if low is not None else "a finite"
-        raise ValueError(f"{name} must be {need}{' number' if 'number' not in need else ''}; got {value!r}")
+    if (
+        not math.isfinite(number)
+        or (low is not None and number < low)
+        or (positive and number <= 0)
+    ):
+        need = (
+            "a positive"
+            if positive
+            else f"a finite number >= {low:g}"
+            if low is not None
+            else "a finite"
+        )
+        raise ValueError(
+            f"{name} must be {need}{' number' if 'number' not in need else ''}; got {value!r}"
+        )
 
 
 def _is_int(value: Any) -> bool:
@@ -1297,18 +1469,6 @@ def _is_int(value: Any) -> bool:
     if isinstance(value, tuple):
         return len(value) == 1 and _is_int(value[0])
     return isinstance(value, (int, np.integer)) and not isinstance(value, bool)
-
-
-def _positional(args: tuple, given: dict[str, Any], order: Sequence[str], where: str) -> dict[str, Any]:
-    """Place positional ``args`` by ``order``; a name given both ways is an error."""
-    if len(args) > len(order):
-        raise TypeError(f"{where}() takes at most {len(order)} positional arguments after the first; got {len(args)}")
-    defaults = _DEFAULTS[where]
-    for name, value in zip(order, args):
-        if given[name] is not defaults[name]:
-            raise TypeError(f"{where}() got two values for {name!r}")
-        given[name] = value
-    return given
 
 
 # ===========================================================================================
@@ -1354,21 +1514,24 @@ class _Evaluator:
     n_workers = 1
 
     def _setup(self, train_policy: Any, n_eval_episodes: int) -> None:
-        self.policy: ARSPolicy | None = _policy_of(train_policy)
+        self.set_policy(train_policy)
         if not _is_int(n_eval_episodes) or n_eval_episodes < 1:
-            raise ValueError(f"n_eval_episodes must be an integer of at least 1; got {n_eval_episodes!r}")
+            raise ValueError(
+                f"n_eval_episodes must be an integer of at least 1; got {n_eval_episodes!r}"
+            )
         self.n_eval_episodes = int(n_eval_episodes)
         self._seed, self._n_sends = int(np.random.randint(0, 2**31 - 1)), 0
         self._pending: tuple | None = None
         self._options: list[dict | None] = [None] * self.n_workers
-        self._visited = [RunningMeanStd((0,)) for _ in range(self.n_workers)]
         self._lock = threading.Lock()
 
     def _exclusive(self) -> Any:
         """One caller at a time: a second thread gets a clear error, not corrupted messages."""
         if not self._lock.acquire(blocking=False):
-            raise RuntimeError(f"this {type(self).__name__} is in use by another thread; "
-                               "give each thread its own evaluator")  # fmt: skip
+            raise RuntimeError(
+                f"this {type(self).__name__} is in use by another thread; "
+                "give each thread its own evaluator"
+            )
         return _Release(self._lock)
 
     def _record_visited(self, worker: int, result: Result) -> None:
@@ -1376,11 +1539,15 @@ class _Evaluator:
             self._visited[worker].combine(result.visited)
 
     def set_policy(self, policy: Any) -> None:
-        """Evaluate later ``send_jobs`` with ``policy`` (structure and statistics)."""
-        self.policy = _policy_of(policy)
+        """Evaluate later ``send_jobs`` with ``policy``'s structure and statistics (a copy:
+        :meth:`sync_obs_rms` changes the evaluator's, never the caller's)."""
+        policy = _policy_of(policy)
+        self.policy = None if policy is None else _structure(policy)
         self._visited = [RunningMeanStd((0,)) for _ in range(self.n_workers)]
 
-    def send_jobs(self, candidate_weights: Any, pop_size: int | None = None, episode_seeds: Any = None) -> None:
+    def send_jobs(
+        self, candidate_weights: Any, pop_size: int | None = None, episode_seeds: Any = None
+    ) -> None:
         """Queue the evaluation of the first ``pop_size`` rows of ``candidate_weights``.
 
         Parameters
@@ -1396,24 +1563,37 @@ class _Evaluator:
         if self.closed:
             raise RuntimeError(f"this {type(self).__name__} is closed")
         if self._pending is not None:
-            raise RuntimeError("send_jobs was called twice without get_results in between: "
-                               "call get_results() to collect the first jobs")  # fmt: skip
+            raise RuntimeError(
+                "send_jobs was called twice without get_results in between: "
+                "call get_results() to collect the first jobs"
+            )
         if self.policy is None:
-            raise ValueError(f"this {type(self).__name__} has no policy: pass train_policy, or set_policy()")
+            raise ValueError(
+                f"this {type(self).__name__} has no policy: pass train_policy, or set_policy()"
+            )
         weights = _as_array(candidate_weights)
         n = len(weights) if pop_size is None else int(pop_size)
-        if weights.ndim != 2 or weights.shape[1] != self.policy.n_params or not 0 < n <= len(weights):
-            raise ValueError(f"candidate_weights must have shape (>= pop_size, {self.policy.n_params}) "
-                             f"with pop_size >= 1; got {weights.shape} and pop_size={pop_size}")  # fmt: skip
+        if (
+            weights.ndim != 2
+            or weights.shape[1] != self.policy.n_params
+            or not 0 < n <= len(weights)
+        ):
+            raise ValueError(
+                f"candidate_weights must have shape (>= pop_size, {self.policy.n_params}) "
+                f"with pop_size >= 1; got {weights.shape} and pop_size={pop_size}"
+            )
         if episode_seeds is None:
-            episode_seeds = [[episode_seed(self._seed, self._n_sends, c, e) for e in range(self.n_eval_episodes)]
-                             for c in range(n)]  # fmt: skip
+            episode_seeds = [
+                [episode_seed(self._seed, self._n_sends, c, e) for e in range(self.n_eval_episodes)]
+                for c in range(n)
+            ]
         seeds = np.asarray(episode_seeds, dtype=np.uint64)
         if seeds.ndim != 2 or len(seeds) != n:
             raise ValueError(f"episode_seeds must have shape ({n}, n_episodes); got {seeds.shape}")
         self._n_sends += 1
-        it = Iteration(self.policy, self.policy.parameters_to_vector(), 0.0, 0, 0,
-                       track_obs=self.policy.obs_rms is not None)  # fmt: skip
+        it = Iteration(
+            self.policy, np.zeros(0), 0.0, 0, 0, track_obs=self.policy.obs_rms is not None
+        )
         self._pending = (it, [Job(c, 0, 1, seeds[c], weights[c]) for c in range(n)])
 
     def get_results(self) -> list[tuple[int, tuple[np.ndarray, np.ndarray]]]:
@@ -1483,13 +1663,17 @@ class InProcessEval(_Evaluator):
     n_eval_episodes : int
     """
 
-    def __init__(self, env: Any, train_policy: Any = None, n_eval_episodes: int = 1, missing: str = "an env"):
+    def __init__(
+        self, env: Any, train_policy: Any = None, n_eval_episodes: int = 1, missing: str = "an env"
+    ):
         if env is None:
             raise ValueError(f"no env to evaluate on: pass {missing}")
         self.env = make_env(env)
         self._setup(train_policy, n_eval_episodes)
 
-    def evaluate(self, it: Iteration, jobs: Sequence[Job], on_step: Any = None, record: bool = False) -> list[Result]:
+    def evaluate(
+        self, it: Iteration, jobs: Sequence[Job], on_step: Any = None, record: bool = False
+    ) -> list[Result]:
         """One Result per job, in job order.
 
         ``on_step`` is told about every env step; ``record`` adds the visited states to what
@@ -1537,7 +1721,9 @@ def _worker(remote: Any, parent_remote: Any, env_fn_bytes: bytes) -> None:
                 remote.send(("error", (job.candidate, traceback.format_exc())))
                 break
             if position == len(batch) or time.monotonic() - sent_at > RESULT_INTERVAL:
-                remote.send(("results", done))  # few messages per batch, yet regular news of progress
+                remote.send(
+                    ("results", done)
+                )  # few messages per batch, yet regular news of progress
                 done, sent_at = [], time.monotonic()
     env.close()
     remote.close()
@@ -1598,10 +1784,15 @@ class AsyncEval(_Evaluator):
     ...     model.learn(100_000, async_eval=async_eval)
     """
 
-    def __init__(self, envs_fn: Sequence[Callable[[], Any]], train_policy: Any = None,
-                 start_method: str | None = None, n_eval_episodes: int = 1,
-                 job_timeout: float = DEFAULT_JOB_TIMEOUT,
-                 start_timeout: float = DEFAULT_START_TIMEOUT):  # fmt: skip
+    def __init__(
+        self,
+        envs_fn: Sequence[Callable[[], Any]],
+        train_policy: Any = None,
+        start_method: str | None = None,
+        n_eval_episodes: int = 1,
+        job_timeout: float = DEFAULT_JOB_TIMEOUT,
+        start_timeout: float = DEFAULT_START_TIMEOUT,
+    ):
         if not envs_fn:
             raise ValueError("envs_fn must hold at least one env function (one per worker)")
         _check_float("job_timeout", job_timeout, positive=True)
@@ -1620,8 +1811,9 @@ class AsyncEval(_Evaluator):
         ctx = multiprocessing.get_context(start_method)
         for env_fn in envs_fn:
             remote, work_remote = ctx.Pipe()
-            process = ctx.Process(target=_worker, args=(work_remote, remote, cloudpickle.dumps(env_fn)),
-                                  daemon=True)  # fmt: skip
+            process = ctx.Process(
+                target=_worker, args=(work_remote, remote, cloudpickle.dumps(env_fn)), daemon=True
+            )
             process.start()
             work_remote.close()
             self.remotes.append(remote)
@@ -1640,16 +1832,22 @@ class AsyncEval(_Evaluator):
         try:
             while not remote.poll(min(0.2, max(deadline - time.monotonic(), 0.0))):
                 if not process.is_alive() and not remote.poll():
-                    raise self._fail(f"AsyncEval worker {i} (pid {process.pid}) died "
-                                     f"(exit code {process.exitcode}) while {doing}")  # fmt: skip
+                    raise self._fail(
+                        f"AsyncEval worker {i} (pid {process.pid}) died "
+                        f"(exit code {process.exitcode}) while {doing}"
+                    )
                 if time.monotonic() >= deadline:
-                    raise self._fail(f"AsyncEval worker {i} (pid {process.pid}) did not answer in time "
-                                     f"while {doing}")  # fmt: skip
+                    raise self._fail(
+                        f"AsyncEval worker {i} (pid {process.pid}) did not answer in time "
+                        f"while {doing}"
+                    )
             kind, payload = remote.recv()
         except (EOFError, OSError) as error:
             process.join(1.0)
-            raise self._fail(f"AsyncEval worker {i} (pid {process.pid}) died (exit code "
-                             f"{process.exitcode}) while {doing} ({error!r})") from error  # fmt: skip
+            raise self._fail(
+                f"AsyncEval worker {i} (pid {process.pid}) died (exit code "
+                f"{process.exitcode}) while {doing} ({error!r})"
+            ) from error
         if kind == "error":
             candidate, trace = payload
             what = doing if candidate is None else f"evaluating candidate {candidate}"
@@ -1660,8 +1858,9 @@ class AsyncEval(_Evaluator):
         try:
             self.remotes[i].send(message)
         except (OSError, ValueError) as error:
-            raise self._fail(f"AsyncEval worker {i} (pid {self.processes[i].pid}) cannot be reached "
-                             f"({error!r})") from error  # fmt: skip
+            raise self._fail(
+                f"AsyncEval worker {i} (pid {self.processes[i].pid}) cannot be reached ({error!r})"
+            ) from error
 
     def _deal(self, i: int, queue: collections.deque, it_bytes: bytes | None) -> None:
         size = batch_sizes(len(queue), self.n_workers)[0]
@@ -1674,13 +1873,17 @@ class AsyncEval(_Evaluator):
         """Collect and discard what an interrupted call left running in the workers."""
         for i, batch in enumerate(self._batches):
             while batch:
-                for _ in self._receive(i, "finishing an interrupted batch", time.monotonic() + self.job_timeout):
+                for _ in self._receive(
+                    i, "finishing an interrupted batch", time.monotonic() + self.job_timeout
+                ):
                     batch.popleft()
 
     closed = property(lambda self: not self._closer.alive, doc="Whether :meth:`close` was called.")
 
-    def evaluate(self, it: Iteration, jobs: Sequence[Job], on_step: Any = None, record: bool = False) -> list[Result]:
-        """One Result per job, in job order, whichever worker ran it (see InProcessEval.evaluate)."""
+    def evaluate(
+        self, it: Iteration, jobs: Sequence[Job], on_step: Any = None, record: bool = False
+    ) -> list[Result]:
+        """One Result per job, in job order, whoever ran it (see InProcessEval.evaluate)."""
         if self.closed:
             raise RuntimeError("this AsyncEval is closed")
         with self._exclusive():
@@ -1693,7 +1896,9 @@ class AsyncEval(_Evaluator):
                     sent[i] = True
             while len(results) < len(jobs):
                 i = self._next_ready()
-                for candidate, result in self._receive(i, "evaluating candidates", time.monotonic() + 1.0):
+                for candidate, result in self._receive(
+                    i, "evaluating candidates", time.monotonic() + 1.0
+                ):
                     self._batches[i].popleft()
                     results[candidate] = result
                     if record:
@@ -1722,7 +1927,8 @@ class AsyncEval(_Evaluator):
                 raise self._fail(
                     f"AsyncEval worker {late} (pid {self.processes[late].pid}) has not finished "
                     f"candidate {job.candidate} (env seeds {[int(s) for s in job.seeds]}) in "
-                    f"{self.job_timeout:g} s: is the env stuck? Pass a larger job_timeout for longer "
+                    f"{self.job_timeout:g} s: is the env stuck? Pass a larger job_timeout for "
+                    "longer "
                     "episodes."
                 )
 
@@ -1772,16 +1978,28 @@ class ExecutorEval(_Evaluator):
         terminated (a stuck env cannot be interrupted otherwise; the pool is then broken).
     """
 
-    def __init__(self, executor: Any, env_fn: Callable[[], Any] | str, train_policy: Any = None,
-                 n_eval_episodes: int = 1, jobs_per_task: int | None = None,
-                 n_workers: int | None = None, job_timeout: float = DEFAULT_JOB_TIMEOUT):  # fmt: skip
+    def __init__(
+        self,
+        executor: Any,
+        env_fn: Callable[[], Any] | str,
+        train_policy: Any = None,
+        n_eval_episodes: int = 1,
+        jobs_per_task: int | None = None,
+        n_workers: int | None = None,
+        job_timeout: float = DEFAULT_JOB_TIMEOUT,
+    ):
         _check_float("job_timeout", job_timeout, positive=True)
         if jobs_per_task is not None and (not _is_int(jobs_per_task) or jobs_per_task < 1):
-            raise ValueError(f"jobs_per_task must be a positive integer or None; got {jobs_per_task!r}")
-        self.executor, self.jobs_per_task, self.job_timeout = executor, jobs_per_task, float(job_timeout)
+            raise ValueError(
+                f"jobs_per_task must be a positive integer or None; got {jobs_per_task!r}"
+            )
+        self.executor, self.jobs_per_task, self.job_timeout = (
+            executor,
+            jobs_per_task,
+            float(job_timeout),
+        )
         self.n_workers = int(n_workers or _executor_workers(executor))
         self._setup(train_policy, n_eval_episodes)
-        self._visited = [RunningMeanStd((0,))]  # the executor's workers are not told apart
         self._env_fn_bytes = cloudpickle.dumps(env_fn)
         self.closed = False
 
@@ -1792,21 +2010,28 @@ class ExecutorEval(_Evaluator):
         self._options = [options] * self.n_workers
         return [None]
 
-    def evaluate(self, it: Iteration, jobs: Sequence[Job], on_step: Any = None, record: bool = False) -> list[Result]:
+    def evaluate(
+        self, it: Iteration, jobs: Sequence[Job], on_step: Any = None, record: bool = False
+    ) -> list[Result]:
         """One Result per job, in job order (see InProcessEval.evaluate)."""
         import concurrent.futures
 
         if self.closed:
             raise RuntimeError("this ExecutorEval is closed")
-        sizes = ([self.jobs_per_task] * -(-len(jobs) // self.jobs_per_task) if self.jobs_per_task
-                 else batch_sizes(len(jobs), self.n_workers))  # fmt: skip
+        sizes = (
+            [self.jobs_per_task] * -(-len(jobs) // self.jobs_per_task)
+            if self.jobs_per_task
+            else batch_sizes(len(jobs), self.n_workers)
+        )
         it_bytes, tasks, start = cloudpickle.dumps(it), {}, 0
         with self._exclusive():
             try:
                 for size in sizes:
                     chunk = list(jobs[start : start + size])
                     start += size
-                    future = self.executor.submit(_run_task, self._env_fn_bytes, it_bytes, chunk, self._options[0])
+                    future = self.executor.submit(
+                        _run_task, self._env_fn_bytes, it_bytes, chunk, self._options[0]
+                    )
                     tasks[future] = chunk
                 results = self._collect(tasks, concurrent.futures, record)
             except BaseException as error:
@@ -1820,12 +2045,15 @@ class ExecutorEval(_Evaluator):
         pending, results = set(tasks), {}
         while pending:
             timeout = self.job_timeout * max(len(tasks[f]) for f in pending)
-            done, pending = futures_module.wait(pending, timeout=timeout, return_when="FIRST_COMPLETED")
+            done, pending = futures_module.wait(
+                pending, timeout=timeout, return_when="FIRST_COMPLETED"
+            )
             if not done:
                 job = tasks[next(iter(pending))][0]
                 raise EvaluationTimeout(
                     f"no executor task finished in {timeout:g} s; still waiting for candidate "
-                    f"{job.candidate} (env seeds {[int(s) for s in job.seeds]}) among others: is an env "
+                    f"{job.candidate} (env seeds {[int(s) for s in job.seeds]}) among others: is "
+                    "an env "
                     "stuck, or are the workers gone? Pass a larger job_timeout for longer episodes."
                 )
             for future in done:
@@ -1833,8 +2061,10 @@ class ExecutorEval(_Evaluator):
                     out = future.result()
                 except BaseException as error:
                     job = tasks[future][0]
-                    raise RuntimeError(f"an executor task failed (candidates from {job.candidate}): "
-                                       f"{type(error).__name__}: {error}") from error  # fmt: skip
+                    raise RuntimeError(
+                        f"an executor task failed (candidates from {job.candidate}): "
+                        f"{type(error).__name__}: {error}"
+                    ) from error
                 for candidate, result in out:
                     results[candidate] = result
                     if record:
@@ -1873,7 +2103,9 @@ def _policy_of(policy: Any) -> ARSPolicy | None:
     """The ARSPolicy of a model or policy (None stays None)."""
     policy = getattr(policy, "policy", policy) if not isinstance(policy, ARSPolicy) else policy
     if policy is not None and not isinstance(policy, ARSPolicy):
-        raise TypeError(f"expected an ARSPolicy or an ARS model (model.policy); got {type(policy).__name__}")
+        raise TypeError(
+            f"expected an ARSPolicy or an ARS model (model.policy); got {type(policy).__name__}"
+        )
     return policy
 
 
@@ -1881,20 +2113,32 @@ def _as_rms(obs_rms: Any) -> RunningMeanStd:
     """ars's RunningMeanStd from one with ``mean``, ``var`` and ``count`` (SB3's, say)."""
     if isinstance(obs_rms, RunningMeanStd):
         return obs_rms
-    return RunningMeanStd.from_moments(np.asarray(obs_rms.mean, np.float64).reshape(-1),
-                                       np.asarray(obs_rms.var, np.float64).reshape(-1),
-                                       obs_rms.count)  # fmt: skip
+    return RunningMeanStd.from_moments(
+        np.asarray(obs_rms.mean, np.float64).reshape(-1),
+        np.asarray(obs_rms.var, np.float64).reshape(-1),
+        obs_rms.count,
+    )
 
 
 def _evaluate_candidates(model: ARS, candidate_weights: Any, callback: Any, async_eval: Any) -> Any:
     """The seed's ``ARS.evaluate_candidates``: shifted mean return of each row."""
     weights = _as_array(candidate_weights)
     if weights.ndim != 2 or weights.shape[1] != model.policy.n_params:
-        raise ValueError(f"candidate_weights must have shape (n_candidates, {model.policy.n_params}); "
-                         f"got {weights.shape}")  # fmt: skip
+        raise ValueError(
+            f"candidate_weights must have shape (n_candidates, {model.policy.n_params}); "
+            f"got {weights.shape}"
+        )
     evaluator = async_eval or InProcessEval(model.gym_env, missing="an env or an async_eval")
-    it = Iteration(model.policy, model.policy.parameters_to_vector(), 0.0, model.seed, model._n_updates,
-                   False, model.max_episode_steps, _obs_filter(model._vec_normalize))  # fmt: skip
+    it = Iteration(
+        model.policy,
+        model.policy.parameters_to_vector(),
+        0.0,
+        model.seed,
+        model._n_updates,
+        False,
+        model.max_episode_steps,
+        _obs_filter(model._vec_normalize),
+    )
     jobs = [Job(c, 0, 1, model._env_seeds(c), w) for c, w in enumerate(weights)]
     callbacks = callback if isinstance(callback, _Callbacks) else _Callbacks(callback, model)
     callbacks.on_rollout_start()
@@ -1909,10 +2153,22 @@ def _evaluate_candidates(model: ARS, candidate_weights: Any, callback: Any, asyn
 # -------------------------------------------------------------------------------------------
 
 # The columns of progress.csv known up front, so the file never needs a wider header.
-LOG_KEYS = ("rollout/ep_rew_mean", "rollout/ep_len_mean", "rollout/return_std", "train/iterations",
-            "train/delta_std", "train/learning_rate", "train/step_size", "eval/mean_reward",
-            "eval/std_reward", "eval/mean_ep_length", "eval/best_mean_reward", "time/fps",
-            "time/time_elapsed", "time/total_timesteps")  # fmt: skip
+LOG_KEYS = (
+    "rollout/ep_rew_mean",
+    "rollout/ep_len_mean",
+    "rollout/return_std",
+    "train/iterations",
+    "train/delta_std",
+    "train/learning_rate",
+    "train/step_size",
+    "eval/mean_reward",
+    "eval/std_reward",
+    "eval/mean_ep_length",
+    "eval/best_mean_reward",
+    "time/fps",
+    "time/time_elapsed",
+    "time/total_timesteps",
+)
 
 
 class Logger:
@@ -1929,7 +2185,9 @@ class Logger:
     tensorboard : bool
     """
 
-    def __init__(self, verbose: int = 0, folder: str | os.PathLike | None = None, tensorboard: bool = False):
+    def __init__(
+        self, verbose: int = 0, folder: str | os.PathLike | None = None, tensorboard: bool = False
+    ):
         self.verbose, self.values = verbose, {}
         self.dir = None if folder is None else Path(folder)
         self._columns: list[str] = []
@@ -1995,7 +2253,12 @@ def _table(values: dict[str, Any]) -> str:
         rows.append((f"{group}/", ""))
         for key in sorted(k for k in values if k.split("/")[0] == group):
             value = values[key]
-            rows.append(("    " + key.split("/", 1)[-1], f"{value:<.4g}" if isinstance(value, float) else str(value)))
+            rows.append(
+                (
+                    "    " + key.split("/", 1)[-1],
+                    f"{value:<.4g}" if isinstance(value, float) else str(value),
+                )
+            )
     width_k, width_v = max(len(k) for k, _ in rows), max(len(v) for _, v in rows)
     line = "-" * (width_k + width_v + 7)
     return "\n".join([line, *(f"| {k:<{width_k}} | {v:<{width_v}} |" for k, v in rows), line])
@@ -2025,8 +2288,11 @@ def _tensorboard_writer(folder: Path) -> Any:
             continue
     if not _TB_WARNED:
         _TB_WARNED.append(True)
-        warnings.warn("tensorboard_log: no TensorBoard writer is installed, so only progress.csv is "
-                      "written (pip install tensorboard)", stacklevel=4)  # fmt: skip
+        warnings.warn(
+            "tensorboard_log: no TensorBoard writer is installed, so only progress.csv is "
+            "written (pip install tensorboard)",
+            stacklevel=4,
+        )
     return None
 
 
@@ -2044,8 +2310,12 @@ def _log_dir(model: ARS, root_dir: Any, tb_log_name: str, reset: bool) -> Path |
 
 def _dump_logs(model: ARS) -> None:
     if model.ep_info_buffer:
-        model.logger.record("rollout/ep_rew_mean", float(np.mean([e["r"] for e in model.ep_info_buffer])))
-        model.logger.record("rollout/ep_len_mean", float(np.mean([e["l"] for e in model.ep_info_buffer])))
+        model.logger.record(
+            "rollout/ep_rew_mean", float(np.mean([e["r"] for e in model.ep_info_buffer]))
+        )
+        model.logger.record(
+            "rollout/ep_len_mean", float(np.mean([e["l"] for e in model.ep_info_buffer]))
+        )
     elapsed = max(time.perf_counter() - model._start_time, 1e-9)
     model.logger.record("time/fps", int((model.num_timesteps - model._start_steps) / elapsed))
     model.logger.record("time/time_elapsed", int(elapsed), exclude="tensorboard")
@@ -2069,13 +2339,21 @@ class _Callbacks:
     functions ``f(locals, globals)`` and ars's own callbacks after every iteration."""
 
     def __init__(self, callback: Any, model: ARS, progress_bar: bool = False):
-        items = [] if callback is None else list(callback) if isinstance(callback, (list, tuple)) else [callback]
+        items = (
+            []
+            if callback is None
+            else list(callback)
+            if isinstance(callback, (list, tuple))
+            else [callback]
+        )
         if progress_bar:
             items.append(_ProgressBar())
         for cb in items:
             if not (_is_sb3_callback(cb) or hasattr(cb, "on_iteration") or callable(cb)):
-                raise TypeError(f"callback must be a function f(locals, globals), an SB3 callback or "
-                                f"ars's EvalCallback; got {cb!r}")  # fmt: skip
+                raise TypeError(
+                    f"callback must be a function f(locals, globals), an SB3 callback or "
+                    f"ars's EvalCallback; got {cb!r}"
+                )
         self.model, self.items = model, items
         self.per_step = [cb for cb in items if _is_sb3_callback(cb)]
         for cb in items:
@@ -2113,10 +2391,23 @@ class _Callbacks:
                 keep_going &= cb(locals_, globals()) is not False
         return keep_going
 
+    def load_state_dict(self, states: dict[str, Any]) -> None:
+        """Restore :meth:`state_dict`."""
+        for cb in self.items:
+            if (
+                type(cb).__name__ in states
+                and hasattr(cb, "load_state_dict")
+                and not _is_sb3_callback(cb)
+            ):
+                cb.load_state_dict(states[type(cb).__name__])
+
     def state_dict(self) -> dict[str, Any]:
         """The state of the callbacks that have one, by class name (saved in checkpoints)."""
-        return {type(cb).__name__: cb.state_dict() for cb in self.items if hasattr(cb, "state_dict")
-                and not _is_sb3_callback(cb)}  # fmt: skip
+        return {
+            type(cb).__name__: cb.state_dict()
+            for cb in self.items
+            if hasattr(cb, "state_dict") and not _is_sb3_callback(cb)
+        }
 
 
 class _StepReporter:
@@ -2130,8 +2421,15 @@ class _StepReporter:
         obs, reward, terminated, truncated, info = transition
         self.model.num_timesteps += 1
         done = terminated or truncated
-        self._step({"actions": np.asarray(action)[None], "new_obs": np.asarray(obs)[None],
-                    "rewards": np.array([reward]), "dones": np.array([done]), "infos": [info]})  # fmt: skip
+        self._step(
+            {
+                "actions": np.asarray(action)[None],
+                "new_obs": np.asarray(obs)[None],
+                "rewards": np.array([reward]),
+                "dones": np.array([done]),
+                "infos": [info],
+            }
+        )
 
     def after(self, n_steps: int, n_workers: int) -> None:
         """After rollouts in worker processes, as sb3-contrib's AsyncEval does: one call per
@@ -2226,19 +2524,38 @@ class EvalCallback:
         seed: int = 0,
         best_model_name: str = "best_model.zip",
     ):
-        for name, value in (("n_eval_episodes", n_eval_episodes), ("eval_freq", eval_freq),
-                            ("eval_concurrency", eval_concurrency)):  # fmt: skip
+        for name, value in (
+            ("n_eval_episodes", n_eval_episodes),
+            ("eval_freq", eval_freq),
+            ("eval_concurrency", eval_concurrency),
+        ):
             if not _is_int(value) or value < 1:
                 raise ValueError(f"{name} must be an integer of at least 1; got {value!r}")
-        if eval_concurrency > 1 and isinstance(eval_env, gym.Env):
-            raise ValueError("eval_concurrency > 1 needs the eval env as an id or a function, to build it in each worker")
-        self.eval_env, self.eval_freq, self.n_eval_episodes = eval_env, int(eval_freq), int(n_eval_episodes)
-        self.callback_on_new_best, self.callback_after_eval = callback_on_new_best, callback_after_eval
+        if eval_concurrency > 1 and (isinstance(eval_env, gym.Env) or render):
+            raise ValueError(
+                "eval_concurrency > 1 needs the eval env as an id or a function, to build it in "
+                "each worker, and cannot render"
+            )
+        self.eval_env, self.eval_freq, self.n_eval_episodes = (
+            eval_env,
+            int(eval_freq),
+            int(n_eval_episodes),
+        )
+        self.callback_on_new_best, self.callback_after_eval = (
+            callback_on_new_best,
+            callback_after_eval,
+        )
         self.log_path = None if log_path is None else Path(log_path)
-        self.best_model_save_path = None if best_model_save_path is None else Path(best_model_save_path)
+        self.best_model_save_path = (
+            None if best_model_save_path is None else Path(best_model_save_path)
+        )
         self.best_model_name, self.render, self.verbose = best_model_name, render, verbose
-        self.deterministic, self.warn, self.eval_concurrency = deterministic, warn, int(eval_concurrency)
-        self.seeds = np.random.SeedSequence([seed, 1]).generate_state(self.n_eval_episodes)
+        self.deterministic, self.warn, self.eval_concurrency = (
+            deterministic,
+            warn,
+            int(eval_concurrency),
+        )
+        self.seeds = evaluation_seeds(seed, self.n_eval_episodes)
         self.evaluations: list[tuple[int, float, float, float]] = []
         self.evaluations_results: list[list[float]] = []
         self.evaluations_length: list[list[int]] = []
@@ -2250,7 +2567,11 @@ class EvalCallback:
         self.model = model
         if self._evaluator is None:
             if self.eval_concurrency > 1:
-                env_fn = self.eval_env if callable(self.eval_env) else functools.partial(make_env, self.eval_env)
+                env_fn = (
+                    self.eval_env
+                    if callable(self.eval_env)
+                    else functools.partial(make_env, self.eval_env)
+                )
                 self._evaluator = AsyncEval([env_fn] * self.eval_concurrency)
             else:
                 self._evaluator = InProcessEval(self.eval_env)
@@ -2275,8 +2596,16 @@ class EvalCallback:
         now = time.perf_counter()
         self._train_seconds += now - self._mark
         policy = self.model.policy
-        it = Iteration(policy, policy.parameters_to_vector(), 0.0, 0, 0, False, self.model.max_episode_steps,
-                       _obs_filter(self.model.get_vec_normalize_env()))  # fmt: skip
+        it = Iteration(
+            policy,
+            policy.parameters_to_vector(),
+            0.0,
+            0,
+            0,
+            False,
+            self.model.max_episode_steps,
+            _obs_filter(self.model.get_vec_normalize_env()),
+        )
         jobs = [Job(e, 0, 1, self.seeds[e : e + 1], it.theta) for e in range(self.n_eval_episodes)]
         if self.render:
             env = self._evaluator.env
@@ -2307,8 +2636,12 @@ class EvalCallback:
                 keep_going &= self.callback_on_new_best.on_step() is not False
         logger.record("eval/best_mean_reward", self.best_mean_reward)
         if self.verbose >= 1:
-            print(f"Eval num_timesteps={self.model.num_timesteps}, episode_reward={mean:.2f} +/- {std:.2f}, "
-                  f"best {self.best_mean_reward:.2f}", flush=True)  # fmt: skip
+            print(
+                f"Eval num_timesteps={self.model.num_timesteps}, episode_reward={mean:.2f} +/- "
+                f"{std:.2f}, "
+                f"best {self.best_mean_reward:.2f}",
+                flush=True,
+            )
         if self.callback_after_eval is not None:
             keep_going &= self.callback_after_eval.on_step() is not False
         self._mark = time.perf_counter()
@@ -2316,28 +2649,42 @@ class EvalCallback:
 
     def _write_log(self) -> None:
         self.log_path.mkdir(parents=True, exist_ok=True)
-        arrays = dict(timesteps=np.array([e[0] for e in self.evaluations]),
-                      results=np.array(self.evaluations_results), ep_lengths=np.array(self.evaluations_length))
+        arrays = dict(
+            timesteps=np.array([e[0] for e in self.evaluations]),
+            results=np.array(self.evaluations_results),
+            ep_lengths=np.array(self.evaluations_length),
+        )
         with _atomic_file(self.log_path / "evaluations.npz", "wb") as f:
             np.savez(f, **arrays)
 
     def state_dict(self) -> dict[str, Any]:
         """Plain data to resume the schedule and the best score exactly (checkpoints)."""
-        return dict(next=self._next, train_seconds=self._train_seconds, best_mean_reward=self.best_mean_reward,
-                    evaluations=self.evaluations, results=self.evaluations_results,
-                    lengths=self.evaluations_length)  # fmt: skip
+        return dict(
+            next=self._next,
+            train_seconds=self._train_seconds,
+            best_mean_reward=self.best_mean_reward,
+            evaluations=[list(e) for e in self.evaluations],
+            results=[list(r) for r in self.evaluations_results],
+            lengths=[list(n) for n in self.evaluations_length],
+        )
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         """Restore :meth:`state_dict` (from a checkpoint)."""
         self._next, self._train_seconds = int(state["next"]), float(state["train_seconds"])
         self.best_mean_reward = float(state["best_mean_reward"])
         self.evaluations = [tuple(e) for e in state["evaluations"]]
-        self.evaluations_results, self.evaluations_length = state["results"], state["lengths"]
+        self.evaluations_results = [list(r) for r in state["results"]]
+        self.evaluations_length = [list(n) for n in state["lengths"]]
 
     def on_training_end(self) -> None:
         if isinstance(self._evaluator, AsyncEval):
             self._evaluator.close()
             self._evaluator = None
+
+
+def evaluation_seeds(seed: int | None, n_episodes: int) -> np.ndarray:
+    """The env seeds of evaluation episodes: their own stream, never a training one's."""
+    return np.random.SeedSequence(None if seed is None else [seed, 1]).generate_state(n_episodes)
 
 
 def evaluate_policy(
@@ -2361,7 +2708,7 @@ def evaluate_policy(
     """
     policy = _policy_of(model)
     gym_env, _, vec_normalize = resolve_env(env)
-    seeds = np.random.SeedSequence(seed).generate_state(n_eval_episodes)
+    seeds = evaluation_seeds(seed, n_eval_episodes)
     act = policy.actor()
     if _obs_filter(vec_normalize) is not None:
         act = _obs_filter(vec_normalize).wrap(act)
@@ -2406,7 +2753,10 @@ SAVED_HPARAMS = {  # name: (type check, description); what a file may set
     "normalize_obs": (lambda v: isinstance(v, bool), "true or false"),
     "common_random_numbers": (lambda v: isinstance(v, bool), "true or false"),
     "normalization_samples": (lambda v: _is_int(v) and v >= 0, "an integer >= 0"),
-    "max_episode_steps": (lambda v: v is None or (_is_int(v) and v >= 1), "a positive integer or null"),
+    "max_episode_steps": (
+        lambda v: v is None or (_is_int(v) and v >= 1),
+        "a positive integer or null",
+    ),
     "seed": (lambda v: _is_int(v) and v >= 0, "an integer >= 0"),
 }
 
@@ -2431,7 +2781,9 @@ class _atomic_file:
 
     def __enter__(self) -> Any:
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd, self.tmp = tempfile.mkstemp(dir=self.path.parent, prefix=f".{self.path.name}.", suffix=".tmp")
+        fd, self.tmp = tempfile.mkstemp(
+            dir=self.path.parent, prefix=f".{self.path.name}.", suffix=".tmp"
+        )
         self.file = os.fdopen(fd, self.mode, **({"newline": ""} if "b" not in self.mode else {}))
         return self.file
 
@@ -2446,7 +2798,9 @@ class _atomic_file:
                 os.replace(self.tmp, self.path)
         except OSError as failure:
             Path(self.tmp).unlink(missing_ok=True)
-            raise OSError(failure.errno, f"could not write {self.path}: {failure.strerror}") from failure
+            raise OSError(
+                failure.errno, f"could not write {self.path}: {failure.strerror}"
+            ) from failure
         finally:
             if kind is not None:
                 Path(self.tmp).unlink(missing_ok=True)
@@ -2483,14 +2837,27 @@ def _space_to_json(space: spaces.Space) -> dict[str, Any]:
         flat = values.reshape(-1)
         return flat[0].item() if len(flat) and (flat == flat[0]).all() else values.tolist()
 
-    return {"type": "Box", "low": bound(space.low), "high": bound(space.high),
-            "shape": list(space.shape), "dtype": str(space.dtype)}  # fmt: skip
+    return {
+        "type": "Box",
+        "low": bound(space.low),
+        "high": bound(space.high),
+        "shape": list(space.shape),
+        "dtype": str(space.dtype),
+    }
 
 
 def _space_from_json(data: Any, where: str) -> spaces.Space:
     """A space from its JSON, checked: sizes before any array is built."""
-    if not isinstance(data, dict) or data.get("type") not in ("Box", "Discrete", "MultiDiscrete", "MultiBinary"):
-        raise ValueError(f"{where} must be a Box, Discrete, MultiDiscrete or MultiBinary space; got {data!r:.200}")
+    if not isinstance(data, dict) or data.get("type") not in (
+        "Box",
+        "Discrete",
+        "MultiDiscrete",
+        "MultiBinary",
+    ):
+        raise ValueError(
+            f"{where} must be a Box, Discrete, MultiDiscrete or MultiBinary space; got "
+            f"{data!r:.200}"
+        )
     try:
         if data["type"] == "Discrete":
             if not (_is_int(data["n"]) and data["n"] >= 1 and _is_int(data.get("start", 0))):
@@ -2498,14 +2865,22 @@ def _space_from_json(data: Any, where: str) -> spaces.Space:
             return spaces.Discrete(data["n"], start=data.get("start", 0))
         if data["type"] == "MultiBinary":
             n = data["n"]
-            if not (_is_int(n) and n >= 1 or isinstance(n, list) and n and all(_is_int(x) and x >= 1 for x in n)):
+            if not (
+                _is_int(n)
+                and n >= 1
+                or isinstance(n, list)
+                and n
+                and all(_is_int(x) and x >= 1 for x in n)
+            ):
                 raise ValueError("n must be positive integers")
             return spaces.MultiBinary(n)
         if data["type"] == "MultiDiscrete":
             nvec = data["nvec"]
             if not (isinstance(nvec, list) and len(nvec) <= MAX_ELEMENTS // 1000):
                 raise ValueError("nvec must be a list")
-            return spaces.MultiDiscrete(np.array(nvec, dtype=np.int64), start=np.array(data["start"], dtype=np.int64))
+            return spaces.MultiDiscrete(
+                np.array(nvec, dtype=np.int64), start=np.array(data["start"], dtype=np.int64)
+            )
         shape = data["shape"]
         if not (isinstance(shape, list) and all(_is_int(n) and n >= 0 for n in shape)):
             raise ValueError("shape must be a list of non-negative integers")
@@ -2518,7 +2893,9 @@ def _space_from_json(data: Any, where: str) -> spaces.Space:
         low, high = (_bounds(data[key], size, shape, dtype) for key in ("low", "high"))
         return spaces.Box(low, high, shape=tuple(shape), dtype=dtype)
     except (KeyError, TypeError, ValueError, OverflowError) as error:
-        raise ValueError(f"{where} is not a valid space ({type(error).__name__}: {error})") from error
+        raise ValueError(
+            f"{where} is not a valid space ({type(error).__name__}: {error})"
+        ) from error
 
 
 def _bounds(value: Any, size: int, shape: list[int], dtype: np.dtype) -> np.ndarray:
@@ -2537,43 +2914,73 @@ def _metadata(model: ARS, kind: str = "model") -> dict[str, Any]:
     config = policy.config()
     if is_linear:
         config = {k: config[k] for k in ("with_bias", "squash_output")}
-    meta = dict(format=FORMAT, format_version=FORMAT_VERSION, kind=kind, ars_version=__version__,
-                policy="LinearPolicy" if is_linear else "MlpPolicy", policy_kwargs=config,
-                observation_space=_space_to_json(policy.observation_space),
-                action_space=_space_to_json(policy.action_space),
-                system_info=_system_info())  # fmt: skip
+    meta = dict(
+        format=FORMAT,
+        format_version=FORMAT_VERSION,
+        kind=kind,
+        ars_version=__version__,
+        policy="LinearPolicy" if is_linear else "MlpPolicy",
+        policy_kwargs=config,
+        observation_space=_space_to_json(policy.observation_space),
+        action_space=_space_to_json(policy.action_space),
+        system_info=_system_info(),
+    )
     if kind == "policy":
         return meta
-    hparams = {k: getattr(model, k) for k in SAVED_HPARAMS if k not in ("learning_rate", "delta_std")}
-    hparams.update(learning_rate=model._schedule_value("learning_rate"),
-                   delta_std=model._schedule_value("delta_std"))  # fmt: skip
-    meta.update(hparams=hparams, env_id=model.env_id, num_timesteps=model.num_timesteps,
-                n_updates=model._n_updates,
-                schedules=[k for k in ("learning_rate", "delta_std") if callable(getattr(model, k))],
-                ep_info_buffer=[[e["r"], e["l"]] for e in model.ep_info_buffer])  # fmt: skip
+    hparams = {
+        k: getattr(model, k) for k in SAVED_HPARAMS if k not in ("learning_rate", "delta_std")
+    }
+    hparams.update(
+        learning_rate=model._schedule_value("learning_rate"),
+        delta_std=model._schedule_value("delta_std"),
+    )
+    meta.update(
+        hparams=hparams,
+        env_id=model.env_id,
+        num_timesteps=model.num_timesteps,
+        n_updates=model._n_updates,
+        schedules=[k for k in ("learning_rate", "delta_std") if callable(getattr(model, k))],
+        ep_info_buffer=[[e["r"], e["l"]] for e in model.ep_info_buffer],
+    )
     return meta
 
 
 def _system_info() -> dict[str, str]:
     import platform
 
-    return {"ars": __version__, "python": platform.python_version(), "numpy": np.__version__,
-            "gymnasium": gym.__version__, "os": platform.platform()}  # fmt: skip
+    return {
+        "ars": __version__,
+        "python": platform.python_version(),
+        "numpy": np.__version__,
+        "gymnasium": gym.__version__,
+        "os": platform.platform(),
+    }
 
 
 def _policy_arrays(policy: ARSPolicy) -> dict[str, np.ndarray]:
     arrays = {"parameters": policy.parameters_to_vector()}
     if policy.obs_rms is not None:
         rms = policy.obs_rms
-        arrays.update(obs_rms_mean=rms.mean.copy(), obs_rms_var=rms.var.copy(), obs_rms_count=np.array(rms.count))
+        arrays.update(
+            obs_rms_mean=rms.mean.copy(),
+            obs_rms_var=rms.var.copy(),
+            obs_rms_count=np.array(rms.count),
+        )
     return arrays
 
 
-def save_model(model: ARS, path: Any, exclude: Sequence[str] | None = None,
-               include: Sequence[str] | None = None, callbacks: Any = None) -> Path | None:  # fmt: skip
+def save_model(
+    model: ARS,
+    path: Any,
+    exclude: Sequence[str] | None = None,
+    include: Sequence[str] | None = None,
+    callbacks: Any = None,
+) -> Path | None:
     """Write ``model`` as plain arrays and JSON; see :meth:`ARS.save`."""
     if model.policy is None:
-        raise ValueError("the model has no policy to save yet: give it an env, or learn(..., env=...)")
+        raise ValueError(
+            "the model has no policy to save yet: give it an env, or learn(..., env=...)"
+        )
     meta = _metadata(model)
     for name in exclude or ():
         if name == "ep_info_buffer":
@@ -2584,7 +2991,9 @@ def save_model(model: ARS, path: Any, exclude: Sequence[str] | None = None,
         try:
             json.dumps(value)
         except TypeError:
-            raise ValueError(f"include={name!r}: {type(value).__name__} is not plain data (JSON)") from None
+            raise ValueError(
+                f"include={name!r}: {type(value).__name__} is not plain data (JSON)"
+            ) from None
         included[name] = value
     if included:
         meta["included"] = included
@@ -2600,7 +3009,9 @@ def write_checkpoint(model: ARS, path: Path, callbacks: _Callbacks) -> None:
 
 
 def _save_policy(policy: ARSPolicy, path: Any) -> None:
-    arrays = dict(_policy_arrays(policy), metadata=np.array(json.dumps(_metadata(policy, "policy"))))
+    arrays = dict(
+        _policy_arrays(policy), metadata=np.array(json.dumps(_metadata(policy, "policy")))
+    )
     _write_npz(path, arrays)
 
 
@@ -2610,7 +3021,9 @@ def _open_source(source: Any) -> tuple[Any, str]:
         return source, getattr(source, "name", "the given file object")
     path = Path(source)
     if not path.exists() and not path.suffix:
-        path = next((p for p in (path.with_suffix(".zip"), path.with_suffix(".npz")) if p.exists()), path)
+        path = next(
+            (p for p in (path.with_suffix(".zip"), path.with_suffix(".npz")) if p.exists()), path
+        )
     if not path.exists():
         raise FileNotFoundError(f"no model file at {path}")
     return path.open("rb"), str(path)
@@ -2634,13 +3047,19 @@ def _npy(data: bytes, shape: tuple[int, ...], kinds: str, where: str, name: str)
         version = np.lib.format.read_magic(f)
         if version not in ((1, 0), (2, 0)):
             raise ValueError(f"npy format {version}")
-        read_header = np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
+        read_header = (
+            np.lib.format.read_array_header_1_0
+            if version == (1, 0)
+            else np.lib.format.read_array_header_2_0
+        )
         found, _, dtype = read_header(f)
     except (ValueError, TypeError, SyntaxError, EOFError) as error:
         raise ValueError(f"{where}: {name} is not a valid array ({error})") from error
     if dtype.hasobject or dtype.kind not in kinds or found != shape:
-        raise ValueError(f"{where}: {name} holds {found} of {dtype}; expected {shape} of kind {kinds!r} "
-                         "(object arrays are never loaded)")  # fmt: skip
+        raise ValueError(
+            f"{where}: {name} holds {found} of {dtype}; expected {shape} of kind {kinds!r} "
+            "(object arrays are never loaded)"
+        )
     if math.prod(found) * dtype.itemsize > len(data):
         raise ValueError(f"{where}: {name} is truncated")
     f.seek(0)
@@ -2657,20 +3076,32 @@ def read_model_file(source: Any) -> tuple[dict[str, Any], dict[str, np.ndarray]]
             names = set(archive.namelist())
             if {"data", "policy.pth"} <= names:
                 return _read_sb3_zip(archive, where)
-            allowed = {"metadata.npy", "parameters.npy", "obs_rms_mean.npy", "obs_rms_var.npy", "obs_rms_count.npy"}
+            allowed = {
+                "metadata.npy",
+                "parameters.npy",
+                "obs_rms_mean.npy",
+                "obs_rms_var.npy",
+                "obs_rms_count.npy",
+            }
             if "metadata.npy" not in names or names - allowed:
-                raise ValueError(f"{where} is a zip archive but not a model written by ars or sb3-contrib "
-                                 f"(members: {sorted(names)[:8]})")  # fmt: skip
+                raise ValueError(
+                    f"{where} is a zip archive but not a model written by ars or sb3-contrib "
+                    f"(members: {sorted(names)[:8]})"
+                )
             meta = _read_metadata(archive, where)
             return meta, _read_arrays(archive, names, meta, where)
     except zipfile.BadZipFile as error:
-        raise ValueError(f"{where} is not a readable ars model file ({error}); is it truncated, or "
-                         "written by another program?") from error  # fmt: skip
+        raise ValueError(
+            f"{where} is not a readable ars model file ({error}); is it truncated, or "
+            "written by another program?"
+        ) from error
     except (OSError, EOFError, zlib.error, json.JSONDecodeError, UnicodeDecodeError) as error:
         if isinstance(error, FileNotFoundError):
             raise
-        raise ValueError(f"{where} is not a readable ars model file ({type(error).__name__}: {error}); "
-                         "is it truncated, or written by another program?") from error  # fmt: skip
+        raise ValueError(
+            f"{where} is not a readable ars model file ({type(error).__name__}: {error}); "
+            "is it truncated, or written by another program?"
+        ) from error
     finally:
         if not hasattr(source, "read"):
             f.close()
@@ -2683,7 +3114,9 @@ def _read_metadata(archive: zipfile.ZipFile, where: str) -> dict[str, Any]:
         raise ValueError(f"{where} is an .npz file but not one written by ars (ARS.save)")
     version = meta.get("format_version")
     if not _is_int(version) or version > FORMAT_VERSION:
-        raise ValueError(f"{where} was written by a newer ars (format {version}); upgrade ars to load it")
+        raise ValueError(
+            f"{where} was written by a newer ars (format {version}); upgrade ars to load it"
+        )
     _check_metadata(meta, where)
     return meta
 
@@ -2693,22 +3126,39 @@ def _check_metadata(meta: dict[str, Any], where: str) -> None:
 
     def need(ok: bool, field: str, what: str) -> None:
         if not ok:
-            raise ValueError(f"{where}: metadata field {field!r} must be {what}; got {meta.get(field)!r:.200}")
+            raise ValueError(
+                f"{where}: metadata field {field!r} must be {what}; got {meta.get(field)!r:.200}"
+            )
 
     kind = meta.setdefault("kind", "model")
     need(kind in ("model", "policy"), "kind", '"model" or "policy"')
     need(meta.get("policy") in POLICY_ALIASES, "policy", f"one of {list(POLICY_ALIASES)}")
     kwargs = meta.get("policy_kwargs")
-    need(isinstance(kwargs, dict) and set(kwargs) <= {"net_arch", "activation_fn", "with_bias", "squash_output"},
-         "policy_kwargs", "a dict of net_arch, activation_fn, with_bias, squash_output")  # fmt: skip
+    need(
+        isinstance(kwargs, dict)
+        and set(kwargs) <= {"net_arch", "activation_fn", "with_bias", "squash_output"},
+        "policy_kwargs",
+        "a dict of net_arch, activation_fn, with_bias, squash_output",
+    )
     arch = kwargs.get("net_arch", [])
-    need(isinstance(arch, list) and all(_is_int(n) and 1 <= n <= MAX_ELEMENTS for n in arch), "policy_kwargs",
-         "a dict whose net_arch is a list of positive integers")  # fmt: skip
-    need(all(isinstance(kwargs.get(k, True), bool) for k in ("with_bias", "squash_output")), "policy_kwargs",
-         "a dict whose with_bias and squash_output are true or false")  # fmt: skip
-    need(kwargs.get("activation_fn", "relu") in ACTIVATIONS, "policy_kwargs",
-         f"a dict whose activation_fn is one of {sorted(ACTIVATIONS)}")  # fmt: skip
-    meta["observation_space"] = _space_from_json(meta.get("observation_space"), f"{where}: observation_space")
+    need(
+        isinstance(arch, list) and all(_is_int(n) and 1 <= n <= MAX_ELEMENTS for n in arch),
+        "policy_kwargs",
+        "a dict whose net_arch is a list of positive integers",
+    )
+    need(
+        all(isinstance(kwargs.get(k, True), bool) for k in ("with_bias", "squash_output")),
+        "policy_kwargs",
+        "a dict whose with_bias and squash_output are true or false",
+    )
+    need(
+        kwargs.get("activation_fn", "relu") in ACTIVATIONS,
+        "policy_kwargs",
+        f"a dict whose activation_fn is one of {sorted(ACTIVATIONS)}",
+    )
+    meta["observation_space"] = _space_from_json(
+        meta.get("observation_space"), f"{where}: observation_space"
+    )
     meta["action_space"] = _space_from_json(meta.get("action_space"), f"{where}: action_space")
     if kind == "policy":
         return
@@ -2722,17 +3172,34 @@ def _check_metadata(meta: dict[str, Any], where: str) -> None:
             raise ValueError(f"{where}: hparams {name!r} must be {what}; got {value!r:.200}")
     for field in ("num_timesteps", "n_updates"):
         need(_is_int(meta.get(field)) and meta[field] >= 0, field, "an integer >= 0")
-    need(meta.get("env_id") is None or isinstance(meta["env_id"], str), "env_id", "a string or null")
+    need(
+        meta.get("env_id") is None or isinstance(meta["env_id"], str), "env_id", "a string or null"
+    )
     schedules = meta.get("schedules", [])
-    need(isinstance(schedules, list) and set(schedules) <= {"learning_rate", "delta_std"}, "schedules",
-         "a list of learning_rate, delta_std")  # fmt: skip
+    need(
+        isinstance(schedules, list) and set(schedules) <= {"learning_rate", "delta_std"},
+        "schedules",
+        "a list of learning_rate, delta_std",
+    )
     episodes = meta.get("ep_info_buffer", [])
-    need(isinstance(episodes, list) and all(isinstance(e, list) and len(e) == 2 and _is_number(e[0])
-         and _is_int(e[1]) for e in episodes), "ep_info_buffer", "a list of [return, length]")  # fmt: skip
+    need(
+        isinstance(episodes, list)
+        and all(
+            isinstance(e, list) and len(e) == 2 and _is_number(e[0]) and _is_int(e[1])
+            for e in episodes
+        ),
+        "ep_info_buffer",
+        "a list of [return, length]",
+    )
     need(isinstance(meta.get("callbacks", {}), dict), "callbacks", "a dict")
     included = meta.get("included", {})
-    need(isinstance(included, dict) and not set(included) & set(HPARAMS) and all(str(k).isidentifier()
-         and not str(k).startswith("_") for k in included), "included", "a dict of public extra attributes")
+    need(
+        isinstance(included, dict)
+        and not set(included) & set(HPARAMS)
+        and all(str(k).isidentifier() and not str(k).startswith("_") for k in included),
+        "included",
+        "a dict of public extra attributes",
+    )
 
 
 def _n_params(meta: dict[str, Any]) -> int:
@@ -2746,30 +3213,43 @@ def _n_params(meta: dict[str, Any]) -> int:
     return sum(o * i + (o if bias else 0) for i, o in zip(sizes[:-1], sizes[1:]))
 
 
-def _read_arrays(archive: zipfile.ZipFile, names: set[str], meta: dict, where: str) -> dict[str, np.ndarray]:
+def _read_arrays(
+    archive: zipfile.ZipFile, names: set[str], meta: dict, where: str
+) -> dict[str, np.ndarray]:
     n_params, obs_dim = _n_params(meta), spaces.flatdim(meta["observation_space"])
     if n_params > MAX_ELEMENTS:
         raise ValueError(f"{where}: the metadata describes a policy of {n_params:,} parameters")
     expected = {"parameters": ((n_params,), "f")}
     if "obs_rms_mean.npy" in names:
-        expected.update(obs_rms_mean=((obs_dim,), "f"), obs_rms_var=((obs_dim,), "f"), obs_rms_count=((), "iu"))
+        expected.update(
+            obs_rms_mean=((obs_dim,), "f"), obs_rms_var=((obs_dim,), "f"), obs_rms_count=((), "iu")
+        )
     if {f"{k}.npy" for k in expected} != names - {"metadata.npy"}:
-        raise ValueError(f"{where}: expected the arrays {sorted(expected)}; the file holds "
-                         f"{sorted(n[:-4] for n in names - {'metadata.npy'})}")  # fmt: skip
+        raise ValueError(
+            f"{where}: expected the arrays {sorted(expected)}; the file holds "
+            f"{sorted(n[:-4] for n in names - {'metadata.npy'})}"
+        )
     arrays = {}
     for name, (shape, kinds) in expected.items():
         data = _read_member(archive, f"{name}.npy", 8 * math.prod(shape) + 4096, where)
         arrays[name] = _npy(data, shape, kinds, where, name)
     if "obs_rms_var" in arrays:
-        if not (np.isfinite(arrays["obs_rms_mean"]).all() and np.isfinite(arrays["obs_rms_var"]).all()
-                and (arrays["obs_rms_var"] >= 0).all() and int(arrays["obs_rms_count"]) >= 0):  # fmt: skip
-            raise ValueError(f"{where}: the observation statistics must be finite, with variances and "
-                             "a count >= 0")  # fmt: skip
+        if not (
+            np.isfinite(arrays["obs_rms_mean"]).all()
+            and np.isfinite(arrays["obs_rms_var"]).all()
+            and (arrays["obs_rms_var"] >= 0).all()
+            and int(arrays["obs_rms_count"]) >= 0
+        ):
+            raise ValueError(
+                f"{where}: the observation statistics must be finite, with variances and "
+                "a count >= 0"
+            )
     return arrays
 
 
-def load_model(cls: type, path: Any, env: Any, device: Any, overrides: dict[str, Any],
-               print_system_info: bool) -> ARS:  # fmt: skip
+def load_model(
+    cls: type, path: Any, env: Any, device: Any, overrides: dict[str, Any], print_system_info: bool
+) -> ARS:
     """See :meth:`ARS.load`."""
     meta, arrays = read_model_file(path)
     if meta["kind"] != "model":
@@ -2782,8 +3262,11 @@ def load_model(cls: type, path: Any, env: Any, device: Any, overrides: dict[str,
     hparams = {**meta["hparams"], **overrides}
     for name in meta.get("schedules", []):
         if name not in overrides:
-            warnings.warn(f"{path}: {name} was a schedule, saved as its last value {hparams[name]}; pass "
-                          f"{name}= to ARS.load to restore it", stacklevel=3)  # fmt: skip
+            warnings.warn(
+                f"{path}: {name} was a schedule, saved as its last value {hparams[name]}; pass "
+                f"{name}= to ARS.load to restore it",
+                stacklevel=3,
+            )
     policy_kwargs = hparams.pop("policy_kwargs", meta["policy_kwargs"])
     model = cls(meta["policy"], policy_kwargs=policy_kwargs, _init_setup_model=False, **hparams)
     model.device = device
@@ -2792,7 +3275,9 @@ def load_model(cls: type, path: Any, env: Any, device: Any, overrides: dict[str,
     model._setup_model()
     _load_arrays(model.policy, arrays, str(path))
     model.num_timesteps, model._n_updates = meta["num_timesteps"], meta["n_updates"]
-    model.ep_info_buffer.extend({"r": float(r), "l": int(n)} for r, n in meta.get("ep_info_buffer", []))
+    model.ep_info_buffer.extend(
+        {"r": float(r), "l": int(n)} for r, n in meta.get("ep_info_buffer", [])
+    )
     for name, value in meta.get("included", {}).items():
         setattr(model, name, value)
     if env is not None:
@@ -2803,9 +3288,11 @@ def load_model(cls: type, path: Any, env: Any, device: Any, overrides: dict[str,
 def _load_arrays(policy: ARSPolicy, arrays: dict[str, np.ndarray], where: str) -> None:
     policy.load_from_vector(arrays["parameters"].astype(np.float64))
     if "obs_rms_mean" in arrays:
-        policy.obs_rms = RunningMeanStd.from_moments(arrays["obs_rms_mean"].astype(np.float64),
-                                                     arrays["obs_rms_var"].astype(np.float64),
-                                                     int(arrays["obs_rms_count"]))  # fmt: skip
+        policy.obs_rms = RunningMeanStd.from_moments(
+            arrays["obs_rms_mean"].astype(np.float64),
+            arrays["obs_rms_var"].astype(np.float64),
+            int(arrays["obs_rms_count"]),
+        )
     elif policy.obs_rms is not None:
         raise ValueError(f"{where}: a V2 (normalize_obs) model needs its observation statistics")
 
@@ -2850,16 +3337,22 @@ def unwrap_vec_env(venv: Any) -> tuple[gym.Env, Any]:
         if name == "VecNormalize":
             vec_normalize = vec_normalize or layer
         elif name != "VecMonitor":
-            raise ValueError(f"ARS cannot see through {name}: give it the env, a DummyVecEnv, or VecNormalize "
-                             "or VecMonitor around one")  # fmt: skip
+            raise ValueError(
+                f"ARS cannot see through {name}: give it the env, a DummyVecEnv, or VecNormalize "
+                "or VecMonitor around one"
+            )
         layer = layer.venv
     if not hasattr(layer, "envs"):
-        raise ValueError(f"{type(layer).__name__} runs its envs in other processes; ARS steps one env here. "
-                         "Pass a DummyVecEnv (make_vec_env(..., n_envs=1)); for parallel rollouts use "
-                         "AsyncEval")  # fmt: skip
+        raise ValueError(
+            f"{type(layer).__name__} runs its envs in other processes; ARS steps one env here. "
+            "Pass a DummyVecEnv (make_vec_env(..., n_envs=1)); for parallel rollouts use "
+            "AsyncEval"
+        )
     if layer.num_envs != 1:
-        raise ValueError(f"the VecEnv holds {layer.num_envs} envs; ARS steps one (n_envs=1). For parallel "
-                         "rollouts, use AsyncEval with one env function per worker")  # fmt: skip
+        raise ValueError(
+            f"the VecEnv holds {layer.num_envs} envs; ARS steps one (n_envs=1). For parallel "
+            "rollouts, use AsyncEval with one env function per worker"
+        )
     return layer.envs[0], vec_normalize
 
 
@@ -2891,7 +3384,9 @@ def _obs_filter(vec_normalize: Any) -> _VecNormalizeFilter | None:
     if vec_normalize is None or not vec_normalize.norm_obs:
         return None
     rms = vec_normalize.obs_rms
-    return _VecNormalizeFilter(np.array(rms.mean), np.array(rms.var), vec_normalize.epsilon, vec_normalize.clip_obs)
+    return _VecNormalizeFilter(
+        np.array(rms.mean), np.array(rms.var), vec_normalize.epsilon, vec_normalize.clip_obs
+    )
 
 
 def _filters(vec_normalize: Any) -> bool:
@@ -2907,7 +3402,9 @@ def _update_vec_normalize(vec_normalize: Any, visited: Sequence[RunningMeanStd |
         shape = np.shape(vec_normalize.obs_rms.mean)
         for rms in visited:
             if rms is not None and rms.count:
-                vec_normalize.obs_rms.update_from_moments(rms.mean.reshape(shape), rms.var.reshape(shape), rms.count)
+                vec_normalize.obs_rms.update_from_moments(
+                    rms.mean.reshape(shape), rms.var.reshape(shape), rms.count
+                )
 
 
 def _copy_vec_normalize(vec_normalize: Any) -> Any:
@@ -2926,7 +3423,11 @@ class _VecEnvView:
     num_envs = 1
 
     def __init__(self, env: gym.Env):
-        self.envs, self.observation_space, self.action_space = [env], env.observation_space, env.action_space
+        self.envs, self.observation_space, self.action_space = (
+            [env],
+            env.observation_space,
+            env.action_space,
+        )
         self._seed: int | None = None
 
     def reset(self) -> np.ndarray:
@@ -2941,7 +3442,12 @@ class _VecEnvView:
         if terminated or truncated:
             info["terminal_observation"] = obs
             obs, _ = self.envs[0].reset()
-        return np.asarray(obs)[None], np.array([reward], np.float32), np.array([terminated or truncated]), [info]
+        return (
+            np.asarray(obs)[None],
+            np.array([reward], np.float32),
+            np.array([terminated or truncated]),
+            [info],
+        )
 
     def step_async(self, actions: Any) -> None:
         self._actions = actions
@@ -3033,8 +3539,10 @@ def _check_device(device: Any) -> None:
     kind = str(getattr(device, "type", device)).split(":")[0]
     if kind not in ("cpu", "auto") and not _DEVICE_WARNED:
         _DEVICE_WARNED.append(True)
-        warnings.warn(f"device={device!r}: ars computes with NumPy on the CPU, so it uses the CPU",
-                      stacklevel=4)  # fmt: skip
+        warnings.warn(
+            f"device={device!r}: ars computes with NumPy on the CPU, so it uses the CPU",
+            stacklevel=4,
+        )
 
 
 def _policy_to_torch(policy: ARSPolicy) -> Any:
@@ -3045,15 +3553,20 @@ def _policy_to_torch(policy: ARSPolicy) -> Any:
     nn, modules = torch.nn, []
     layers = policy.layers()
     for i, (weight, bias) in enumerate(layers):
-        linear = nn.Linear(weight.shape[1], weight.shape[0], bias=bias is not None, dtype=torch.float64)
+        linear = nn.Linear(
+            weight.shape[1], weight.shape[0], bias=bias is not None, dtype=torch.float64
+        )
         with torch.no_grad():
             linear.weight.copy_(torch.from_numpy(weight))
             if bias is not None:
                 linear.bias.copy_(torch.from_numpy(bias))
         modules.append(linear)
         if i < len(layers) - 1:
-            modules.append({"relu": nn.ReLU, "tanh": nn.Tanh, "sigmoid": nn.Sigmoid,
-                            "identity": nn.Identity}[policy.activation_fn]())  # fmt: skip
+            modules.append(
+                {"relu": nn.ReLU, "tanh": nn.Tanh, "sigmoid": nn.Sigmoid, "identity": nn.Identity}[
+                    policy.activation_fn
+                ]()
+            )
 
     class TorchARSPolicy(nn.Module):
         """The ARS policy as a torch module: observations in, actions out."""
@@ -3080,6 +3593,91 @@ def _policy_to_torch(policy: ARSPolicy) -> Any:
     return TorchARSPolicy()
 
 
+# -- the positional orders of lit_sb3 and sb3-contrib -----------------------------------------
+
+# Positional parameters after ``policy``: the seed's order and sb3-contrib's (which adds env).
+SEED_ORDER = (
+    "n_delta",
+    "n_top",
+    "learning_rate",
+    "delta_std",
+    "zero_policy",
+    "alive_bonus_offset",
+    "n_eval_episodes",
+    "policy_kwargs",
+    "stats_window_size",
+    "seed",
+    "verbose",
+    "device",
+    "_init_setup_model",
+)
+SB3_ORDER = ("env", *SEED_ORDER[:9], "tensorboard_log", *SEED_ORDER[9:])
+
+
+LEARN_SEED_ORDER = (
+    "env",
+    "callback",
+    "log_every_n_steps",
+    "tb_log_name",
+    "reset_num_timesteps",
+    "async_eval",
+    "progress_bar",
+    "default_root_dir",
+)
+LEARN_SB3_ORDER = (
+    "callback",
+    "log_interval",
+    "tb_log_name",
+    "reset_num_timesteps",
+    "async_eval",
+    "progress_bar",
+)
+_DEFAULTS = {  # the keyword parameters of ARS() and learn(), with their defaults
+    name: {
+        p.name: p.default
+        for p in inspect.signature(fn).parameters.values()
+        if p.kind == p.KEYWORD_ONLY
+    }
+    for name, fn in (("ARS", ARS.__init__), ("learn", ARS.learn))
+}
+
+
+def _looks_like_env(args: tuple) -> bool:
+    """Whether ``learn``'s positional arguments start with an env (the seed's order)."""
+    if not args:
+        return False
+    value = args[0]
+    if value is None:  # both orders have None there; sb3-contrib's has an int next
+        return not _is_int(args[1:2])
+    if isinstance(value, (str, gym.Env)) or _is_vec_env(value):
+        return True
+    if callable(value) and not _is_sb3_callback(value) and not hasattr(value, "on_iteration"):
+        try:  # an env factory takes no argument; a callback function takes (locals, globals)
+            return len(inspect.signature(value).parameters) == 0
+        except (TypeError, ValueError):
+            return False
+    return False
+
+
+def _arguments(given: dict[str, Any], where: str, order: Sequence[str]) -> Any:
+    """The parameters of ``ARS()`` or ``learn()`` by name, the positional ones placed by ``order``.
+
+    ``given`` is the function's ``locals()``; a parameter given both ways is an error.
+    """
+    args, defaults = given["args"], _DEFAULTS[where]
+    values = {k: v for k, v in given.items() if k in defaults}
+    if len(args) > len(order):
+        raise TypeError(
+            f"{where}() takes at most {len(order)} positional arguments after the "
+            f"first; got {len(args)}"
+        )
+    for name, value in zip(order, args):
+        if values[name] is not defaults[name]:
+            raise TypeError(f"{where}() got two values for {name!r}")
+        values[name] = value
+    return types.SimpleNamespace(**values)
+
+
 # -- parameters under sb3-contrib's names ---------------------------------------------------------
 
 
@@ -3087,14 +3685,21 @@ def _policy_state_dict(policy: ARSPolicy) -> dict[str, np.ndarray]:
     """``action_net.<2i>.weight`` and ``.bias`` per layer (torch's layout), plus V2's statistics."""
     state, start = {}, 0
     for i, (out, inp) in enumerate(policy.layer_shapes):
-        state[f"action_net.{2 * i}.weight"] = policy._theta[start : start + out * inp].reshape(out, inp).copy()
+        state[f"action_net.{2 * i}.weight"] = (
+            policy._theta[start : start + out * inp].reshape(out, inp).copy()
+        )
         start += out * inp
         if policy.with_bias:
             state[f"action_net.{2 * i}.bias"] = policy._theta[start : start + out].copy()
             start += out
     if policy.obs_rms is not None:
-        state.update({"obs_rms.mean": policy.obs_rms.mean.copy(), "obs_rms.var": policy.obs_rms.var.copy(),
-                      "obs_rms.count": np.array(policy.obs_rms.count)})  # fmt: skip
+        state.update(
+            {
+                "obs_rms.mean": policy.obs_rms.mean.copy(),
+                "obs_rms.var": policy.obs_rms.var.copy(),
+                "obs_rms.count": np.array(policy.obs_rms.count),
+            }
+        )
     return state
 
 
@@ -3108,24 +3713,36 @@ def _load_policy_state_dict(policy: ARSPolicy, state_dict: dict[str, Any], stric
     expected = _policy_state_dict(policy)
     unknown, missing = sorted(set(given) - set(expected)), sorted(set(expected) - set(given))
     if unknown or (strict and missing):
-        raise ValueError(f"parameters do not match the policy: unknown {unknown}, missing {missing if strict else []}; "
-                         f"expected {sorted(expected)}")  # fmt: skip
+        raise ValueError(
+            f"parameters do not match the policy: unknown {unknown}, missing "
+            f"{missing if strict else []}; "
+            f"expected {sorted(expected)}"
+        )
     for key, value in given.items():
         if value.shape != expected[key].shape:
-            raise ValueError(f"parameter {key!r} has shape {value.shape}, the policy expects {expected[key].shape}")
+            raise ValueError(
+                f"parameter {key!r} has shape {value.shape}, the policy expects "
+                f"{expected[key].shape}"
+            )
         if value.dtype.kind not in "fiub" or not np.isfinite(value.astype(np.float64)).all():
             raise ValueError(f"parameter {key!r} must hold finite numbers")
     if "obs_rms.var" in given and (given["obs_rms.var"] < 0).any():
         raise ValueError("obs_rms.var must be >= 0")
-    if "obs_rms.count" in given and (int(given["obs_rms.count"]) < 0 or given["obs_rms.count"] % 1 != 0):
+    if "obs_rms.count" in given and (
+        int(given["obs_rms.count"]) < 0 or given["obs_rms.count"] % 1 != 0
+    ):
         raise ValueError("obs_rms.count must be a whole number >= 0")
     merged = {**expected, **given}
-    theta = np.concatenate([merged[k].astype(np.float64).reshape(-1) for k in expected if k.startswith("action_net")])
+    theta = np.concatenate(
+        [merged[k].astype(np.float64).reshape(-1) for k in expected if k.startswith("action_net")]
+    )
     policy.load_from_vector(theta)
     if policy.obs_rms is not None:
-        policy.obs_rms = RunningMeanStd.from_moments(merged["obs_rms.mean"].astype(np.float64),
-                                                     merged["obs_rms.var"].astype(np.float64),
-                                                     int(merged["obs_rms.count"]))  # fmt: skip
+        policy.obs_rms = RunningMeanStd.from_moments(
+            merged["obs_rms.mean"].astype(np.float64),
+            merged["obs_rms.var"].astype(np.float64),
+            int(merged["obs_rms.count"]),
+        )
 
 
 def _set_parameters(model: ARS, load_path_or_dict: Any, exact_match: bool) -> None:
@@ -3133,14 +3750,19 @@ def _set_parameters(model: ARS, load_path_or_dict: Any, exact_match: bool) -> No
         raise ValueError("the model has no policy yet: give it an env first")
     if isinstance(load_path_or_dict, (str, os.PathLike)) or hasattr(load_path_or_dict, "read"):
         meta, arrays = read_model_file(load_path_or_dict)
-        source = (POLICY_ALIASES[meta["policy"]](meta["observation_space"], meta["action_space"],
-                                                 **meta["policy_kwargs"]))  # fmt: skip
+        source = POLICY_ALIASES[meta["policy"]](
+            meta["observation_space"], meta["action_space"], **meta["policy_kwargs"]
+        )
         if "obs_rms_mean" in arrays:
             source.obs_rms = RunningMeanStd((source.obs_dim,))
         _load_arrays(source, arrays, str(load_path_or_dict))
         load_path_or_dict = {"policy": source.state_dict()}
-    if not isinstance(load_path_or_dict, dict) or not isinstance(load_path_or_dict.get("policy"), dict):
-        raise ValueError("expected a path, or a dict {'policy': {name: array}} as get_parameters() returns")
+    if not isinstance(load_path_or_dict, dict) or not isinstance(
+        load_path_or_dict.get("policy"), dict
+    ):
+        raise ValueError(
+            "expected a path, or a dict {'policy': {name: array}} as get_parameters() returns"
+        )
     unknown = sorted(set(load_path_or_dict) - {"policy"})
     if unknown:
         raise ValueError(f"unknown parameter groups {unknown}: an ARS model has only 'policy'")
@@ -3150,40 +3772,72 @@ def _set_parameters(model: ARS, load_path_or_dict: Any, exact_match: bool) -> No
 # -- sb3-contrib's model files: its JSON and its weights, never its pickles ------------------------
 
 
-def _read_sb3_zip(archive: zipfile.ZipFile, where: str) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+def _read_sb3_zip(
+    archive: zipfile.ZipFile, where: str
+) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
     """Metadata and arrays in ars's form from a file of sb3-contrib's ``ARS.save``.
 
     The JSON's readable fields give the settings and, where they can be parsed, the
     spaces; the weights come from ``policy.pth`` through ``torch.load(weights_only=True)``.
     """
     data = json.loads(_read_member(archive, "data", MAX_METADATA_BYTES, where))
-    torch = _require("torch", "pip install 'ars-numpy[torch]' (reading sb3-contrib's weights needs torch)")
+    torch = _require(
+        "torch", "pip install 'ars-numpy[torch]' (reading sb3-contrib's weights needs torch)"
+    )
     raw = _read_member(archive, "policy.pth", 8 * MAX_ELEMENTS, where)
     state = torch.load(io.BytesIO(raw), map_location="cpu", weights_only=True)
     policy_class = data.get("policy_class") if isinstance(data.get("policy_class"), dict) else {}
     linear = "Linear policy" in str(policy_class.get("__doc__", ""))
     kwargs = data.get("policy_kwargs") if isinstance(data.get("policy_kwargs"), dict) else {}
-    kwargs = {k: v for k, v in kwargs.items() if k in ("net_arch", "with_bias", "squash_output", "activation_fn")}
+    kwargs = {
+        k: v
+        for k, v in kwargs.items()
+        if k in ("net_arch", "with_bias", "squash_output", "activation_fn")
+    }
     if ":serialized:" in kwargs or isinstance(kwargs.get("activation_fn"), str):
         name = re.search(r"\.(\w+)'>", str(kwargs.get("activation_fn", "")))
         kwargs["activation_fn"] = name.group(1).lower() if name else "relu"
     layers = sorted({int(k.split(".")[-2]) for k in state if k.startswith("action_net.")})
-    parts = [state[f"action_net.{i}.{name}"].detach().double().numpy().reshape(-1)
-             for i in layers for name in ("weight", "bias") if f"action_net.{i}.{name}" in state]  # fmt: skip
+    parts = [
+        state[f"action_net.{i}.{name}"].detach().double().numpy().reshape(-1)
+        for i in layers
+        for name in ("weight", "bias")
+        if f"action_net.{i}.{name}" in state
+    ]
     kwargs["with_bias"] = any(k.endswith(".bias") for k in state)
     if linear:
         kwargs = {k: kwargs[k] for k in ("with_bias", "squash_output") if k in kwargs}
-    hparams = {k: data[k] for k in ("n_delta", "n_top", "n_eval_episodes", "zero_policy", "alive_bonus_offset",
-                                    "seed") if k in SAVED_HPARAMS and SAVED_HPARAMS[k][0](data.get(k))}  # fmt: skip
+    hparams = {
+        k: data[k]
+        for k in (
+            "n_delta",
+            "n_top",
+            "n_eval_episodes",
+            "zero_policy",
+            "alive_bonus_offset",
+            "seed",
+        )
+        if k in SAVED_HPARAMS and SAVED_HPARAMS[k][0](data.get(k))
+    }
     for name, key in (("learning_rate", "lr_schedule"), ("delta_std", "delta_std_schedule")):
-        value = re.search(r"val=([-+0-9.eE]+)", str((data.get(key) or {}).get("value_schedule", "")))
+        value = re.search(
+            r"val=([-+0-9.eE]+)", str((data.get(key) or {}).get("value_schedule", ""))
+        )
         if value:
             hparams[name] = float(value.group(1))
-    meta = {"format": FORMAT, "format_version": FORMAT_VERSION, "kind": "model",
-            "policy": "LinearPolicy" if linear else "MlpPolicy", "policy_kwargs": kwargs, "hparams": hparams,
-            "observation_space": _sb3_space(data.get("observation_space")),
-            "action_space": _sb3_space(data.get("action_space")), "env_id": None,
-            "num_timesteps": int(data.get("num_timesteps") or 0), "n_updates": int(data.get("_n_updates") or 0)}
+    meta = {
+        "format": FORMAT,
+        "format_version": FORMAT_VERSION,
+        "kind": "model",
+        "policy": "LinearPolicy" if linear else "MlpPolicy",
+        "policy_kwargs": kwargs,
+        "hparams": hparams,
+        "observation_space": _sb3_space(data.get("observation_space")),
+        "action_space": _sb3_space(data.get("action_space")),
+        "env_id": None,
+        "num_timesteps": int(data.get("num_timesteps") or 0),
+        "n_updates": int(data.get("_n_updates") or 0),
+    }
     return meta, {"parameters": np.concatenate(parts) if parts else np.zeros(0)}
 
 
@@ -3197,7 +3851,10 @@ def _sb3_space(data: Any) -> spaces.Space | None:
             return spaces.Discrete(int(data["n"]), start=int(data.get("start", 0)))
         if "Box" in kind and "..." not in str(data.get("low")) + str(data.get("high")):
             shape, dtype = tuple(data["_shape"]), np.dtype(data["dtype"])
-            low, high = (np.array(_parse_numpy_str(data[k]), dtype=dtype).reshape(shape) for k in ("low", "high"))
+            low, high = (
+                np.array(_parse_numpy_str(data[k]), dtype=dtype).reshape(shape)
+                for k in ("low", "high")
+            )
             return spaces.Box(low, high, shape=shape, dtype=dtype)
     except (KeyError, TypeError, ValueError):
         pass
@@ -3224,11 +3881,16 @@ def load_demonstrations(path: str | os.PathLike) -> tuple[np.ndarray, np.ndarray
         try:
             with np.load(file, allow_pickle=False) as data:
                 if not {"observations", "actions"} <= set(data.files):
-                    raise ValueError(f"{file} must hold arrays 'observations' and 'actions'; it holds {sorted(data.files)}")
+                    raise ValueError(
+                        f"{file} must hold arrays 'observations' and 'actions'; it holds "
+                        f"{sorted(data.files)}"
+                    )
                 observations.append(data["observations"])
                 actions.append(data["actions"])
         except (OSError, EOFError, zipfile.BadZipFile) as error:
-            raise ValueError(f"{file} is not a readable .npz trajectory ({type(error).__name__}: {error})") from error
+            raise ValueError(
+                f"{file} is not a readable .npz trajectory ({type(error).__name__}: {error})"
+            ) from error
     return np.concatenate(observations), np.concatenate(actions)
 
 
@@ -3249,11 +3911,15 @@ def warm_start(model: ARS, demonstrations: Any, ridge: float = 1e-3) -> None:
     """
     policy = model.policy
     if policy is None or policy.net_arch:
-        raise ValueError("warm_start fits linear policies (LinearPolicy, or MlpPolicy with net_arch=[])")
+        raise ValueError(
+            "warm_start fits linear policies (LinearPolicy, or MlpPolicy with net_arch=[])"
+        )
     if isinstance(demonstrations, (str, os.PathLike)):
         demonstrations = load_demonstrations(demonstrations)
     observations, actions = demonstrations
-    observations = _flattener(policy.observation_space)(_as_array(observations, None)).astype(np.float64)
+    observations = _flattener(policy.observation_space)(_as_array(observations, None)).astype(
+        np.float64
+    )
     observations = observations.reshape(-1, policy.obs_dim)
     actions = _as_array(actions, None)
     if len(actions) != len(observations):
@@ -3264,15 +3930,23 @@ def warm_start(model: ARS, demonstrations: Any, ridge: float = 1e-3) -> None:
     if isinstance(space, spaces.Discrete):
         index = actions.reshape(-1) - int(space.start)
         if (actions.reshape(-1) % 1 != 0).any() or index.min() < 0 or index.max() >= space.n:
-            raise ValueError(f"demonstration actions must be integers in {space}; got values from "
-                             f"{actions.min()} to {actions.max()}")  # fmt: skip
+            raise ValueError(
+                f"demonstration actions must be integers in {space}; got values from "
+                f"{actions.min()} to {actions.max()}"
+            )
         targets = -np.ones((len(actions), policy.action_dim))
         targets[np.arange(len(actions)), index.astype(np.int64)] = 1.0
     else:
         targets = actions.astype(np.float64).reshape(len(actions), -1)
-        if targets.shape[1] != policy.action_dim or (targets < policy._low).any() or (targets > policy._high).any():
-            raise ValueError(f"demonstration actions must lie in {space}; got shape {actions.shape} and values "
-                             f"from {actions.min()} to {actions.max()}")  # fmt: skip
+        if (
+            targets.shape[1] != policy.action_dim
+            or (targets < policy._low).any()
+            or (targets > policy._high).any()
+        ):
+            raise ValueError(
+                f"demonstration actions must lie in {space}; got shape {actions.shape} and values "
+                f"from {actions.min()} to {actions.max()}"
+            )
         if policy.squash_output:
             center, scale = (policy._high + policy._low) / 2, (policy._high - policy._low) / 2
             targets = np.arctanh(np.clip((targets - center) / scale, -0.999, 0.999))
@@ -3283,7 +3957,9 @@ def warm_start(model: ARS, demonstrations: Any, ridge: float = 1e-3) -> None:
         inputs = observations
     if policy.with_bias:
         inputs = np.hstack([inputs, np.ones((len(inputs), 1))])
-    solution = np.linalg.solve(inputs.T @ inputs + ridge * np.eye(inputs.shape[1]), inputs.T @ targets).T
+    solution = np.linalg.solve(
+        inputs.T @ inputs + ridge * np.eye(inputs.shape[1]), inputs.T @ targets
+    ).T
     weight, bias = (solution[:, :-1], solution[:, -1]) if policy.with_bias else (solution, None)
     policy.load_from_vector(np.concatenate([weight.ravel(), [] if bias is None else bias]))
 
@@ -3303,9 +3979,132 @@ def paper_model(env_id: str, env: Any = None, **overrides: Any) -> ARS:
     net_arch = config.pop("net_arch")
     if net_arch:
         if config["policy"] == "LinearPolicy":
-            raise ValueError(f"net_arch={net_arch} needs policy='MlpPolicy' (LinearPolicy has no hidden layer)")
+            raise ValueError(
+                f"net_arch={net_arch} needs policy='MlpPolicy' (LinearPolicy has no hidden layer)"
+            )
         config["policy_kwargs"] = {**(config.get("policy_kwargs") or {}), "net_arch": net_arch}
     return ARS(config.pop("policy"), env=env if env is not None else env_id, **config)
+
+
+# -------------------------------------------------------------------------------------------
+# Videos
+# -------------------------------------------------------------------------------------------
+
+
+def record_video(
+    model: Any,
+    path: str | os.PathLike,
+    env: Any = None,
+    seed: int | None = None,
+    max_steps: int | None = None,
+    width: int = 480,
+) -> tuple[float, int]:
+    """Record one deterministic episode of ``model`` (an ARS or a policy) to an MP4 or GIF.
+
+    The clip plays at the env's own frame rate (``metadata["render_fps"]``); a GIF keeps
+    real time with at most 25 frames per second, at ``width`` pixels, with one palette per
+    clip, which keeps a 10-second clip to a few hundred KB. Needs
+    ``pip install 'ars-numpy[video]'`` (imageio and imageio-ffmpeg, which ships ffmpeg);
+    MuJoCo renders without a display with ``MUJOCO_GL=egl``.
+
+    Parameters
+    ----------
+    model : ARS or ARSPolicy
+    path : str or path
+        ``.mp4`` or ``.gif``.
+    env : str or callable, optional
+        The env id (default: the one saved with the model); rendered with
+        ``render_mode="rgb_array"``.
+    seed : int, optional
+        The episode's env seed (default: the model's first evaluation seed).
+    max_steps : int, optional
+        Stop the clip after this many steps.
+    width : int
+        GIF width in pixels (MP4s keep the rendered size).
+
+    Returns
+    -------
+    (float, int)
+        The episode's return and its number of frames.
+    """
+    path = Path(path)
+    if path.suffix.lower() not in (".mp4", ".gif"):
+        raise ValueError(f"a video file must end in .mp4 or .gif; got {path.name}")
+    ffmpeg = _require("imageio_ffmpeg", "pip install 'ars-numpy[video]'")
+    frames, fps, total = _render_episode(model, env, seed, max_steps, "rgb_array")
+    _write_video(ffmpeg, path, frames, fps, width)
+    return total, len(frames)
+
+
+def _render_env(env_id: str, render_mode: str) -> gym.Env:
+    """``gym.make(env_id, render_mode=...)``, with one line saying what to set when it fails."""
+    try:
+        env = gym.make(env_id, render_mode=render_mode)
+        env.reset(seed=0)
+        env.render()
+        return env
+    except Exception as error:  # GL and display errors come from several libraries
+        hint = (
+            "set MUJOCO_GL=egl (or osmesa) to render without a display"
+            if render_mode == "rgb_array"
+            else "--render needs a display (DISPLAY); use --video"
+        )
+        raise RuntimeError(
+            f"cannot render {env_id}: {type(error).__name__}: {error}; {hint}"
+        ) from error
+
+
+def _render_episode(
+    model: Any, env: Any, seed: int | None, max_steps: int | None, render_mode: str
+) -> tuple[list, float, float]:
+    """The frames (for ``rgb_array``), frame rate and return of one deterministic episode."""
+    policy = _policy_of(model)
+    env_id = env or getattr(model, "env_id", None)
+    if not isinstance(env_id, str):
+        raise ValueError(
+            "record_video needs the env id: pass env='Hopper-v4' (or a model saving it)"
+        )
+    seed = int(evaluation_seeds(getattr(model, "seed", 0) + 1, 1)[0]) if seed is None else seed
+    render_env = _render_env(env_id, render_mode)
+    frames = []
+
+    def grab(action: Any, transition: tuple) -> None:
+        frames.append(render_env.render())
+
+    render_env.reset(seed=seed)
+    frames.append(render_env.render())
+    returns, _, _ = run_episodes(render_env, policy.actor(), [seed], None, False, max_steps, grab)
+    fps = float(render_env.metadata.get("render_fps") or 30)
+    render_env.close()
+    return [f for f in frames if f is not None], fps, float(returns[0])
+
+
+def _write_video(ffmpeg: Any, path: Path, frames: list, fps: float, width: int) -> None:
+    frames = [np.ascontiguousarray(f, dtype=np.uint8) for f in frames if f is not None]
+    height_in, width_in = frames[0].shape[:2]
+    if path.suffix.lower() == ".mp4":
+        params = dict(codec="libx264", pix_fmt_out="yuv420p", macro_block_size=8)
+        output = []
+    else:  # one palette for the clip, and only the changed rectangle of each frame
+        graph = (
+            f"fps={min(fps, 25)},scale={width}:-1:flags=lanczos,split[a][b];"
+            "[a]palettegen=stats_mode=diff:max_colors=128[p];"
+            "[b][p]paletteuse=dither=bayer:bayer_scale=5:diff_mode=rectangle"
+        )
+        params, output = dict(codec="gif"), ["-filter_complex", graph]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    writer = ffmpeg.write_frames(
+        str(path),
+        (width_in, height_in),
+        fps=fps,
+        output_params=output,
+        ffmpeg_log_level="error",
+        **params,
+    )
+    writer.send(None)
+    for frame in frames:
+        writer.send(frame)
+    writer.close()
 
 
 # -------------------------------------------------------------------------------------------
@@ -3341,7 +4140,9 @@ def _finite_float(text: str) -> float:
 def _timesteps(text: str) -> int:
     value = _finite_float(text)
     if value < 1 or value != int(value):
-        raise argparse.ArgumentTypeError(f"{text!r} must be a whole number of timesteps, at least 1")
+        raise argparse.ArgumentTypeError(
+            f"{text!r} must be a whole number of timesteps, at least 1"
+        )
     return int(value)
 
 
@@ -3350,17 +4151,35 @@ def _net_arch(text: str) -> list[int]:
 
 
 # Flags whose value defines a run: refused on --resume unless equal to the run's.
-RUN_FLAGS = ("env", "policy", "net_arch", "n_delta", "n_top", "learning_rate", "delta_std",
-             "alive_bonus_offset", "normalize_obs", "zero_policy", "common_random_numbers",
-             "n_eval_episodes", "seed", "eval_freq", "eval_episodes", "checkpoint_interval", "demos",
-             "normalization_samples", "max_episode_steps")  # fmt: skip
+RUN_FLAGS = (
+    "env",
+    "policy",
+    "net_arch",
+    "n_delta",
+    "n_top",
+    "learning_rate",
+    "delta_std",
+    "alive_bonus_offset",
+    "normalize_obs",
+    "zero_policy",
+    "common_random_numbers",
+    "n_eval_episodes",
+    "seed",
+    "eval_freq",
+    "eval_episodes",
+    "checkpoint_interval",
+    "demos",
+    "normalization_samples",
+    "max_episode_steps",
+)
 
 
-def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+def _parser() -> argparse.ArgumentParser:
+    """The command line's flags."""
     p = _Parser(
         prog="python ars.py",
-        description="Train a policy with Augmented Random Search. Unset flags take the paper's value "
-        f"for the env ({', '.join(PAPER_SETTINGS)}; any -v4/-v5 id) or a generic default.",
+        description="Train a policy with Augmented Random Search. Unset flags take the paper's "
+        f"value for the env ({', '.join(PAPER_SETTINGS)}; any -v4/-v5 id) or a generic default.",
         epilog="examples:\n  python ars.py                        CartPole-v1 to 500 in seconds\n"
         "  python ars.py --env Hopper-v4        the paper's Hopper run\n"
         "  python ars.py --eval runs/Hopper-v4-20261129-101500/model.npz\n"
@@ -3368,46 +4187,117 @@ def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     add = p.add_argument
-    add("--env", help="gymnasium env id (default CartPole-v1; with --eval, the env saved in the model)")
+    add(
+        "--env",
+        help="gymnasium env id (default CartPole-v1; with --eval, the env saved in the model)",
+    )
     add("--policy", choices=list(POLICY_ALIASES), help="LinearPolicy (the paper's) or MlpPolicy")
     add("--net-arch", type=_net_arch, help="MlpPolicy hidden sizes, e.g. 64,64 (selects MlpPolicy)")
     add("--n-delta", type=_positive_int, help="N: directions per iteration")
     add("--n-top", type=_positive_int, help="b: best directions kept for the update (default N)")
     add("--learning-rate", type=_finite_float, help="alpha: step size")
     add("--delta-std", type=_finite_float, help="nu: exploration noise")
-    add("--alive-bonus-offset", type=_finite_float, help="added to every training reward (e.g. -1 for Hopper)")
-    add("--normalize-obs", action=argparse.BooleanOptionalAction, help="V2 observation normalisation")
+    add(
+        "--alive-bonus-offset",
+        type=_finite_float,
+        help="added to every training reward (e.g. -1 for Hopper)",
+    )
+    add(
+        "--normalize-obs",
+        action=argparse.BooleanOptionalAction,
+        help="V2 observation normalisation",
+    )
     add("--zero-policy", action=argparse.BooleanOptionalAction, help="start from zero parameters")
-    add("--common-random-numbers", action=argparse.BooleanOptionalAction,
-        help="same env seeds for the +/- rollouts of a direction (default on)")  # fmt: skip
+    add(
+        "--common-random-numbers",
+        action=argparse.BooleanOptionalAction,
+        help="same env seeds for the +/- rollouts of a direction (default on)",
+    )
     add("--n-eval-episodes", type=_positive_int, help="episodes per candidate (default 1)")
-    add("--total-timesteps", type=_timesteps, help="env steps to train for (on --resume: a new, larger total)")
+    add(
+        "--total-timesteps",
+        type=_timesteps,
+        help="env steps to train for (on --resume: a new, larger total)",
+    )
     add("--seed", type=int, help="random seed (default: drawn, and saved in config.json)")
     add("--max-episode-steps", type=_positive_int, help="end episodes after this many steps")
-    add("--workers", type=int, help="worker processes for the rollouts (default: one per core for MuJoCo "
-        "tasks, else 0: this process)")  # fmt: skip
-    add("--job-timeout", type=_finite_float, default=DEFAULT_JOB_TIMEOUT,
+    add(
+        "--workers",
+        type=int,
+        help="worker processes for the rollouts (default: one per core for MuJoCo "
+        "tasks, else 0: this process)",
+    )
+    add(
+        "--job-timeout",
+        type=_finite_float,
+        default=DEFAULT_JOB_TIMEOUT,
         help=f"seconds a worker may spend on one candidate before it is taken for stuck "
-        f"(default {DEFAULT_JOB_TIMEOUT:g})")  # fmt: skip
+        f"(default {DEFAULT_JOB_TIMEOUT:g})",
+    )
+    add(
+        "--start-timeout",
+        type=_finite_float,
+        default=DEFAULT_START_TIMEOUT,
+        help=f"seconds for a worker to start and build its env (default {DEFAULT_START_TIMEOUT:g})",
+    )
     add("--run-dir", help="output folder (default runs/<env>-<date>-<time>)")
     add("--overwrite", action="store_true", help="start a new run in a --run-dir that holds one")
     add("--eval", metavar="MODEL", help="evaluate a saved model instead of training")
-    add("--eval-episodes", type=_positive_int, default=10,
-        help="episodes per evaluation, during training and at the end (default 10)")  # fmt: skip
-    add("--eval-freq", type=_positive_int, help="timesteps between evaluations (default: total / 20)")
-    add("--checkpoint-interval", type=_positive_int, default=10, help="iterations between checkpoints (default 10)")
-    add("--resume", metavar="RUN_DIR", help="continue an interrupted run from its checkpoint, exactly")
-    add("--demos", metavar="PATH", help="warm start: fit the linear policy to demonstrations (.npz or a folder)")
-    add("--normalization-samples", type=int, default=0, help="V2: steps of the initial policy to estimate "
-        "the statistics from")  # fmt: skip
+    add(
+        "--video",
+        metavar="FILE",
+        help="with --eval: record one deterministic episode (.mp4 or .gif)",
+    )
+    add("--render", action="store_true", help="with --eval: show one episode in a window")
+    add(
+        "--eval-episodes",
+        type=_positive_int,
+        default=10,
+        help="episodes per evaluation, during training and at the end (default 10)",
+    )
+    add(
+        "--eval-freq",
+        type=_positive_int,
+        help="timesteps between evaluations (default: total / 20)",
+    )
+    add(
+        "--checkpoint-interval",
+        type=_positive_int,
+        default=10,
+        help="iterations between checkpoints (default 10)",
+    )
+    add(
+        "--resume",
+        metavar="RUN_DIR",
+        help="continue an interrupted run from its checkpoint, exactly",
+    )
+    add(
+        "--demos",
+        metavar="PATH",
+        help="warm start: fit the linear policy to demonstrations (.npz or a folder)",
+    )
+    add(
+        "--normalization-samples",
+        type=int,
+        default=0,
+        help="V2: steps of the initial policy to estimate the statistics from",
+    )
     add("--verbose", type=int, default=0, help="1: print the full log table each iteration")
+    return p
+
+
+def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    p = _parser()
     args = p.parse_args(argv)
     if args.workers is not None and args.workers < 0:
         p.error(f"--workers must be 0 or more; got {args.workers}")
     if args.normalization_samples < 0:
         p.error(f"--normalization-samples must be 0 or more; got {args.normalization_samples}")
-    if args.job_timeout <= 0:
-        p.error(f"--job-timeout must be positive; got {args.job_timeout}")
+    if args.job_timeout <= 0 or args.start_timeout <= 0:
+        p.error(
+            f"--job-timeout and --start-timeout must be positive; got {args.job_timeout}, "
+            f"{args.start_timeout}"
+        )
     given = [f for f in vars(args) if f in RUN_FLAGS and getattr(args, f) != p.get_default(f)]
     args.explicit = set(given)
     return args
@@ -3420,12 +4310,17 @@ class _Interrupts:
     def __init__(self) -> None:
         self.requested = self.discarded = False
         self.training = True  # afterwards, signals are noted but the final files are written
-        self.previous = {sig: signal.signal(sig, self._handle) for sig in (signal.SIGINT, signal.SIGTERM)}
+        self.previous = {
+            sig: signal.signal(sig, self._handle) for sig in (signal.SIGINT, signal.SIGTERM)
+        }
 
     def _handle(self, signum: int, frame: Any) -> None:
         if signum == signal.SIGINT and not self.requested:
             self.requested = True
-            print("\nstopping after this iteration (Ctrl+C again to stop now, discarding it)", flush=True)
+            print(
+                "\nstopping after this iteration (Ctrl+C again to stop now, discarding it)",
+                flush=True,
+            )
         elif self.training:
             self.discarded = True
             raise KeyboardInterrupt
@@ -3451,7 +4346,9 @@ class _RunLock:
             self.file.seek(0)
             holder = self.file.read().strip() or "another process"
             self.file.close()
-            raise ValueError(f"{run_dir} is in use by {holder}; wait for it to end, or pick another --run-dir") from None
+            raise ValueError(
+                f"{run_dir} is in use by {holder}; wait for it to end, or pick another --run-dir"
+            ) from None
         self.file.seek(0)
         self.file.truncate()
         self.file.write(f"pid {os.getpid()}")
@@ -3470,15 +4367,28 @@ def _print_progress(total: int, evaluation: EvalCallback, interrupts: _Interrupt
     def callback(locals_: dict[str, Any], globals_: dict[str, Any]) -> bool:
         model: ARS = locals_["self"]
         now = time.perf_counter()
-        if now - last[0] >= 2.0 or model.num_timesteps >= model._total_timesteps or interrupts.requested:
+        if (
+            now - last[0] >= 2.0
+            or model.num_timesteps >= model._total_timesteps
+            or interrupts.requested
+        ):
             last[0] = now
             fps = (model.num_timesteps - model._start_steps) / max(now - model._start_time, 1e-9)
-            reward = np.mean([e["r"] for e in model.ep_info_buffer]) if model.ep_info_buffer else float("nan")
+            reward = (
+                np.mean([e["r"] for e in model.ep_info_buffer])
+                if model.ep_info_buffer
+                else float("nan")
+            )
             latest = evaluation.evaluations[-1][2] if evaluation.evaluations else float("nan")
             eta = max(model._total_timesteps - model.num_timesteps, 0) / max(fps, 1e-9)
-            print(f"{model.num_timesteps:>12,} / {total:,} steps | iter {model._n_updates:>6} | train return "
-                  f"{reward:10.2f} | eval {latest:10.2f} (best {evaluation.best_mean_reward:10.2f}) | "
-                  f"{fps:9,.0f} steps/s | eta {eta / 60:6.1f} min", flush=True)  # fmt: skip
+            print(
+                f"{model.num_timesteps:>12,} / {total:,} steps | iter {model._n_updates:>6} | "
+                "train return "
+                f"{reward:10.2f} | eval {latest:10.2f} (best {evaluation.best_mean_reward:10.2f}) "
+                "| "
+                f"{fps:9,.0f} steps/s | eta {eta / 60:6.1f} min",
+                flush=True,
+            )
         return not interrupts.requested
 
     return callback
@@ -3490,12 +4400,25 @@ def _trim_progress(path: Path, n_updates: int) -> None:
         with path.open(newline="") as f:
             reader = csv.DictReader(f)
             columns = reader.fieldnames or []
-            rows = [r for r in reader if None not in r.values() and None not in r
-                    and r.get("train/iterations", "").isdigit() and int(r["train/iterations"]) < n_updates]  # fmt: skip
+            rows = [
+                r
+                for r in reader
+                if None not in r.values()
+                and None not in r
+                and r.get("train/iterations", "").isdigit()
+                and int(r["train/iterations"]) < n_updates
+            ]
         _write_csv_atomic(path, columns, rows)
 
 
-RUN_FILES = ("config.json", "progress.csv", "checkpoint.npz", "model.npz", "best_model.npz", "evaluations.npz")
+RUN_FILES = (
+    "config.json",
+    "progress.csv",
+    "checkpoint.npz",
+    "model.npz",
+    "best_model.npz",
+    "evaluations.npz",
+)
 
 
 def _new_run(args: argparse.Namespace) -> tuple[ARS, dict[str, Any], Path]:
@@ -3506,21 +4429,40 @@ def _new_run(args: argparse.Namespace) -> tuple[ARS, dict[str, Any], Path]:
     config.update({k: v for k, v in vars(args).items() if k in config and v is not None})
     env = make_env(env_id)
     is_mujoco = "mujoco" in str(getattr(env.spec, "entry_point", ""))
-    config.update(env=env_id, workers=args.workers if args.workers is not None else (os.cpu_count() or 1) * is_mujoco,
-                  eval_freq=args.eval_freq or max(config["total_timesteps"] // 20, 1), eval_episodes=args.eval_episodes,
-                  checkpoint_interval=args.checkpoint_interval, demos=args.demos, job_timeout=args.job_timeout,
-                  normalization_samples=args.normalization_samples, max_episode_steps=args.max_episode_steps)  # fmt: skip
-    model = paper_model(env_id, env, **{k: v for k, v in config.items() if k in GENERIC_SETTINGS},
-                        seed=args.seed, verbose=args.verbose, normalization_samples=args.normalization_samples,
-                        max_episode_steps=args.max_episode_steps)  # fmt: skip
+    config.update(
+        env=env_id,
+        workers=args.workers if args.workers is not None else (os.cpu_count() or 1) * is_mujoco,
+        eval_freq=args.eval_freq or max(config["total_timesteps"] // 20, 1),
+        eval_episodes=args.eval_episodes,
+        checkpoint_interval=args.checkpoint_interval,
+        demos=args.demos,
+        job_timeout=args.job_timeout,
+        start_timeout=args.start_timeout,
+        normalization_samples=args.normalization_samples,
+        max_episode_steps=args.max_episode_steps,
+    )
+    model = paper_model(
+        env_id,
+        env,
+        **{k: v for k, v in config.items() if k in GENERIC_SETTINGS},
+        seed=args.seed,
+        verbose=args.verbose,
+        normalization_samples=args.normalization_samples,
+        max_episode_steps=args.max_episode_steps,
+    )
     if args.demos:
         warm_start(model, args.demos)
     config.update(seed=model.seed, n_top=model.n_top, ars_version=__version__)
-    run_dir = Path(args.run_dir or Path("runs") / f"{env_id.replace('/', '_')}-{time.strftime('%Y%m%d-%H%M%S')}")
+    run_dir = Path(
+        args.run_dir
+        or Path("runs") / f"{env_id.replace('/', '_')}-{time.strftime('%Y%m%d-%H%M%S')}"
+    )
     existing = [name for name in RUN_FILES if (run_dir / name).exists()]
     if existing and not args.overwrite:
-        raise ValueError(f"{run_dir} holds a run ({', '.join(existing)}): --resume {run_dir} to continue it, "
-                         "or --overwrite to replace it")  # fmt: skip
+        raise ValueError(
+            f"{run_dir} holds a run ({', '.join(existing)}): --resume {run_dir} to continue it, "
+            "or --overwrite to replace it"
+        )
     run_dir.mkdir(parents=True, exist_ok=True)
     return model, config, run_dir
 
@@ -3531,17 +4473,26 @@ def _resume(args: argparse.Namespace) -> tuple[ARS, dict[str, Any], Path]:
         raise ValueError(f"{run_dir} has no config.json and checkpoint.npz to resume from")
     config = json.loads((run_dir / "config.json").read_text())
     for flag in sorted(args.explicit):
-        if flag != "env" and config.get(flag) != getattr(args, flag) or flag == "env" and config["env"] != args.env:
-            raise ValueError(f"--{flag.replace('_', '-')} cannot change on --resume (the run has "
-                             f"{config.get(flag)!r}); start a new run for other settings")  # fmt: skip
+        if (
+            flag != "env"
+            and config.get(flag) != getattr(args, flag)
+            or flag == "env"
+            and config["env"] != args.env
+        ):
+            raise ValueError(
+                f"--{flag.replace('_', '-')} cannot change on --resume (the run has "
+                f"{config.get(flag)!r}); start a new run for other settings"
+            )
     model = ARS.load(run_dir / "checkpoint.npz", env=config["env"], verbose=args.verbose)
     if args.total_timesteps is not None:
         if args.total_timesteps < model.num_timesteps:
-            raise ValueError(f"--total-timesteps {args.total_timesteps:,} is below the {model.num_timesteps:,} "
-                             "steps this run has trained")  # fmt: skip
+            raise ValueError(
+                f"--total-timesteps {args.total_timesteps:,} is below the {model.num_timesteps:,} "
+                "steps this run has trained"
+            )
         config["total_timesteps"] = args.total_timesteps
     config["workers"] = args.workers if args.workers is not None else config["workers"]
-    config["job_timeout"] = args.job_timeout
+    config["job_timeout"], config["start_timeout"] = args.job_timeout, args.start_timeout
     return model, config, run_dir
 
 
@@ -3550,9 +4501,20 @@ def _evaluate_saved(args: argparse.Namespace) -> int:
     env_id = args.env or model.env_id
     if env_id is None:
         raise ValueError(f"{args.eval} does not record its env; pass --env")
+    if args.video:
+        total, n_frames = record_video(model, args.video, env_id)
+        print(f"{env_id}: return {total:.2f} in one episode; {n_frames} frames in {args.video}")
+        return 0
+    if args.render:
+        total = _render_episode(model, env_id, None, None, "human")[2]
+        print(f"{env_id}: return {total:.2f} in one episode")
+        return 0
     model.set_env(env_id)
     mean, std = evaluate_policy(model, model.gym_env, args.eval_episodes, seed=model.seed + 1)
-    print(f"{env_id}: mean return {mean:.2f} +/- {std:.2f} over {args.eval_episodes} episodes ({args.eval})")
+    print(
+        f"{env_id}: mean return {mean:.2f} +/- {std:.2f} over {args.eval_episodes} episodes "
+        f"({args.eval})"
+    )
     return 0
 
 
@@ -3566,7 +4528,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         lock = _RunLock(run_dir)
         if args.resume:
             _trim_progress(run_dir / "progress.csv", model._n_updates)
-            print(f"resuming {run_dir} at {model.num_timesteps:,} steps (iteration {model._n_updates})")
+            print(
+                f"resuming {run_dir} at {model.num_timesteps:,} steps (iteration "
+                f"{model._n_updates})"
+            )
         else:
             for name in RUN_FILES:  # --overwrite: the old run's files go
                 (run_dir / name).unlink(missing_ok=True)
@@ -3574,28 +4539,55 @@ def main(argv: Sequence[str] | None = None) -> int:
                 f.write(json.dumps(config, indent=2) + "\n")
             shown = {k: v for k, v in config.items() if k not in ("env", "ars_version")}
             print(f"ARS on {config['env']}: {json.dumps(shown)}")
-        evaluation = EvalCallback(config["env"], n_eval_episodes=config["eval_episodes"], eval_freq=config["eval_freq"],
-                                  best_model_save_path=run_dir, best_model_name="best_model.npz", verbose=0,
-                                  seed=model.seed + 1)  # fmt: skip
+        evaluation = EvalCallback(
+            config["env"],
+            n_eval_episodes=config["eval_episodes"],
+            eval_freq=config["eval_freq"],
+            best_model_save_path=run_dir,
+            best_model_name="best_model.npz",
+            verbose=0,
+            seed=model.seed + 1,
+        )
         if args.resume:
             evaluation.load_state_dict(checkpoint_state(run_dir / "checkpoint.npz")["EvalCallback"])
-    except (ModuleNotFoundError, FileNotFoundError, ValueError, TypeError, NotImplementedError, OSError,
-            gym.error.Error) as error:  # fmt: skip
+    except (
+        ModuleNotFoundError,
+        ValueError,
+        TypeError,
+        NotImplementedError,
+        OSError,
+        RuntimeError,
+        gym.error.Error,
+    ) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
     return _train(model, config, run_dir, evaluation, lock)
 
 
-def _train(model: ARS, config: dict[str, Any], run_dir: Path, evaluation: EvalCallback, lock: _RunLock) -> int:
+def _train(
+    model: ARS, config: dict[str, Any], run_dir: Path, evaluation: EvalCallback, lock: _RunLock
+) -> int:
     env_id, total, workers = config["env"], config["total_timesteps"], config["workers"]
-    print(f"writing to {run_dir}/; rollouts " + (f"in {workers} worker processes" if workers else "in this process"))
+    print(
+        f"writing to {run_dir}/; rollouts "
+        + (f"in {workers} worker processes" if workers else "in this process")
+    )
     interrupts, async_eval, status = _Interrupts(), None, 0
     try:
         if workers > 0:
-            async_eval = AsyncEval([functools.partial(make_env, env_id)] * workers, job_timeout=config["job_timeout"])
-        model.learn(total - model.num_timesteps, callback=[evaluation, _print_progress(total, evaluation, interrupts)],
-                    default_root_dir=run_dir, async_eval=async_eval, reset_num_timesteps=False,
-                    checkpoint_interval=config["checkpoint_interval"])  # fmt: skip
+            async_eval = AsyncEval(
+                [functools.partial(make_env, env_id)] * workers,
+                job_timeout=config["job_timeout"],
+                start_timeout=config.get("start_timeout", DEFAULT_START_TIMEOUT),
+            )
+        model.learn(
+            total - model.num_timesteps,
+            callback=[evaluation, _print_progress(total, evaluation, interrupts)],
+            default_root_dir=run_dir,
+            async_eval=async_eval,
+            reset_num_timesteps=False,
+            checkpoint_interval=config["checkpoint_interval"],
+        )
     except KeyboardInterrupt:
         status = 130
     except (RuntimeError, FloatingPointError, OSError, ValueError) as error:
@@ -3611,13 +4603,22 @@ def _train(model: ARS, config: dict[str, Any], run_dir: Path, evaluation: EvalCa
         save_model(model, run_dir / "checkpoint.npz", callbacks=_Callbacks([evaluation], model))
         path = save_model(model, run_dir / "model.npz")
         if interrupts.requested or interrupts.discarded:
-            how = "discarded the unfinished iteration" if interrupts.discarded else "finished the current iteration"
-            print(f"interrupted: {how}; {path} and the checkpoint hold iteration {model._n_updates} "
-                  f"({model.num_timesteps:,} steps). Continue with: python ars.py --resume {run_dir}")  # fmt: skip
+            how = (
+                "discarded the unfinished iteration"
+                if interrupts.discarded
+                else "finished the current iteration"
+            )
+            print(
+                f"interrupted: {how}; {path} and the checkpoint hold iteration {model._n_updates} "
+                f"({model.num_timesteps:,} steps). Continue with: python ars.py --resume {run_dir}"
+            )
             return 130
         mean, std = evaluate_policy(model, env_id, config["eval_episodes"], seed=model.seed + 1)
         print(f"saved {path} (best evaluation kept in {run_dir / 'best_model.npz'})")
-        print(f"evaluation: mean return {mean:.2f} +/- {std:.2f} over {config['eval_episodes']} episodes")
+        print(
+            f"evaluation: mean return {mean:.2f} +/- {std:.2f} over {config['eval_episodes']} "
+            "episodes"
+        )
         return status
     finally:
         interrupts.restore()

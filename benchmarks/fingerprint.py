@@ -36,7 +36,9 @@ def fingerprint(env_id: str, steps: int, overrides: dict) -> str:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--record", action="store_true", help="store the current hashes")
     args = parser.parse_args()
     hashes = {env_id: fingerprint(env_id, steps, kw) for env_id, (steps, kw) in RUNS.items()}
@@ -46,7 +48,9 @@ def main() -> int:
         return 0
     stored = json.loads(RESULTS.read_text())
     for env_id, digest in hashes.items():
-        print(f"{env_id:<12} {digest[:16]}  {'same' if stored.get(env_id) == digest else 'CHANGED'}")
+        print(
+            f"{env_id:<12} {digest[:16]}  {'same' if stored.get(env_id) == digest else 'CHANGED'}"
+        )
     return 0 if hashes == stored else 1
 
 

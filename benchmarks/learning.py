@@ -36,18 +36,30 @@ import numpy as np
 import ars
 
 THRESHOLDS = {
-    "Swimmer": 325, "Hopper": 3120, "HalfCheetah": 3430,
-    "Walker2d": 4390, "Ant": 3580, "Humanoid": 6000,
-}  # fmt: skip
+    "Swimmer": 325,
+    "Hopper": 3120,
+    "HalfCheetah": 3430,
+    "Walker2d": 4390,
+    "Ant": 3580,
+    "Humanoid": 6000,
+}
 BUDGETS = {
-    "Swimmer": 2_000_000, "Hopper": 3_000_000, "HalfCheetah": 3_000_000,
-    "Walker2d": 30_000_000, "Ant": 30_000_000, "Humanoid": 40_000_000,
-}  # fmt: skip
+    "Swimmer": 2_000_000,
+    "Hopper": 3_000_000,
+    "HalfCheetah": 3_000_000,
+    "Walker2d": 30_000_000,
+    "Ant": 30_000_000,
+    "Humanoid": 40_000_000,
+}
 EVAL_FREQ = {"Walker2d": 200_000, "Ant": 200_000, "Humanoid": 250_000}  # others: 50,000
 ZOO = {  # rl-baselines3-zoo's published sb3-contrib ARS results (older env versions)
-    "Swimmer": "355 at 2M", "Hopper": "3344 at 7M", "HalfCheetah": "4815 at 12M",
-    "Walker2d": "2994 at 75M", "Ant": "2334 at 75M", "Humanoid": "not published",
-}  # fmt: skip
+    "Swimmer": "355 at 2M",
+    "Hopper": "3344 at 7M",
+    "HalfCheetah": "4815 at 12M",
+    "Walker2d": "2994 at 75M",
+    "Ant": "2334 at 75M",
+    "Humanoid": "not published",
+}
 PAPER_SEEDS = [237, 759, 959]
 HERE = Path(__file__).resolve().parent
 RESULTS, RUNS = HERE / "results", HERE / "runs"
@@ -88,7 +100,9 @@ def run_ars(env_id: str, seed: int, budget: int, eval_freq: int, args: argparse.
     if state_path.exists():  # the state names the checkpoint written with it
         state = json.loads(state_path.read_text())
         model = ars.ARS.load(run_dir / state["checkpoint"], env=env_id)
-        print(f"  resuming at {model.num_timesteps:,} steps, iteration {model._n_updates}", flush=True)
+        print(
+            f"  resuming at {model.num_timesteps:,} steps, iteration {model._n_updates}", flush=True
+        )
     else:
         model = ars.paper_model(env_id, seed=seed, **overrides)
         state = {"checkpoint": None, "evaluations": [], "train_seconds": 0.0, "next_eval": 0}
@@ -112,13 +126,23 @@ def run_ars(env_id: str, seed: int, budget: int, eval_freq: int, args: argparse.
             async_eval.send_jobs(theta, len(seeds), episode_seeds=seeds[:, None])
             returns = np.array([r[0] for _, (r, _) in async_eval.get_results()])
             episodes = model._n_updates * per_iteration
-            state["evaluations"].append([model.num_timesteps, state["train_seconds"],
-                                         float(returns.mean()), float(returns.std()), episodes])  # fmt: skip
+            state["evaluations"].append(
+                [
+                    model.num_timesteps,
+                    state["train_seconds"],
+                    float(returns.mean()),
+                    float(returns.std()),
+                    episodes,
+                ]
+            )
             while state["next_eval"] <= model.num_timesteps:
                 state["next_eval"] += eval_freq
             mean = returns.mean()
-            print(f"  {model.num_timesteps:>11,} steps {episodes:>8,} episodes "
-                  f"{state['train_seconds'] / 60:6.1f} min: {mean:8.1f}", flush=True)  # fmt: skip
+            print(
+                f"  {model.num_timesteps:>11,} steps {episodes:>8,} episodes "
+                f"{state['train_seconds'] / 60:6.1f} min: {mean:8.1f}",
+                flush=True,
+            )
 
         if not state["evaluations"]:
             evaluate()
@@ -140,20 +164,30 @@ def run_ars(env_id: str, seed: int, budget: int, eval_freq: int, args: argparse.
             return keep_going
 
         if not state.get("stopped") and model.num_timesteps < budget:
-            model.learn(budget - model.num_timesteps, callback=after_iteration,
-                        async_eval=async_eval, reset_num_timesteps=False)  # fmt: skip
+            model.learn(
+                budget - model.num_timesteps,
+                callback=after_iteration,
+                async_eval=async_eval,
+                reset_num_timesteps=False,
+            )
         if state["evaluations"][-1][0] != model.num_timesteps:
             evaluate()  # the final policy
             checkpoint()
     models = Path(args.results).parent / "models"
     models.mkdir(parents=True, exist_ok=True)
     model.save(models / f"{name.removeprefix('ars-')}.npz")
-    return {"budget": budget, "workers": workers, "n_delta": model.n_delta, "n_top": model.n_top,
-            "stopped": state.get("stopped") or "budget", "evaluations": state["evaluations"]}  # fmt: skip
+    return {
+        "budget": budget,
+        "workers": workers,
+        "n_delta": model.n_delta,
+        "n_top": model.n_top,
+        "stopped": state.get("stopped") or "budget",
+        "evaluations": state["evaluations"],
+    }
 
 
 def run_sb3(env_id: str, seed: int, budget: int, eval_freq: int, args: argparse.Namespace) -> dict:
-    """The same protocol with sb3-contrib's ARS (observations normalised by VecNormalize, as the zoo)."""
+    """The same protocol with sb3-contrib's ARS (VecNormalize normalises, as in the zoo)."""
     from sb3_contrib import ARS as SB3ARS
     from sb3_contrib.common.vec_env import AsyncEval as SB3AsyncEval
     from speed import sb3_env
@@ -163,10 +197,15 @@ def run_sb3(env_id: str, seed: int, budget: int, eval_freq: int, args: argparse.
     n_delta, workers, stop = args.n_delta or hp["n_delta"], args.workers, args.stop_at_threshold
     env = sb3_env(env_id, hp["normalize_obs"])
     model = SB3ARS(
-        "LinearPolicy", env, n_delta=n_delta, n_top=min(hp["n_top"] or n_delta, n_delta),
-        learning_rate=hp["learning_rate"], delta_std=hp["delta_std"],
-        alive_bonus_offset=hp["alive_bonus_offset"], seed=seed,
-    )  # fmt: skip
+        "LinearPolicy",
+        env,
+        n_delta=n_delta,
+        n_top=min(hp["n_top"] or n_delta, n_delta),
+        learning_rate=hp["learning_rate"],
+        delta_std=hp["delta_std"],
+        alive_bonus_offset=hp["alive_bonus_offset"],
+        seed=seed,
+    )
     eval_env, seeds, threshold = ars.make_env(env_id), eval_seeds(seed), THRESHOLDS[task(env_id)]
 
     def evaluate() -> tuple[float, float]:
@@ -207,8 +246,13 @@ def run_sb3(env_id: str, seed: int, budget: int, eval_freq: int, args: argparse.
     env_fns = [ars.functools.partial(sb3_env, env_id, hp["normalize_obs"])] * workers
     async_eval = SB3AsyncEval(env_fns, model.policy) if workers > 1 else None
     model.learn(budget, callback=callback, async_eval=async_eval)
-    return {"budget": budget, "workers": workers, "n_delta": n_delta,
-            "stopped": callback.stopped or "budget", "evaluations": callback.records}  # fmt: skip
+    return {
+        "budget": budget,
+        "workers": workers,
+        "n_delta": n_delta,
+        "stopped": callback.stopped or "budget",
+        "evaluations": callback.records,
+    }
 
 
 def first_reach(evaluations: list, threshold: float) -> list | None:
@@ -224,11 +268,20 @@ def summary(runs: dict, threshold: float) -> dict:
 
     finals = [r["evaluations"][-1][2] for r in runs.values()]
     stops = sorted({r.get("stopped", "budget") for r in runs.values()})
-    return {"hits": sum(h is not None for h in reached), "n": len(runs), "steps": median(0),
-            "seconds": median(1), "episodes": median(4) if all(len(e) > 4 for r in runs.values()
-            for e in r["evaluations"]) else float("nan"), "final": statistics.median(finals),
-            "min": min(finals), "max": max(finals), "stopped": ", ".join(stops),
-            "budget": max(r["budget"] for r in runs.values())}  # fmt: skip
+    return {
+        "hits": sum(h is not None for h in reached),
+        "n": len(runs),
+        "steps": median(0),
+        "seconds": median(1),
+        "episodes": median(4)
+        if all(len(e) > 4 for r in runs.values() for e in r["evaluations"])
+        else float("nan"),
+        "final": statistics.median(finals),
+        "min": min(finals),
+        "max": max(finals),
+        "stopped": ", ".join(stops),
+        "budget": max(r["budget"] for r in runs.values()),
+    }
 
 
 def _fmt(value: float, scale: float, unit: str) -> str:
@@ -245,6 +298,10 @@ def report(results: dict) -> str:
         "(min to max) | runs ended by | budget | rl-zoo sb3-contrib |",
         "|---" * 12 + "|",
     ]
+    short = [
+        "| task | impl | seeds reaching | timesteps | episodes | training time | final (range) |",
+        "|---" * 7 + "|",
+    ]
     for key in sorted(results, key=lambda k: (list(THRESHOLDS).index(task(k.split(":")[1])), k)):
         impl, env_id = key.split(":")[:2]
         runs = results[key]
@@ -257,6 +314,12 @@ def report(results: dict) -> str:
             f"| {s['final']:.0f} ({s['min']:.0f} to {s['max']:.0f}) | {s['stopped']} "
             f"| {s['budget'] / 1e6:g}M | {ZOO[task(env_id)]} |"
         )
+        short.append(
+            f"| {env_id} | {impl} | {s['hits']}/{s['n']} | {_fmt(s['steps'], 1e6, 'M')} "
+            f"| {_fmt(s['episodes'], 1e3, 'k')} | {_fmt(s['seconds'], 60, ' min')} "
+            f"| {s['final']:.0f} ({s['min']:.0f} to {s['max']:.0f}) |"
+        )
+    lines += ["", "Short form (medians over seeds; to the paper's threshold):", "", *short]
     try:
         import matplotlib
 
@@ -271,10 +334,15 @@ def report(results: dict) -> str:
             runs = sorted(results.get(f"{impl}:{env_id}", {}).items())
             for i, (_seed, run) in enumerate(runs):
                 e = np.array([row[:4] for row in run["evaluations"]])
-                ax.plot(e[:, 0] / 1e6, e[:, 2], color=color, alpha=0.8, label=impl if i == 0 else None)
+                ax.plot(
+                    e[:, 0] / 1e6, e[:, 2], color=color, alpha=0.8, label=impl if i == 0 else None
+                )
         ax.axhline(THRESHOLDS[task(env_id)], color="gray", linestyle="--", label="paper threshold")
-        ax.set(xlabel="timesteps (millions)", ylabel="mean return (10 episodes)",
-               title=f"{env_id}: seeds {', '.join(map(str, PAPER_SEEDS))}")  # fmt: skip
+        ax.set(
+            xlabel="timesteps (millions)",
+            ylabel="mean return (10 episodes)",
+            title=f"{env_id}: seeds {', '.join(map(str, PAPER_SEEDS))}",
+        )
         ax.legend()
         fig.tight_layout()
         fig.savefig(RESULTS / f"{env_id}.png", dpi=100)
@@ -283,12 +351,20 @@ def report(results: dict) -> str:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--envs", nargs="*", default=["Swimmer-v4", "Hopper-v4", "HalfCheetah-v4"])
     parser.add_argument("--seeds", nargs="*", type=int, default=PAPER_SEEDS)
-    parser.add_argument("--budget", type=float, help="timesteps per run (default: per task, see BUDGETS)")
-    parser.add_argument("--eval-freq", type=int, help="timesteps between evaluations (default: per task)")
-    parser.add_argument("--n-delta", type=int, help="N = b for every run (Humanoid: 256 is the zoo's)")
+    parser.add_argument(
+        "--budget", type=float, help="timesteps per run (default: per task, see BUDGETS)"
+    )
+    parser.add_argument(
+        "--eval-freq", type=int, help="timesteps between evaluations (default: per task)"
+    )
+    parser.add_argument(
+        "--n-delta", type=int, help="N = b for every run (Humanoid: 256 is the zoo's)"
+    )
     parser.add_argument("--workers", type=int, default=os.cpu_count())
     parser.add_argument("--stop-at-threshold", action=argparse.BooleanOptionalAction, default=True)
     parser.add_argument("--checkpoint-seconds", type=float, default=60.0)
@@ -311,16 +387,23 @@ def main() -> None:
                     continue
                 budget = int(args.budget or BUDGETS[task(env_id)])
                 eval_freq = args.eval_freq or EVAL_FREQ.get(task(env_id), 50_000)
-                print(f"{impl} {env_id} seed {seed}: up to {budget:,} steps, {args.workers} workers",
-                      flush=True)  # fmt: skip
+                print(
+                    f"{impl} {env_id} seed {seed}: up to {budget:,} steps, {args.workers} workers",
+                    flush=True,
+                )
                 began = time.perf_counter()
                 record = runner(env_id, seed, budget, eval_freq, args)
                 results.setdefault(key, {})[str(seed)] = record
-                write_json(path, results)  # after every run: an interrupted benchmark keeps its runs
+                write_json(
+                    path, results
+                )  # after every run: an interrupted benchmark keeps its runs
                 hit = first_reach(record["evaluations"], THRESHOLDS[task(env_id)])
-                print(f"  final {record['evaluations'][-1][2]:.1f}; threshold "
-                      f"{'at ' + format(hit[0], ',') + ' steps' if hit else 'not reached'}; "
-                      f"{(time.perf_counter() - began) / 60:.1f} min this session", flush=True)  # fmt: skip
+                print(
+                    f"  final {record['evaluations'][-1][2]:.1f}; threshold "
+                    f"{'at ' + format(hit[0], ',') + ' steps' if hit else 'not reached'}; "
+                    f"{(time.perf_counter() - began) / 60:.1f} min this session",
+                    flush=True,
+                )
     table = report(results)
     (path.parent / "learning.md").write_text(table + "\n")
     print(table)

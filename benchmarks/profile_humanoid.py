@@ -33,7 +33,11 @@ class TimedEnv(gym.Wrapper):
 
     def __init__(self, env: gym.Env, folder: str):
         super().__init__(env)
-        self.path, self.totals, self.written = Path(folder) / f"{os.getpid()}.json", [0.0, 0.0, 0], 0.0
+        self.path, self.totals, self.written = (
+            Path(folder) / f"{os.getpid()}.json",
+            [0.0, 0.0, 0],
+            0.0,
+        )
 
     def step(self, action):  # noqa: ANN001, ANN201
         start = time.perf_counter()
@@ -75,10 +79,14 @@ def totals(folder: str) -> tuple[float, float, int]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--iterations", type=int, default=4)
-    parser.add_argument("--checkpoint", help="profile this trained model's iterations instead of the zero policy")
+    parser.add_argument(
+        "--checkpoint", help="profile this trained model's iterations instead of the zero policy"
+    )
     args = parser.parse_args()
     folder = tempfile.mkdtemp()
     if args.checkpoint:
@@ -91,8 +99,12 @@ def main() -> None:
 
         def iterations(n: int) -> None:
             target = model._n_updates + n
-            model.learn(10**9, async_eval=timed, reset_num_timesteps=False,
-                        callback=lambda locals_, globals_: model._n_updates < target)  # fmt: skip
+            model.learn(
+                10**9,
+                async_eval=timed,
+                reset_num_timesteps=False,
+                callback=lambda locals_, globals_: model._n_updates < target,
+            )
 
         iterations(1)  # warm up: workers and envs built
         time.sleep(0.6)
@@ -105,16 +117,20 @@ def main() -> None:
     steps, worker_wall = model.num_timesteps - steps0, args.workers * timed.seconds
     simulation = (step1 - step0) + (reset1 - reset0)
     report = {
-        "iterations": args.iterations, "workers": args.workers, "timesteps": steps,
+        "iterations": args.iterations,
+        "workers": args.workers,
+        "timesteps": steps,
         "mean_episode_length": steps / (per_iteration * args.iterations),
-        "wall_seconds": wall, "steps_per_second": steps / wall,
+        "wall_seconds": wall,
+        "steps_per_second": steps / wall,
         "worker_share_env_step": (step1 - step0) / (args.workers * wall),
         "worker_share_env_reset": (reset1 - reset0) / (args.workers * wall),
-        "worker_share_ars_and_idle_during_rollouts": (worker_wall - simulation) / (args.workers * wall),
+        "worker_share_ars_and_idle_during_rollouts": (worker_wall - simulation)
+        / (args.workers * wall),
         "worker_share_idle_while_the_driver_works": (wall - timed.seconds) / wall,
         "driver_seconds_per_iteration": (wall - timed.seconds) / args.iterations,
         "env_step_us": (step1 - step0) / max(n1 - n0, 1) * 1e6,
-    }  # fmt: skip
+    }
     for key, value in report.items():
         print(f"{key:45} {value:,.4g}" if isinstance(value, float) else f"{key:45} {value}")
     RESULTS.mkdir(exist_ok=True)

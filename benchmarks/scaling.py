@@ -36,8 +36,10 @@ from gymnasium import spaces
 import ars
 
 RESULTS = Path(__file__).resolve().parent / "results"
-POLICIES = {"linear": dict(policy="LinearPolicy", policy_kwargs=dict(with_bias=True)),
-            "mlp [64, 64]": dict(policy="MlpPolicy", policy_kwargs=dict(net_arch=[64, 64]))}  # fmt: skip
+POLICIES = {
+    "linear": dict(policy="LinearPolicy", policy_kwargs=dict(with_bias=True)),
+    "mlp [64, 64]": dict(policy="MlpPolicy", policy_kwargs=dict(net_arch=[64, 64])),
+}
 
 
 class OneStep(gym.Env):
@@ -73,7 +75,9 @@ class WeightsMode:
 
     def evaluate(self, it, jobs, on_step=None):
         jobs = [job._replace(weights=ars.candidate_parameters(it, job)) for job in jobs]
-        return self.evaluator.evaluate(it._replace(theta=np.zeros(0)), jobs, on_step)  # weights only
+        return self.evaluator.evaluate(
+            it._replace(theta=np.zeros(0)), jobs, on_step
+        )  # weights only
 
 
 def _count_pipe_bytes():
@@ -92,8 +96,15 @@ def _count_pipe_bytes():
 def measure(make_evaluator, settings, iterations, weights_mode) -> tuple[float, float]:
     """Candidates per second through the driver, and driver-sent bytes per iteration."""
     config = dict(settings)
-    model = ars.ARS(config.pop("policy"), env=OneStep(), n_delta=230, n_top=230, normalize_obs=True,
-                    seed=0, **config)  # fmt: skip
+    model = ars.ARS(
+        config.pop("policy"),
+        env=OneStep(),
+        n_delta=230,
+        n_top=230,
+        normalize_obs=True,
+        seed=0,
+        **config,
+    )
     evaluator, counter = make_evaluator()
     if weights_mode:
         evaluator = WeightsMode(evaluator)
@@ -114,8 +125,13 @@ def executor_for(name: str, workers: int) -> tuple[object, list]:
             import distributed
         except ImportError:
             return None, []
-        cluster = distributed.LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
-                                           host="127.0.0.1", dashboard_address=None)  # fmt: skip
+        cluster = distributed.LocalCluster(
+            n_workers=workers,
+            threads_per_worker=1,
+            processes=True,
+            host="127.0.0.1",
+            dashboard_address=None,
+        )
         client = distributed.Client(cluster)
         return client.get_executor(pure=False), [client.close, cluster.close]
     try:
@@ -140,11 +156,19 @@ class RayExecutor:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--executors", nargs="*", default=["async", "process-pool", "dask", "ray"])
     parser.add_argument("--iterations", type=int, default=5)
     parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument(
+        "--report", action="store_true", help="only rebuild scaling.md from scaling.json"
+    )
     args = parser.parse_args()
+    if args.report:
+        write_tables(json.loads((RESULTS / "scaling.json").read_text())["rows"])
+        return
     pipe_bytes = _count_pipe_bytes()
     rows = []
     for name in args.executors:
@@ -162,30 +186,107 @@ def main() -> None:
             counted = Counted(executor)
 
             def make(weights, counted=counted):
-                evaluator = ars.ExecutorEval(counted, OneStep, n_workers=args.workers,
-                                             jobs_per_task=1 if weights else None)  # fmt: skip
+                evaluator = ars.ExecutorEval(
+                    counted, OneStep, n_workers=args.workers, jobs_per_task=1 if weights else None
+                )
                 return evaluator, lambda: counted.bytes
+
         for policy, settings in POLICIES.items():
             for protocol in ("weights", "seeds"):
                 weights = protocol == "weights"
-                rate, sent = measure(functools.partial(make, weights), settings, args.iterations, weights)
-                rows.append(dict(executor=name, policy=policy, protocol=protocol, candidates_per_s=rate,
-                                 bytes_per_iteration=sent, workers=args.workers))  # fmt: skip
-                print(f"{name:13} {policy:13} {protocol:8} {rate:9,.0f} candidates/s "
-                      f"{sent / 1e6:9.2f} MB sent per iteration", flush=True)  # fmt: skip
+                rate, sent = measure(
+                    functools.partial(make, weights), settings, args.iterations, weights
+                )
+                rows.append(
+                    dict(
+                        executor=name,
+                        policy=policy,
+                        protocol=protocol,
+                        candidates_per_s=rate,
+                        bytes_per_iteration=sent,
+                        workers=args.workers,
+                    )
+                )
+                print(
+                    f"{name:13} {policy:13} {protocol:8} {rate:9,.0f} candidates/s "
+                    f"{sent / 1e6:9.2f} MB sent per iteration",
+                    flush=True,
+                )
         for close in cleanup:
             close()
     RESULTS.mkdir(exist_ok=True)
-    (RESULTS / "scaling.json").write_text(json.dumps({"cpus": os.cpu_count(), "rows": rows}, indent=1) + "\n")
-    lines = ["| executor | policy | weights: candidates/s | seeds: candidates/s | speed-up "
-             "| weights: MB/iteration | seeds: MB/iteration |", "|---" * 7 + "|"]  # fmt: skip
-    for i in range(0, len(rows), 2):
-        old, new = rows[i], rows[i + 1]
-        lines.append(f"| {old['executor']} | {old['policy']} | {old['candidates_per_s']:,.0f} "
-                     f"| {new['candidates_per_s']:,.0f} | {new['candidates_per_s'] / old['candidates_per_s']:.1f}x "
-                     f"| {old['bytes_per_iteration'] / 1e6:.2f} | {new['bytes_per_iteration'] / 1e6:.3f} |")  # fmt: skip
-    (RESULTS / "scaling.md").write_text("\n".join(lines) + "\n")
-    print("\n".join(lines))
+    (RESULTS / "scaling.json").write_text(
+        json.dumps({"cpus": os.cpu_count(), "rows": rows}, indent=1) + "\n"
+    )
+    write_tables(rows)
+
+
+WORKLOADS = {  # candidates per iteration, and a worker's seconds per candidate (measured here)
+    "Humanoid, early episodes (25 steps)": (460, 25 * 310e-6),
+    "Humanoid, late episodes (1000 steps)": (460, 1000 * 310e-6),
+    "HalfCheetah (1000 steps, N = 32)": (64, 1000 * 43e-6),
+}
+
+
+def efficiency(candidates: int, seconds: float, workers: int, tasks: int, per_task: float) -> float:
+    """Share of the workers' time spent evaluating, for one iteration.
+
+    The workers need ``ceil(candidates / workers)`` candidates' time at least; the driver
+    needs ``per_task`` seconds to dispatch and collect each task. The iteration lasts the
+    longer of the two.
+    """
+    work = -(-candidates // workers) * seconds
+    return candidates * seconds / workers / max(work, tasks * per_task)
+
+
+def projections(rows: list[dict]) -> list[str]:
+    """Efficiency at 8, 48 and 256 workers from the measured per-task cost on Dask (linear)."""
+    rate = {
+        r["protocol"]: r["candidates_per_s"]
+        for r in rows
+        if r["executor"] == "dask" and r["policy"] == "linear"
+    }
+    if not {"weights", "seeds, 1 job per task"} <= set(rate):
+        return []
+    per_task = {"weights": 1 / rate["weights"], "seeds": 1 / rate["seeds, 1 job per task"]}
+    lines = [
+        f"Per-task cost on Dask, measured here: {per_task['weights'] * 1e3:.1f} ms (weights), "
+        f"{per_task['seeds'] * 1e3:.1f} ms (seeds).",
+        "",
+        "| workload | workers | weights, 1 per task | seeds, batches | seeds, at 1 ms per task |",
+        "|---" * 5 + "|",
+    ]
+    for name, (candidates, seconds) in WORKLOADS.items():
+        for workers in (8, 48, 256):
+            batches = len(ars.batch_sizes(candidates, workers))
+            old = efficiency(candidates, seconds, workers, candidates, per_task["weights"])
+            new = efficiency(candidates, seconds, workers, batches, per_task["seeds"])
+            cluster = efficiency(candidates, seconds, workers, batches, 1e-3)
+            lines.append(f"| {name} | {workers} | {old:.0%} | {new:.0%} | {cluster:.0%} |")
+    return lines
+
+
+def write_tables(rows: list[dict]) -> None:
+    """scaling.md: the measured table, then the projection to more workers."""
+    by = {(r["executor"], r["policy"], r["protocol"]): r for r in rows}
+    lines = [
+        "| executor | policy | weights: candidates/s | seeds: candidates/s | speed-up "
+        "| weights: MB/iteration | seeds: MB/iteration |",
+        "|---" * 7 + "|",
+    ]
+    for (executor, policy, protocol), old in by.items():
+        if protocol != "weights":
+            continue
+        new = by[(executor, policy, "seeds")]
+        lines.append(
+            f"| {executor} | {policy} | {old['candidates_per_s']:,.0f} "
+            f"| {new['candidates_per_s']:,.0f} | "
+            f"{new['candidates_per_s'] / old['candidates_per_s']:.1f}x "
+            f"| {old['bytes_per_iteration'] / 1e6:.2f} | {new['bytes_per_iteration'] / 1e6:.3f} |"
+        )
+    text = "\n".join(lines) + "\n\nProjected efficiency:\n\n" + "\n".join(projections(rows)) + "\n"
+    (RESULTS / "scaling.md").write_text(text)
+    print(text)
 
 
 if __name__ == "__main__":

@@ -44,14 +44,27 @@ RATIOS = [("ars", "bare"), ("ars", "sb3"), ("ars-async", "bare-2"), ("ars-async"
 def _hp(env_id: str, n_delta: int | None) -> dict:
     hp = ars.settings_for(env_id)
     n = n_delta or hp["n_delta"]
-    return dict(n_delta=n, n_top=min(hp["n_top"] or n, n), delta_std=hp["delta_std"],
-                normalize_obs=hp["normalize_obs"])  # fmt: skip
+    return dict(
+        n_delta=n,
+        n_top=min(hp["n_top"] or n, n),
+        delta_std=hp["delta_std"],
+        normalize_obs=hp["normalize_obs"],
+    )
 
 
-def _model(env_id: str, policy: str, net_arch: list | None, n_delta: int | None, env: object = None) -> ars.ARS:
+def _model(
+    env_id: str, policy: str, net_arch: list | None, n_delta: int | None, env: object = None
+) -> ars.ARS:
     """ars with the paper's settings and learning frozen (on ``env``, else on ``env_id``)."""
     kwargs = {"net_arch": net_arch} if net_arch else None
-    return ars.ARS(policy, env or env_id, learning_rate=0.0, policy_kwargs=kwargs, seed=0, **_hp(env_id, n_delta))
+    return ars.ARS(
+        policy,
+        env or env_id,
+        learning_rate=0.0,
+        policy_kwargs=kwargs,
+        seed=0,
+        **_hp(env_id, n_delta),
+    )
 
 
 class _RecordActions(ars.gym.Wrapper):
@@ -64,15 +77,17 @@ class _RecordActions(ars.gym.Wrapper):
         return self.env.step(action)
 
 
-def policy_actions(env_id: str, policy: str, net_arch: list | None, n_delta: int | None, n: int = 4000) -> list:
-    """Actions the frozen ARS candidates take (MuJoCo's step costs more with them than with zeros)."""
+def policy_actions(
+    env_id: str, policy: str, net_arch: list | None, n_delta: int | None, n: int = 4000
+) -> list:
+    """Actions the frozen ARS candidates take (MuJoCo steps cost more with them than zeros)."""
     recorder = _RecordActions(ars.make_env(env_id))
     _model(env_id, policy, net_arch, n_delta, recorder).learn(n)
     return recorder.actions[:n]
 
 
 def bare(env_id: str, steps: int, actions: list | None = None, **_: object) -> float:
-    """The ceiling on one core: env.step replaying fixed actions (zeros by default), resets included."""
+    """The ceiling on one core: env.step replaying fixed actions (default zeros), with resets."""
     env = ars.make_env(env_id)
     actions = actions or [np.zeros(env.action_space.shape, dtype=env.action_space.dtype)]
     n = len(actions)
@@ -103,8 +118,9 @@ def _timed(fn, totals: list[float]):  # noqa: ANN001, ANN202
     return timed
 
 
-def own_cost(env_id: str, steps: int, policy: str, net_arch: list | None, n_delta: int | None,
-             **_: object) -> tuple[float, float]:  # fmt: skip
+def own_cost(
+    env_id: str, steps: int, policy: str, net_arch: list | None, n_delta: int | None, **_: object
+) -> tuple[float, float]:
     """ars's own time per step outside the env's step and reset, in microseconds, and its share.
 
     The timer sits on the innermost env, so gymnasium's wrappers (which ars steps past)
@@ -120,8 +136,15 @@ def own_cost(env_id: str, steps: int, policy: str, net_arch: list | None, n_delt
     return (total - in_env[0]) / model.num_timesteps * 1e6, 1 - in_env[0] / total
 
 
-def ars_run(env_id: str, steps: int, policy: str, net_arch: list | None, n_delta: int | None,
-            async_eval: object = None, **_: object) -> float:  # fmt: skip
+def ars_run(
+    env_id: str,
+    steps: int,
+    policy: str,
+    net_arch: list | None,
+    n_delta: int | None,
+    async_eval: object = None,
+    **_: object,
+) -> float:
     model = _model(env_id, policy, net_arch, n_delta)
     start = time.perf_counter()
     model.learn(steps, async_eval=async_eval)
@@ -139,15 +162,29 @@ def sb3_env(env_id: str, normalize_obs: bool) -> object:
     return VecNormalize(env, norm_reward=False) if normalize_obs else env
 
 
-def sb3_run(env_id: str, steps: int, policy: str, net_arch: list | None, n_delta: int | None,
-            sb3_workers: int = 0, **_: object) -> float:  # fmt: skip
+def sb3_run(
+    env_id: str,
+    steps: int,
+    policy: str,
+    net_arch: list | None,
+    n_delta: int | None,
+    sb3_workers: int = 0,
+    **_: object,
+) -> float:
     from sb3_contrib import ARS as SB3ARS
     from sb3_contrib.common.vec_env import AsyncEval as SB3AsyncEval
 
     hp = _hp(env_id, n_delta)
     normalize_obs = hp.pop("normalize_obs")
     kwargs = {"net_arch": net_arch} if net_arch else None
-    model = SB3ARS(policy, sb3_env(env_id, normalize_obs), learning_rate=0.0, policy_kwargs=kwargs, seed=0, **hp)
+    model = SB3ARS(
+        policy,
+        sb3_env(env_id, normalize_obs),
+        learning_rate=0.0,
+        policy_kwargs=kwargs,
+        seed=0,
+        **hp,
+    )
     # sb3-contrib's learn() closes its AsyncEval, so each measurement starts one (untimed).
     env_fns = [functools.partial(sb3_env, env_id, normalize_obs)] * sb3_workers
     sb3_async = SB3AsyncEval(env_fns, model.policy) if sb3_workers else None
@@ -157,11 +194,17 @@ def sb3_run(env_id: str, steps: int, policy: str, net_arch: list | None, n_delta
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--envs", nargs="*", help="restrict to these env ids")
     parser.add_argument("--policies", nargs="*", default=["LinearPolicy", "MlpPolicy"])
-    parser.add_argument("--impls", nargs="*", default=["bare", "bare-2", "ars", "ars-async", "sb3", "sb3-async"])
-    parser.add_argument("--n-delta", type=int, help="directions per iteration (default: the paper's)")
+    parser.add_argument(
+        "--impls", nargs="*", default=["bare", "bare-2", "ars", "ars-async", "sb3", "sb3-async"]
+    )
+    parser.add_argument(
+        "--n-delta", type=int, help="directions per iteration (default: the paper's)"
+    )
     parser.add_argument("--steps", type=int, default=100_000, help="env steps per measurement")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--workers", type=int, default=os.cpu_count())
@@ -173,20 +216,29 @@ def main() -> None:
     except ImportError:
         args.impls = [i for i in args.impls if not i.startswith("sb3")]
         print("sb3-contrib is not installed: its rows are left out (pip install -e '.[bench]')")
-    rows = [run_case(*case, args) for case in CASES
-            if not (args.envs and case[0] not in args.envs) and case[1] in args.policies]  # fmt: skip
+    rows = [
+        run_case(*case, args)
+        for case in CASES
+        if not (args.envs and case[0] not in args.envs) and case[1] in args.policies
+    ]
     write_results(rows, args)
 
 
 def run_case(env_id: str, policy: str, net_arch: list | None, args: argparse.Namespace) -> dict:
     label = f"{env_id} {policy}{net_arch or ''}"
-    print(f"\n== {label} (n_delta={_hp(env_id, args.n_delta)['n_delta']}, {args.steps:,} steps, "
-          f"{args.repeats} repeats)")  # fmt: skip
-    common = dict(env_id=env_id, steps=args.steps, policy=policy, net_arch=net_arch, n_delta=args.n_delta)
+    print(
+        f"\n== {label} (n_delta={_hp(env_id, args.n_delta)['n_delta']}, {args.steps:,} steps, "
+        f"{args.repeats} repeats)"
+    )
+    common = dict(
+        env_id=env_id, steps=args.steps, policy=policy, net_arch=net_arch, n_delta=args.n_delta
+    )
     async_eval = None
     if "ars-async" in args.impls:  # ours stays open across learn() calls: started once, untimed
-        async_eval = ars.AsyncEval([functools.partial(ars.make_env, env_id)] * args.workers,
-                                   _model(env_id, policy, net_arch, args.n_delta).policy)  # fmt: skip
+        async_eval = ars.AsyncEval(
+            [functools.partial(ars.make_env, env_id)] * args.workers,
+            _model(env_id, policy, net_arch, args.n_delta).policy,
+        )
     actions = policy_actions(env_id, policy, net_arch, args.n_delta)
     runners = {
         "bare": functools.partial(bare, **common, actions=actions),
@@ -201,18 +253,31 @@ def run_case(env_id: str, policy: str, net_arch: list | None, args: argparse.Nam
     for repeat in range(args.repeats):
         for impl in impls:
             samples[impl].append(runners[impl]())
-        print(f"  repeat {repeat + 1}: " + "  ".join(f"{i} {samples[i][-1]:,.0f}" for i in impls), flush=True)
+        print(
+            f"  repeat {repeat + 1}: " + "  ".join(f"{i} {samples[i][-1]:,.0f}" for i in impls),
+            flush=True,
+        )
     if async_eval is not None:
         async_eval.close()
     cost_us, cost_share = own_cost(**common)
     print(f"  ars's own cost: {cost_us:.2f} us per step, {cost_share:.1%} of the time")
-    row = {"case": label, "env": env_id, "policy": policy, "net_arch": net_arch, "workers": args.workers,
-           "steps": args.steps, "ars own us/step": cost_us, "ars own share": cost_share}  # fmt: skip
+    row = {
+        "case": label,
+        "env": env_id,
+        "policy": policy,
+        "net_arch": net_arch,
+        "workers": args.workers,
+        "steps": args.steps,
+        "ars own us/step": cost_us,
+        "ars own share": cost_share,
+    }
     for impl, values in samples.items():
         row[impl] = {"min": min(values), "median": statistics.median(values), "max": max(values)}
     for num, den in RATIOS:
         if num in samples and den in samples:
-            row[f"{num}/{den}"] = statistics.median(a / b for a, b in zip(samples[num], samples[den]))
+            row[f"{num}/{den}"] = statistics.median(
+                a / b for a, b in zip(samples[num], samples[den])
+            )
             print(f"  {num}/{den}: {row[f'{num}/{den}']:.2f}")
     return row
 
@@ -221,21 +286,48 @@ def write_results(rows: list[dict], args: argparse.Namespace) -> None:
     """speed.json (everything) and speed.md: the full table, and a short one for the README."""
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    meta = {"cpus": os.cpu_count(), "numpy": np.__version__, "steps": args.steps, "repeats": args.repeats}
+    meta = {
+        "cpus": os.cpu_count(),
+        "numpy": np.__version__,
+        "steps": args.steps,
+        "repeats": args.repeats,
+    }
     (out / "speed.json").write_text(json.dumps({**meta, "rows": rows}, indent=2) + "\n")
     impls = [i for i in args.impls if any(i in r for r in rows)]
     ratios = [f"{a}/{b}" for a, b in RATIOS if any(f"{a}/{b}" in r for r in rows)]
-    full = ["| case | " + " | ".join(f"{i} steps/s (min / median / max)" for i in impls) + " | "
-            + " | ".join(ratios) + " | ars's own cost per step |", "|---" * (2 + len(impls) + len(ratios)) + "|"]
-    short = ["| case | bare | ars | ars, 2 workers | sb3-contrib | ars/sb3 | own cost |", "|---" * 7 + "|"]
+    full = [
+        "| case | "
+        + " | ".join(f"{i} steps/s (min / median / max)" for i in impls)
+        + " | "
+        + " | ".join(ratios)
+        + " | ars's own cost per step |",
+        "|---" * (2 + len(impls) + len(ratios)) + "|",
+    ]
+    short = [
+        "| case | bare | ars | ars, 2 workers | sb3-contrib | ars/sb3 | own cost |",
+        "|---" * 7 + "|",
+    ]
     for r in rows:
-        cells = [f"{r[i]['min']:,.0f} / **{r[i]['median']:,.0f}** / {r[i]['max']:,.0f}" if i in r else "" for i in impls]
+        cells = [
+            f"{r[i]['min']:,.0f} / **{r[i]['median']:,.0f}** / {r[i]['max']:,.0f}" if i in r else ""
+            for i in impls
+        ]
         cost = f"{r['ars own us/step']:.1f} us ({r['ars own share']:.1%})"
-        full.append(f"| {r['case']} | " + " | ".join(cells) + " | "
-                    + " | ".join(f"{r[k]:.2f}" if k in r else "" for k in ratios) + f" | {cost} |")  # fmt: skip
-        median = {i: f"{r[i]['median']:,.0f}" if i in r else "" for i in ("bare", "ars", "ars-async", "sb3")}
-        short.append(f"| {r['case']} | {median['bare']} | {median['ars']} | {median['ars-async']} | "
-                     f"{median['sb3']} | {r.get('ars/sb3', float('nan')):.1f} | {cost} |")  # fmt: skip
+        full.append(
+            f"| {r['case']} | "
+            + " | ".join(cells)
+            + " | "
+            + " | ".join(f"{r[k]:.2f}" if k in r else "" for k in ratios)
+            + f" | {cost} |"
+        )
+        median = {
+            i: f"{r[i]['median']:,.0f}" if i in r else ""
+            for i in ("bare", "ars", "ars-async", "sb3")
+        }
+        short.append(
+            f"| {r['case']} | {median['bare']} | {median['ars']} | {median['ars-async']} | "
+            f"{median['sb3']} | {r.get('ars/sb3', float('nan')):.1f} | {cost} |"
+        )
     text = "\n".join(full) + "\n\nShort form (medians, steps/s):\n\n" + "\n".join(short) + "\n"
     (out / "speed.md").write_text(text)
     print("\n" + text + f"\nwrote {out / 'speed.json'} and {out / 'speed.md'}")

@@ -12,15 +12,21 @@ import functools
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout without installing
+sys.path.insert(
+    0, str(Path(__file__).resolve().parents[1])
+)  # run from a checkout without installing
 import ars  # noqa: E402
 from ars import ExecutorEval, evaluate_policy, make_env, paper_model  # noqa: E402
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--env", default="Pendulum-v1")
-    parser.add_argument("--scheduler", help="address of a running Dask scheduler (default: start a local cluster)")
+    parser.add_argument(
+        "--scheduler", help="address of a running Dask scheduler (default: start a local cluster)"
+    )
     parser.add_argument("--workers", type=int, default=2, help="local cluster size")
     parser.add_argument("--total-timesteps", type=int, default=200_000)
     parser.add_argument("--seed", type=int, default=0)
@@ -30,12 +36,20 @@ def main() -> None:
 
     cluster = None
     if args.scheduler is None:
-        cluster = LocalCluster(n_workers=args.workers, threads_per_worker=1, processes=True, host="127.0.0.1", dashboard_address=None)
+        cluster = LocalCluster(
+            n_workers=args.workers,
+            threads_per_worker=1,
+            processes=True,
+            host="127.0.0.1",
+            dashboard_address=None,
+        )
     with Client(args.scheduler or cluster) as client:
         client.upload_file(ars.__file__)  # the workers must be able to `import ars`
         # The paper's hyper-parameters for this task (see ars.PAPER_SETTINGS)
         model = paper_model(args.env, seed=args.seed, verbose=1)
-        evaluator = ExecutorEval(client.get_executor(pure=False), functools.partial(make_env, args.env), model.policy)
+        evaluator = ExecutorEval(
+            client.get_executor(pure=False), functools.partial(make_env, args.env), model.policy
+        )
         model.learn(args.total_timesteps, async_eval=evaluator, log_every_n_steps=10)
     if cluster is not None:
         cluster.close()

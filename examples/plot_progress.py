@@ -1,6 +1,6 @@
 """Plot a run's progress.csv (training return and evaluations) to a PNG.
 
-    python ars.py --env Hopper-v4                       # writes runs/Hopper-v4-<date>-<time>/progress.csv
+    python ars.py --env Hopper-v4       # writes runs/Hopper-v4-<date>-<time>/progress.csv
     python examples/plot_progress.py runs/Hopper-v4-<date>-<time>
 
 Needs matplotlib (pip install -e ".[plot]").
@@ -22,7 +22,9 @@ def column(rows: list, key: str) -> tuple:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("run_dir", help="a folder holding progress.csv")
     parser.add_argument("--out", help="the PNG to write (default: RUN_DIR/progress.png)")
     args = parser.parse_args()
@@ -31,10 +33,17 @@ def main() -> None:
         rows = list(csv.DictReader(f))
     fig, ax = plt.subplots(figsize=(7, 4))
     steps, train = column(rows, "rollout/ep_rew_mean")
-    ax.plot([s / 1e6 for s in steps], train, label="training return (with perturbations)", alpha=0.7)
+    ax.plot(
+        [s / 1e6 for s in steps], train, label="training return (with perturbations)", alpha=0.7
+    )
     steps, evaluation = column(rows, "eval/mean_reward")
     if steps:
-        ax.plot([s / 1e6 for s in steps], evaluation, "o-", label="evaluation (deterministic, no alive bonus)")
+        ax.plot(
+            [s / 1e6 for s in steps],
+            evaluation,
+            "o-",
+            label="evaluation (deterministic, no alive bonus)",
+        )
     ax.set(xlabel="timesteps (millions)", ylabel="return", title=run_dir.name)
     ax.legend()
     fig.tight_layout()

@@ -1,17 +1,21 @@
 """Quickstart: train ARS on CartPole, save the model, load it back and evaluate it.
 
-    python examples/quickstart.py                  # about two seconds
-    python examples/quickstart.py --env Hopper-v4 --total-timesteps 300000
+python examples/quickstart.py                  # about two seconds
+python examples/quickstart.py --env Hopper-v4 --total-timesteps 300000
 """
 
 import argparse
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout without installing
+sys.path.insert(
+    0, str(Path(__file__).resolve().parents[1])
+)  # run from a checkout without installing
 from ars import ARS, evaluate_policy, make_env, paper_model  # noqa: E402
 
-parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+parser = argparse.ArgumentParser(
+    description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+)
 parser.add_argument("--env", default="CartPole-v1")
 parser.add_argument("--total-timesteps", type=int, default=50_000)
 parser.add_argument("--seed", type=int, default=0)

@@ -13,7 +13,9 @@ import functools
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout without installing
+sys.path.insert(
+    0, str(Path(__file__).resolve().parents[1])
+)  # run from a checkout without installing
 import ars  # noqa: E402
 from ars import ExecutorEval, evaluate_policy, make_env, paper_model  # noqa: E402
 
@@ -33,7 +35,9 @@ class RayExecutor(concurrent.futures.Executor):
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--env", default="Pendulum-v1")
     parser.add_argument("--address", help="Ray cluster address (default: start Ray locally)")
     parser.add_argument("--num-cpus", type=int, default=2, help="CPUs of a local Ray instance")
@@ -44,7 +48,12 @@ def main() -> None:
     import ray
 
     # py_modules ships ars.py to every worker, so they can `import ars`.
-    ray.init(address=args.address, num_cpus=None if args.address else args.num_cpus, runtime_env={"py_modules": [ars]}, include_dashboard=False)
+    ray.init(
+        address=args.address,
+        num_cpus=None if args.address else args.num_cpus,
+        runtime_env={"py_modules": [ars]},
+        include_dashboard=False,
+    )
     # The paper's hyper-parameters for this task (see ars.PAPER_SETTINGS)
     model = paper_model(args.env, seed=args.seed, verbose=1)
     evaluator = ExecutorEval(RayExecutor(), functools.partial(make_env, args.env), model.policy)
