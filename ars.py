@@ -1686,6 +1686,10 @@ class InProcessEval(_Evaluator):
         return results
 
 
+class EvaluationTimeout(RuntimeError):
+    """A job took longer than the evaluator's ``job_timeout``."""
+
+
 def _worker(remote: Any, parent_remote: Any, env_fn_bytes: bytes) -> None:
     """An AsyncEval worker: builds its env once, then evaluates the batches it receives.
 
@@ -1822,9 +1826,9 @@ class AsyncEval(_Evaluator):
         for i in range(self.n_workers):  # every env must build before any job is sent
             self._receive(i, "starting its env", deadline)
 
-    def _fail(self, message: str) -> RuntimeError:
+    def _fail(self, message: str, kind: type = RuntimeError) -> RuntimeError:
         self.close()
-        return RuntimeError(message + "\nThe AsyncEval has been closed: create a new one to go on.")
+        return kind(message + "\nThe AsyncEval has been closed: create a new one to go on.")
 
     def _receive(self, i: int, doing: str, deadline: float) -> Any:
         """Worker ``i``'s next message by ``deadline``; death or silence raise, never hang."""
@@ -1928,8 +1932,8 @@ class AsyncEval(_Evaluator):
                     f"AsyncEval worker {late} (pid {self.processes[late].pid}) has not finished "
                     f"candidate {job.candidate} (env seeds {[int(s) for s in job.seeds]}) in "
                     f"{self.job_timeout:g} s: is the env stuck? Pass a larger job_timeout for "
-                    "longer "
-                    "episodes."
+                    "longer episodes.",
+                    EvaluationTimeout,
                 )
 
     def close(self) -> None:
@@ -2084,10 +2088,6 @@ def _executor_workers(executor: Any) -> int:
     if client is not None and hasattr(client, "nthreads"):
         return max(1, sum(client.nthreads().values()))
     return int(getattr(executor, "n_workers", None) or os.cpu_count() or 1)
-
-
-class EvaluationTimeout(RuntimeError):
-    """A job took longer than the evaluator's ``job_timeout``."""
 
 
 def _abandon(executor: Any, tasks: dict, stuck: bool) -> None:
@@ -4037,20 +4037,32 @@ def record_video(
 
 
 def _render_env(env_id: str, render_mode: str) -> gym.Env:
-    """``gym.make(env_id, render_mode=...)``, with one line saying what to set when it fails."""
+    """``gym.make(env_id, render_mode=...)``, or one line saying what to set or install.
+
+    MuJoCo without a display needs ``MUJOCO_GL=egl`` before it is first imported (its
+    default, GLFW, aborts the process without a display), so that is set when it can be.
+    """
+    display = os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")
+    mujoco = "mujoco" in str(getattr(gym.spec(env_id), "entry_point", ""))
+    if render_mode == "human" and not display:
+        raise RuntimeError(f"cannot render {env_id} in a window: there is no display; use --video")
+    if mujoco and not display and not os.environ.get("MUJOCO_GL"):
+        if "mujoco" in sys.modules:
+            raise RuntimeError(
+                f"cannot render {env_id}: there is no display and MUJOCO_GL is not set; "
+                "set MUJOCO_GL=egl (or osmesa) before starting Python"
+            )
+        os.environ["MUJOCO_GL"] = "egl"
     try:
         env = gym.make(env_id, render_mode=render_mode)
         env.reset(seed=0)
         env.render()
         return env
     except Exception as error:  # GL and display errors come from several libraries
-        hint = (
-            "set MUJOCO_GL=egl (or osmesa) to render without a display"
-            if render_mode == "rgb_array"
-            else "--render needs a display (DISPLAY); use --video"
-        )
         raise RuntimeError(
-            f"cannot render {env_id}: {type(error).__name__}: {error}; {hint}"
+            f"cannot render {env_id}: {type(error).__name__}: {error}; set "
+            "MUJOCO_GL=egl (or osmesa), or pip install 'gymnasium[classic-control]' "
+            "for classic envs"
         ) from error
 
 
@@ -4626,4 +4638,9 @@ def _train(
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    # Run as the module ``ars``, so what the workers receive refers to it by name instead of
+    # carrying copies of this script's classes and functions.
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    import ars
+
+    sys.exit(ars.main())

@@ -2736,16 +2736,20 @@ def test_a_clip_has_one_frame_per_step_at_the_envs_rate(tmp_path, suffix):
     ffmpeg = pytest.importorskip("imageio_ffmpeg")
     model = ARS("LinearPolicy", "InvertedPendulum-v4", n_delta=2, seed=0, zero_policy=False)
     path = tmp_path / f"clip{suffix}"
-    total, frames = _clip(model, path, "InvertedPendulum-v4", max_steps=20)
-    assert frames == 21 and total > 0  # the first frame, then one per step
+    total, frames = _clip(model, path, "InvertedPendulum-v4", max_steps=50)
+    returns, lengths = ars.evaluate_policy(
+        model, "InvertedPendulum-v4", 1, seed=1, return_episode_rewards=True
+    )
+    assert lengths[0] < 50 and frames == lengths[0] + 1  # the first frame, then one per step
+    assert total == returns[0]  # the same deterministic episode as the first evaluation's
     assert path.stat().st_size > 1000
     n_frames, seconds = ffmpeg.count_frames_and_secs(str(path))
     fps = ars.make_env("InvertedPendulum-v4").metadata["render_fps"]
     if suffix == ".mp4":
-        assert n_frames == 21
+        assert n_frames == frames
     else:  # a GIF keeps real time with at most 25 frames a second
-        assert n_frames == pytest.approx(21 * 25 / fps, abs=2)
-    assert seconds == pytest.approx(21 / fps, abs=0.1)
+        assert n_frames == pytest.approx(frames * 25 / fps, abs=2)
+    assert seconds == pytest.approx(frames / fps, abs=0.1)
 
 
 @pytest.mark.slow

@@ -192,10 +192,13 @@ def main() -> None:
                 return evaluator, lambda: counted.bytes
 
         for policy, settings in POLICIES.items():
-            for protocol in ("weights", "seeds"):
-                weights = protocol == "weights"
+            protocols = ("weights", "seeds") + (
+                () if name == "async" else ("seeds, 1 job per task",)
+            )
+            for protocol in protocols:
+                weights, one_per_task = protocol == "weights", protocol != "seeds"
                 rate, sent = measure(
-                    functools.partial(make, weights), settings, args.iterations, weights
+                    functools.partial(make, one_per_task), settings, args.iterations, weights
                 )
                 rows.append(
                     dict(
