@@ -3991,19 +3991,23 @@ def paper_model(env_id: str, env: Any = None, **overrides: Any) -> ARS:
 # -------------------------------------------------------------------------------------------
 
 
+GIF_FPS = 10  # frames per second of a GIF; MP4s keep every frame
+
+
 def record_video(
     model: Any,
     path: str | os.PathLike,
     env: Any = None,
     seed: int | None = None,
     max_steps: int | None = None,
-    width: int = 480,
+    width: int = 200,
 ) -> tuple[float, int]:
     """Record one deterministic episode of ``model`` (an ARS or a policy) to an MP4 or GIF.
 
-    The clip plays at the env's own frame rate (``metadata["render_fps"]``); a GIF keeps
-    real time with at most 25 frames per second, at ``width`` pixels, with one palette per
-    clip, which keeps a 10-second clip to a few hundred KB. Needs
+    The clip plays in real time at the env's frame rate (``metadata["render_fps"]``). An
+    MP4 keeps every frame at the env's size; a GIF keeps 10 frames per second, ``width``
+    pixels square (MuJoCo envs), 48 colors, a coarser floor checker, and only what changes
+    from frame to frame: a 10-second clip of a MuJoCo walker is a few hundred KB. Needs
     ``pip install 'ars-numpy[video]'`` (imageio and imageio-ffmpeg, which ships ffmpeg);
     MuJoCo renders without a display with ``MUJOCO_GL=egl``.
 
@@ -4020,7 +4024,7 @@ def record_video(
     max_steps : int, optional
         Stop the clip after this many steps.
     width : int
-        GIF width in pixels (MP4s keep the rendered size).
+        A GIF's width and height in pixels, for MuJoCo envs (others keep their size).
 
     Returns
     -------
@@ -4031,16 +4035,21 @@ def record_video(
     if path.suffix.lower() not in (".mp4", ".gif"):
         raise ValueError(f"a video file must end in .mp4 or .gif; got {path.name}")
     ffmpeg = _require("imageio_ffmpeg", "pip install 'ars-numpy[video]'")
-    frames, fps, total = _render_episode(model, env, seed, max_steps, "rgb_array")
-    _write_video(ffmpeg, path, frames, fps, width)
+    gif = path.suffix.lower() == ".gif"
+    frames, fps, total = _render_episode(
+        model, env, seed, max_steps, "rgb_array", width if gif else None
+    )
+    _write_video(ffmpeg, path, frames, fps)
     return total, len(frames)
 
 
-def _render_env(env_id: str, render_mode: str) -> gym.Env:
+def _render_env(env_id: str, render_mode: str, size: int | None = None) -> gym.Env:
     """``gym.make(env_id, render_mode=...)``, or one line saying what to set or install.
 
     MuJoCo without a display needs ``MUJOCO_GL=egl`` before it is first imported (its
     default, GLFW, aborts the process without a display), so that is set when it can be.
+    With ``size`` (for GIFs), MuJoCo renders ``size`` pixels square and draws its floor's
+    checker 8 times coarser: a moving fine checker is most of a GIF's bytes.
     """
     display = os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")
     mujoco = "mujoco" in str(getattr(gym.spec(env_id), "entry_point", ""))
@@ -4054,9 +4063,17 @@ def _render_env(env_id: str, render_mode: str) -> gym.Env:
             )
         os.environ["MUJOCO_GL"] = "egl"
     try:
-        env = gym.make(env_id, render_mode=render_mode)
+        env = gym.make(
+            env_id,
+            render_mode=render_mode,
+            **({"width": size, "height": size} if mujoco and size else {}),
+        )
+        if mujoco and size:
+            env.unwrapped.model.mat_texrepeat[:] /= 8
         env.reset(seed=0)
         env.render()
+        if mujoco:
+            _follow_the_agent(env, render_mode)
         return env
     except Exception as error:  # GL and display errors come from several libraries
         raise RuntimeError(
@@ -4066,8 +4083,28 @@ def _render_env(env_id: str, render_mode: str) -> gym.Env:
         ) from error
 
 
+def _follow_the_agent(env: gym.Env, render_mode: str) -> None:
+    """Make MuJoCo's camera follow the agent.
+
+    gymnasium's locomotion envs ask their free camera to track a body, which MuJoCo only
+    does for a tracking camera: without this, the agent soon walks out of the picture.
+    """
+    import mujoco
+
+    renderer = env.unwrapped.mujoco_renderer
+    renderer.camera_id = None  # keep the camera we set: a camera id would reset its type
+    camera = renderer._get_viewer(render_mode).cam
+    camera.type = mujoco.mjtCamera.mjCAMERA_TRACKING
+    camera.trackbodyid = int(renderer.default_cam_config.get("trackbodyid", 1) or 1)
+
+
 def _render_episode(
-    model: Any, env: Any, seed: int | None, max_steps: int | None, render_mode: str
+    model: Any,
+    env: Any,
+    seed: int | None,
+    max_steps: int | None,
+    render_mode: str,
+    size: int | None = None,
 ) -> tuple[list, float, float]:
     """The frames (for ``rgb_array``), frame rate and return of one deterministic episode."""
     policy = _policy_of(model)
@@ -4077,7 +4114,7 @@ def _render_episode(
             "record_video needs the env id: pass env='Hopper-v4' (or a model saving it)"
         )
     seed = int(evaluation_seeds(getattr(model, "seed", 0) + 1, 1)[0]) if seed is None else seed
-    render_env = _render_env(env_id, render_mode)
+    render_env = _render_env(env_id, render_mode, size)
     frames = []
 
     def grab(action: Any, transition: tuple) -> None:
@@ -4091,7 +4128,7 @@ def _render_episode(
     return [f for f in frames if f is not None], fps, float(returns[0])
 
 
-def _write_video(ffmpeg: Any, path: Path, frames: list, fps: float, width: int) -> None:
+def _write_video(ffmpeg: Any, path: Path, frames: list, fps: float) -> None:
     frames = [np.ascontiguousarray(f, dtype=np.uint8) for f in frames if f is not None]
     height_in, width_in = frames[0].shape[:2]
     if path.suffix.lower() == ".mp4":
@@ -4099,11 +4136,11 @@ def _write_video(ffmpeg: Any, path: Path, frames: list, fps: float, width: int) 
         output = []
     else:  # one palette for the clip, and only the changed rectangle of each frame
         graph = (
-            f"fps={min(fps, 25)},scale={width}:-1:flags=lanczos,split[a][b];"
-            "[a]palettegen=stats_mode=diff:max_colors=128[p];"
-            "[b][p]paletteuse=dither=bayer:bayer_scale=5:diff_mode=rectangle"
+            f"fps={min(fps, GIF_FPS)},split[a][b];"
+            "[a]palettegen=max_colors=48[p];[b][p]paletteuse=dither=none:diff_mode=rectangle"
         )
-        params, output = dict(codec="gif"), ["-filter_complex", graph]
+        params = dict(codec="gif", macro_block_size=1, pix_fmt_out="pal8")
+        output = ["-filter_complex", graph]
     path.parent.mkdir(parents=True, exist_ok=True)
     writer = ffmpeg.write_frames(
         str(path),
@@ -4232,7 +4269,11 @@ def _parser() -> argparse.ArgumentParser:
         help="env steps to train for (on --resume: a new, larger total)",
     )
     add("--seed", type=int, help="random seed (default: drawn, and saved in config.json)")
-    add("--max-episode-steps", type=_positive_int, help="end episodes after this many steps")
+    add(
+        "--max-episode-steps",
+        type=_positive_int,
+        help="end episodes after this many steps (with --video: the clip's length)",
+    )
     add(
         "--workers",
         type=int,
@@ -4514,7 +4555,7 @@ def _evaluate_saved(args: argparse.Namespace) -> int:
     if env_id is None:
         raise ValueError(f"{args.eval} does not record its env; pass --env")
     if args.video:
-        total, n_frames = record_video(model, args.video, env_id)
+        total, n_frames = record_video(model, args.video, env_id, max_steps=args.max_episode_steps)
         print(f"{env_id}: return {total:.2f} in one episode; {n_frames} frames in {args.video}")
         return 0
     if args.render:
