@@ -97,14 +97,8 @@ _PAPER_TABLE = {
     "CartPole": (0.02, 0.05, 2, 2, 0, False, 50_000),
     "Pendulum": (0.018, 0.1, 4, 1, 0, True, 2_000_000),
 }
-_COLUMNS = (
-    "learning_rate",
-    "delta_std",
-    "n_delta",
-    "n_top",
-    "alive_bonus_offset",
-    "normalize_obs",
-    "total_timesteps",
+_COLUMNS = tuple(
+    "learning_rate delta_std n_delta n_top alive_bonus_offset normalize_obs total_timesteps".split()
 )
 PAPER_SETTINGS: dict[str, dict[str, Any]] = {
     task: dict(zip(_COLUMNS, row)) for task, row in _PAPER_TABLE.items()
@@ -823,24 +817,10 @@ def run_job(
 # ===========================================================================================
 
 Schedule = Callable[[float], float]
-HPARAMS = (
-    "n_delta",
-    "n_top",
-    "learning_rate",
-    "delta_std",
-    "zero_policy",
-    "alive_bonus_offset",
-    "n_eval_episodes",
-    "policy_kwargs",
-    "stats_window_size",
-    "tensorboard_log",
-    "seed",
-    "verbose",
-    "device",
-    "normalize_obs",
-    "common_random_numbers",
-    "normalization_samples",
-    "max_episode_steps",
+HPARAMS = tuple(
+    "n_delta n_top learning_rate delta_std zero_policy alive_bonus_offset n_eval_episodes "
+    "policy_kwargs stats_window_size tensorboard_log seed verbose device normalize_obs "
+    "common_random_numbers normalization_samples max_episode_steps".split()
 )
 
 
@@ -2153,21 +2133,11 @@ def _evaluate_candidates(model: ARS, candidate_weights: Any, callback: Any, asyn
 # -------------------------------------------------------------------------------------------
 
 # The columns of progress.csv known up front, so the file never needs a wider header.
-LOG_KEYS = (
-    "rollout/ep_rew_mean",
-    "rollout/ep_len_mean",
-    "rollout/return_std",
-    "train/iterations",
-    "train/delta_std",
-    "train/learning_rate",
-    "train/step_size",
-    "eval/mean_reward",
-    "eval/std_reward",
-    "eval/mean_ep_length",
-    "eval/best_mean_reward",
-    "time/fps",
-    "time/time_elapsed",
-    "time/total_timesteps",
+LOG_KEYS = tuple(
+    "rollout/ep_rew_mean rollout/ep_len_mean rollout/return_std train/iterations "
+    "train/delta_std train/learning_rate train/step_size eval/mean_reward eval/std_reward "
+    "eval/mean_ep_length eval/best_mean_reward time/fps time/time_elapsed "
+    "time/total_timesteps".split()
 )
 
 
@@ -3596,41 +3566,19 @@ def _policy_to_torch(policy: ARSPolicy) -> Any:
 # -- the positional orders of lit_sb3 and sb3-contrib -----------------------------------------
 
 # Positional parameters after ``policy``: the seed's order and sb3-contrib's (which adds env).
-SEED_ORDER = (
-    "n_delta",
-    "n_top",
-    "learning_rate",
-    "delta_std",
-    "zero_policy",
-    "alive_bonus_offset",
-    "n_eval_episodes",
-    "policy_kwargs",
-    "stats_window_size",
-    "seed",
-    "verbose",
-    "device",
-    "_init_setup_model",
+SEED_ORDER = tuple(
+    "n_delta n_top learning_rate delta_std zero_policy alive_bonus_offset n_eval_episodes "
+    "policy_kwargs stats_window_size seed verbose device _init_setup_model".split()
 )
 SB3_ORDER = ("env", *SEED_ORDER[:9], "tensorboard_log", *SEED_ORDER[9:])
 
 
-LEARN_SEED_ORDER = (
-    "env",
-    "callback",
-    "log_every_n_steps",
-    "tb_log_name",
-    "reset_num_timesteps",
-    "async_eval",
-    "progress_bar",
-    "default_root_dir",
+LEARN_SEED_ORDER = tuple(
+    "env callback log_every_n_steps tb_log_name reset_num_timesteps async_eval "
+    "progress_bar default_root_dir".split()
 )
-LEARN_SB3_ORDER = (
-    "callback",
-    "log_interval",
-    "tb_log_name",
-    "reset_num_timesteps",
-    "async_eval",
-    "progress_bar",
+LEARN_SB3_ORDER = tuple(
+    "callback log_interval tb_log_name reset_num_timesteps async_eval progress_bar".split()
 )
 _DEFAULTS = {  # the keyword parameters of ARS() and learn(), with their defaults
     name: {
@@ -4200,26 +4148,10 @@ def _net_arch(text: str) -> list[int]:
 
 
 # Flags whose value defines a run: refused on --resume unless equal to the run's.
-RUN_FLAGS = (
-    "env",
-    "policy",
-    "net_arch",
-    "n_delta",
-    "n_top",
-    "learning_rate",
-    "delta_std",
-    "alive_bonus_offset",
-    "normalize_obs",
-    "zero_policy",
-    "common_random_numbers",
-    "n_eval_episodes",
-    "seed",
-    "eval_freq",
-    "eval_episodes",
-    "checkpoint_interval",
-    "demos",
-    "normalization_samples",
-    "max_episode_steps",
+RUN_FLAGS = tuple(
+    "env policy net_arch n_delta n_top learning_rate delta_std alive_bonus_offset "
+    "normalize_obs zero_policy common_random_numbers n_eval_episodes seed eval_freq "
+    "eval_episodes checkpoint_interval demos normalization_samples max_episode_steps".split()
 )
 
 
@@ -4464,13 +4396,8 @@ def _trim_progress(path: Path, n_updates: int) -> None:
         _write_csv_atomic(path, columns, rows)
 
 
-RUN_FILES = (
-    "config.json",
-    "progress.csv",
-    "checkpoint.npz",
-    "model.npz",
-    "best_model.npz",
-    "evaluations.npz",
+RUN_FILES = tuple(
+    "config.json progress.csv checkpoint.npz model.npz best_model.npz evaluations.npz".split()
 )
 
 
