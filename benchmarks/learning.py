@@ -17,8 +17,9 @@ least every --checkpoint-seconds): model and protocol state are written together
 interrupted run (SIGKILL, a closed terminal, a reboot) resumes exactly where its last
 checkpoint was, and loses only the work since. A finished run is stored in
 benchmarks/results/learning.json with its final model in benchmarks/results/models/,
-and is never repeated. sb3-contrib runs cannot resume (its learn() restarts from zero
-weights after a load), so an interrupted peer run starts again.
+and is never repeated; a larger budget continues a run that ended at its own. sb3-contrib
+runs cannot resume (its learn() restarts from zero weights after a load), so an
+interrupted peer run starts again.
 """
 
 from __future__ import annotations
@@ -45,8 +46,8 @@ THRESHOLDS = {
 }
 BUDGETS = {
     "Swimmer": 2_000_000,
-    "Hopper": 3_000_000,
-    "HalfCheetah": 3_000_000,
+    "Hopper": 7_000_000,
+    "HalfCheetah": 12_500_000,
     "Walker2d": 30_000_000,
     "Ant": 30_000_000,
     "Humanoid": 40_000_000,
@@ -383,9 +384,10 @@ def main() -> None:
         for env_id in args.envs:
             key = f"{impl}:{env_id}" + (f":N{args.n_delta}" if args.n_delta else "")
             for seed in args.seeds:
-                if str(seed) in results.get(key, {}):
-                    continue
                 budget = int(args.budget or BUDGETS[task(env_id)])
+                done = results.get(key, {}).get(str(seed))
+                if done and not (done["stopped"] == "budget" and done["budget"] < budget):
+                    continue  # finished; a larger budget extends a run that ended at its own
                 eval_freq = args.eval_freq or EVAL_FREQ.get(task(env_id), 50_000)
                 print(
                     f"{impl} {env_id} seed {seed}: up to {budget:,} steps, {args.workers} workers",
