@@ -459,6 +459,8 @@ class ARSPolicy:
             actions = actions[:, 0]
         return _like(obs, actions)
 
+    __call__ = forward  # as torch policies: policy(obs)
+
     def actor(self, theta: np.ndarray | None = None) -> Callable[[Any], Any]:
         """A fast ``obs -> action`` for one observation: the rollout's hot path.
 
@@ -572,7 +574,7 @@ def _as_array(x: Any, dtype: Any = np.float64) -> np.ndarray:
 def _like(reference: Any, array: Any) -> Any:
     """``array`` as a torch tensor when ``reference`` is one: torch in, torch out."""
     if _is_torch(reference):
-        return sys.modules["torch"].from_numpy(np.ascontiguousarray(array))
+        return sys.modules["torch"].as_tensor(np.asarray(array))
     return array
 
 
@@ -1346,6 +1348,8 @@ class ARS:
 
     def get_parameters(self) -> dict[str, dict[str, np.ndarray]]:
         """``{"policy": policy.state_dict()}``: sb3-contrib's names, NumPy arrays."""
+        if self.policy is None:
+            raise ValueError("the model has no policy yet: give it an env, or learn(..., env=...)")
         return {"policy": self.policy.state_dict()}
 
     def set_parameters(
@@ -1523,7 +1527,7 @@ class _Evaluator:
         :meth:`sync_obs_rms` changes the evaluator's, never the caller's)."""
         policy = _policy_of(policy)
         self.policy = None if policy is None else _structure(policy)
-        self._visited = [RunningMeanStd((0,)) for _ in range(self.n_workers)]
+        self._visited = [self._no_statistics() for _ in range(self.n_workers)]
 
     def send_jobs(
         self, candidate_weights: Any, pop_size: int | None = None, episode_seeds: Any = None
@@ -1571,9 +1575,7 @@ class _Evaluator:
         if seeds.ndim != 2 or len(seeds) != n:
             raise ValueError(f"episode_seeds must have shape ({n}, n_episodes); got {seeds.shape}")
         self._n_sends += 1
-        it = Iteration(
-            self.policy, np.zeros(0), 0.0, 0, 0, track_obs=self.policy.obs_rms is not None
-        )
+        it = Iteration(self.policy, np.zeros(0), 0.0, 0, 0, track_obs=True)  # for get_obs_rms
         self._pending = (it, [Job(c, 0, 1, seeds[c], weights[c]) for c in range(n)])
 
     def get_results(self) -> list[tuple[int, tuple[np.ndarray, np.ndarray]]]:
@@ -1593,7 +1595,10 @@ class _Evaluator:
         if self.policy is None:
             raise ValueError(f"this {type(self).__name__} has no policy to normalise for")
         self.policy.obs_rms = None if obs_rms is None else _as_rms(obs_rms).copy()
-        self._visited = [RunningMeanStd((0,)) for _ in range(self.n_workers)]
+        self._visited = [self._no_statistics() for _ in range(self.n_workers)]
+
+    def _no_statistics(self) -> RunningMeanStd:
+        return RunningMeanStd((0 if self.policy is None else self.policy.obs_dim,))
 
     def seed(self, seed: int | None = None) -> list:
         """Seed the env seeds of later ``send_jobs``; as sb3-contrib, ``None`` does nothing."""
@@ -2217,18 +2222,16 @@ class Logger:
 
 
 def _table(values: dict[str, Any]) -> str:
-    """SB3's log table."""
+    """SB3's log table: keys grouped by what comes before their "/"."""
     rows: list[tuple[str, str]] = []
-    for group in sorted({k.split("/")[0] for k in values}):
-        rows.append((f"{group}/", ""))
-        for key in sorted(k for k in values if k.split("/")[0] == group):
+    for group in sorted({k.split("/")[0] for k in values}, key=lambda g: (g in values, g)):
+        keys = sorted(k for k in values if k.split("/")[0] == group)
+        if keys != [group]:
+            rows.append((f"{group}/", ""))
+        for key in keys:
             value = values[key]
-            rows.append(
-                (
-                    "    " + key.split("/", 1)[-1],
-                    f"{value:<.4g}" if isinstance(value, float) else str(value),
-                )
-            )
+            text = f"{value:<.4g}" if isinstance(value, float) else str(value)
+            rows.append((key if "/" not in key else "    " + key.split("/", 1)[1], text))
     width_k, width_v = max(len(k) for k, _ in rows), max(len(v) for _, v in rows)
     line = "-" * (width_k + width_v + 7)
     return "\n".join([line, *(f"| {k:<{width_k}} | {v:<{width_v}} |" for k, v in rows), line])
@@ -2952,11 +2955,14 @@ def save_model(
             "the model has no policy to save yet: give it an env, or learn(..., env=...)"
         )
     meta = _metadata(model)
-    for name in exclude or ():
+    for name in exclude or ():  # SB3's meaning: an excluded setting loads as its default
+        meta["hparams"].pop(name, None)
         if name == "ep_info_buffer":
-            meta.pop("ep_info_buffer")
+            meta.pop(name)
     included = {}
     for name in include or ():
+        if name in HPARAMS or name in meta:  # saved anyway
+            continue
         value = getattr(model, name)
         try:
             json.dumps(value)
@@ -3235,6 +3241,13 @@ def load_model(
             warnings.warn(
                 f"{path}: {name} was a schedule, saved as its last value {hparams[name]}; pass "
                 f"{name}= to ARS.load to restore it",
+                stacklevel=3,
+            )
+    for name in meta.get("unreadable", []):
+        if name not in overrides:
+            warnings.warn(
+                f"{path}: {name} is a schedule sb3-contrib stored as a pickle, which ars never "
+                f"loads; using the default {_DEFAULTS['ARS'][name]}; pass {name}= to ARS.load",
                 stacklevel=3,
             )
     policy_kwargs = hparams.pop("policy_kwargs", meta["policy_kwargs"])
@@ -3767,12 +3780,15 @@ def _read_sb3_zip(
         )
         if k in SAVED_HPARAMS and SAVED_HPARAMS[k][0](data.get(k))
     }
+    unreadable = []  # schedules other than constants exist only as pickles: never read
     for name, key in (("learning_rate", "lr_schedule"), ("delta_std", "delta_std_schedule")):
         value = re.search(
             r"val=([-+0-9.eE]+)", str((data.get(key) or {}).get("value_schedule", ""))
         )
         if value:
             hparams[name] = float(value.group(1))
+        else:
+            unreadable.append(name)
     meta = {
         "format": FORMAT,
         "format_version": FORMAT_VERSION,
@@ -3785,6 +3801,7 @@ def _read_sb3_zip(
         "env_id": None,
         "num_timesteps": int(data.get("num_timesteps") or 0),
         "n_updates": int(data.get("_n_updates") or 0),
+        "unreadable": unreadable,
     }
     return meta, {"parameters": np.concatenate(parts) if parts else np.zeros(0)}
 

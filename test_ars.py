@@ -2788,3 +2788,35 @@ def test_benchmark_models_reach_their_recorded_return():
         assert mean == pytest.approx(run["evaluations"][-1][2], rel=1e-9), path.name
         checked += 1
     assert checked >= 3
+
+
+def test_review_fixes_include_exclude_and_small_sb3_habits(tmp_path):
+    model = ARS("LinearPolicy", "Pendulum-v1", n_delta=2, seed=0, learning_rate=0.5)
+    loaded = ARS.load(model.save(tmp_path / "f", include=["n_delta"], exclude=["learning_rate"]))
+    assert loaded.n_delta == 2 and loaded.learning_rate == 0.02  # excluded: loads as its default
+    with pytest.raises(ValueError, match="no policy yet"):
+        ARS("LinearPolicy", n_delta=8).get_parameters()
+    np.testing.assert_array_equal(model.policy(np.ones(3)), model.policy.forward(np.ones(3)))
+    torch = pytest.importorskip("torch")
+    action, _ = ARS("LinearPolicy", "CartPole-v1").predict(torch.zeros(4))
+    assert isinstance(action, torch.Tensor) and action.shape == ()
+
+
+@pytest.mark.slow
+def test_async_eval_statistics_without_a_sync_and_sb3_schedules_warn(tmp_path):
+    policy = ARSLinearPolicy(*(lambda e: (e.observation_space, e.action_space))(PENDULUM()))
+    with AsyncEval([PENDULUM] * 2, policy, start_method="fork") as async_eval:
+        async_eval.send_jobs(np.zeros((4, policy.n_params)), 4)
+        async_eval.get_results()
+        statistics = async_eval.get_obs_rms()
+    assert [s.mean.shape for s in statistics] == [(3,), (3,)] and sum(
+        s.count for s in statistics
+    ) == 800
+    sb3_contrib = pytest.importorskip("sb3_contrib")
+    sb3_contrib.ARS("LinearPolicy", "Pendulum-v1", learning_rate=lambda p: 0.05 * p).save(
+        tmp_path / "s"
+    )
+    with pytest.warns(
+        UserWarning, match="learning_rate is a schedule sb3-contrib stored as a pickle"
+    ):
+        assert ARS.load(tmp_path / "s").learning_rate == 0.02
