@@ -212,6 +212,7 @@ ACTIVATIONS: dict[str, Callable[[np.ndarray], np.ndarray]] = {
     "identity": lambda x: x,
 }
 MIN_VARIANCE = 1e-8  # V2: inputs with a smaller variance are treated as constant and zeroed
+MAX_PARAMETERS = 10**7  # a random direction of this size per candidate is already slow
 
 
 def _flattener(space: spaces.Space) -> Callable[[np.ndarray], np.ndarray]:
@@ -341,6 +342,11 @@ class ARSPolicy:
         sizes = [self.obs_dim, *self.net_arch, self.action_dim]
         self.layer_shapes = list(zip(sizes[1:], sizes[:-1]))  # (out, in) per layer
         self.n_params = sum(o * i + (o if self.with_bias else 0) for o, i in self.layer_shapes)
+        if self.n_params > MAX_PARAMETERS:
+            raise ValueError(
+                f"a policy of {self.n_params:,} parameters is more than ars handles "
+                f"({MAX_PARAMETERS:,}): ARS draws that many normals per candidate"
+            )
         self._theta = np.zeros(self.n_params)
         self.obs_rms: RunningMeanStd | None = None  # set by ARS(normalize_obs=True): V2
 
@@ -704,7 +710,8 @@ def run_episodes(
     chunk = max(1, min(1000, OBS_CHUNK_BYTES // (8 * dim)))
     flatten = _flattener(space)
     step, env_limit = _inner_step(env)
-    limit = min(x for x in (env_limit, max_episode_steps, NO_LIMIT_STEPS) if x is not None)
+    limits = [x for x in (env_limit, max_episode_steps) if x is not None]
+    limit = min(limits) if limits else NO_LIMIT_STEPS
     if on_step is not None:
         step = _observed(step, on_step)
     for i, seed in enumerate(seeds):
@@ -721,7 +728,7 @@ def run_episodes(
             steps += 1
             if terminated or truncated or steps == limit:
                 break
-        if steps == NO_LIMIT_STEPS and limit == NO_LIMIT_STEPS and not (terminated or truncated):
+        if not limits and steps == NO_LIMIT_STEPS and not (terminated or truncated):
             raise RuntimeError(
                 f"an episode ran {NO_LIMIT_STEPS:,} steps without ending (env seed {seed}) and the "
                 "env "
@@ -819,6 +826,14 @@ def run_job(
 # ===========================================================================================
 
 Schedule = Callable[[float], float]
+INTEGER_RANGES = {  # name: (lowest, highest); beyond these a run is a mistake, not a plan
+    "n_delta": (1, 10**6),
+    "n_top": (1, 10**6),
+    "n_eval_episodes": (1, 10**6),
+    "stats_window_size": (1, 10**7),
+    "seed": (0, 2**63 - 1),
+    "normalization_samples": (0, 10**12),
+}
 HPARAMS = tuple(
     "n_delta n_top learning_rate delta_std zero_policy alive_bonus_offset n_eval_episodes "
     "policy_kwargs stats_window_size tensorboard_log seed verbose device normalize_obs "
@@ -938,12 +953,10 @@ class ARS:
         """Refuse settings that cannot train, naming the parameter, before any rollout."""
         if self.n_top is None:
             self.n_top = self.n_delta
-        integers = (("n_delta", 1), ("n_top", 1), ("n_eval_episodes", 1), ("stats_window_size", 1),
-                    ("seed", 0), ("normalization_samples", 0))  # fmt: skip
-        for name, low in integers:
+        for name, (low, high) in INTEGER_RANGES.items():
             value = getattr(self, name)
-            if not _is_int(value) or value < low:
-                raise ValueError(f"{name} must be an integer of at least {low}; got {value!r}")
+            if not _is_int(value) or not low <= value <= high:
+                raise ValueError(f"{name} must be an integer from {low} to {high:,}; got {value!r}")
         if self.max_episode_steps is not None and (
             not _is_int(self.max_episode_steps) or self.max_episode_steps < 1
         ):
@@ -1427,25 +1440,14 @@ def _check_finite(result: Result, job: Job, iteration: int, n_delta: int) -> Non
 
 def _check_float(name: str, value: Any, low: float | None = None, positive: bool = False) -> None:
     """A finite number (and at least ``low``, or > 0), else a ValueError naming ``name``."""
-    try:
-        number = float(value)
-    except (TypeError, ValueError):
-        raise ValueError(f"{name} must be a number; got {value!r}") from None
-    if (
-        not math.isfinite(number)
-        or (low is not None and number < low)
-        or (positive and number <= 0)
-    ):
-        need = (
-            "a positive"
-            if positive
-            else f"a finite number >= {low:g}"
-            if low is not None
-            else "a finite"
-        )
-        raise ValueError(
-            f"{name} must be {need}{' number' if 'number' not in need else ''}; got {value!r}"
-        )
+    if not isinstance(value, (int, float, np.integer, np.floating)) or isinstance(value, bool):
+        raise ValueError(f"{name} must be a number; got {value!r}")
+    if not math.isfinite(value):
+        raise ValueError(f"{name} must be finite; got {value!r}")
+    if positive and value <= 0:
+        raise ValueError(f"{name} must be positive; got {value!r}")
+    if low is not None and value < low:
+        raise ValueError(f"{name} must be at least {low:g}; got {value!r}")
 
 
 def _is_int(value: Any) -> bool:
@@ -3845,18 +3847,23 @@ def load_demonstrations(path: str | os.PathLike) -> tuple[np.ndarray, np.ndarray
     for file in files:
         try:
             with np.load(file, allow_pickle=False) as data:
-                if not {"observations", "actions"} <= set(data.files):
-                    raise ValueError(
-                        f"{file} must hold arrays 'observations' and 'actions'; it holds "
-                        f"{sorted(data.files)}"
-                    )
-                observations.append(data["observations"])
-                actions.append(data["actions"])
-        except (OSError, EOFError, zipfile.BadZipFile) as error:
+                names = set(data.files)
+                if {"observations", "actions"} <= names:
+                    observations.append(data["observations"])
+                    actions.append(data["actions"])
+        except (OSError, EOFError, ValueError, zipfile.BadZipFile) as error:  # ValueError: pickles
             raise ValueError(
-                f"{file} is not a readable .npz trajectory ({type(error).__name__}: {error})"
+                f"{file} is not a readable .npz trajectory of plain arrays "
+                f"({type(error).__name__}: {error})"
             ) from error
-    return np.concatenate(observations), np.concatenate(actions)
+        if not {"observations", "actions"} <= names:
+            raise ValueError(
+                f"{file} must hold arrays 'observations' and 'actions'; it has {sorted(names)}"
+            )
+    try:
+        return np.concatenate(observations), np.concatenate(actions)
+    except ValueError as error:
+        raise ValueError(f"the trajectories in {path} do not fit together: {error}") from error
 
 
 def warm_start(model: ARS, demonstrations: Any, ridge: float = 1e-3) -> None:
@@ -3881,12 +3888,19 @@ def warm_start(model: ARS, demonstrations: Any, ridge: float = 1e-3) -> None:
         )
     if isinstance(demonstrations, (str, os.PathLike)):
         demonstrations = load_demonstrations(demonstrations)
-    observations, actions = demonstrations
-    observations = _flattener(policy.observation_space)(_as_array(observations, None)).astype(
-        np.float64
-    )
-    observations = observations.reshape(-1, policy.obs_dim)
-    actions = _as_array(actions, None)
+    _check_float("ridge", ridge, low=0.0)
+    observations, actions = (_as_array(x, None) for x in demonstrations)
+    shape = policy.observation_space.shape
+    if (
+        observations.ndim != len(shape) + 1
+        or observations.shape[1:] != shape
+        or not len(observations)
+    ):
+        raise ValueError(
+            f"demonstration observations must have shape (n >= 1, *{shape}); "
+            f"got {observations.shape}"
+        )
+    observations = _flattener(policy.observation_space)(observations).astype(np.float64)
     if len(actions) != len(observations):
         raise ValueError(f"got {len(observations)} observations but {len(actions)} actions")
     if not np.isfinite(observations).all() or not np.isfinite(actions.astype(np.float64)).all():
