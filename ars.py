@@ -226,8 +226,8 @@ def _flattener(space: spaces.Space) -> Callable[[np.ndarray], np.ndarray]:
         shape = space.shape
         return lambda x: x.reshape(x.shape[: x.ndim - len(shape)] + (dim,))
     if isinstance(space, spaces.Discrete):
-        one_hot, start = np.eye(dim), int(space.start)
-        return lambda x: one_hot[np.asarray(x, dtype=np.int64) - start]
+        values = np.arange(dim) + int(space.start)  # no dim x dim table: n may be large
+        return lambda x: (np.asarray(x, dtype=np.int64)[..., None] == values).astype(np.float64)
     if isinstance(space, spaces.MultiBinary):
         size = len(space.shape)
         return lambda x: np.asarray(x, np.float64).reshape(
@@ -2715,25 +2715,43 @@ def evaluate_policy(
 
 FORMAT, FORMAT_VERSION = "ars-numpy", 2
 MAX_METADATA_BYTES = 4 << 20
-MAX_ELEMENTS = 1 << 31  # a policy or space larger than this is not an ARS policy
 SAVED_HPARAMS = {  # name: (type check, description); what a file may set
-    "n_delta": (lambda v: _is_int(v) and v >= 1, "a positive integer"),
-    "n_top": (lambda v: _is_int(v) and v >= 1, "a positive integer"),
+    "n_delta": (lambda v: _in_range(v, "n_delta"), "an integer from 1 to 1,000,000"),
+    "n_top": (lambda v: _in_range(v, "n_top"), "an integer from 1 to 1,000,000"),
     "learning_rate": (lambda v: _is_number(v) and v >= 0, "a number >= 0"),
     "delta_std": (lambda v: _is_number(v) and v > 0, "a positive number"),
     "zero_policy": (lambda v: isinstance(v, bool), "true or false"),
     "alive_bonus_offset": (lambda v: _is_number(v), "a number"),
-    "n_eval_episodes": (lambda v: _is_int(v) and v >= 1, "a positive integer"),
-    "stats_window_size": (lambda v: _is_int(v) and v >= 1, "a positive integer"),
+    "n_eval_episodes": (
+        lambda v: _in_range(v, "n_eval_episodes"),
+        "an integer from 1 to 1,000,000",
+    ),
+    "stats_window_size": (
+        lambda v: _in_range(v, "stats_window_size"),
+        "an integer from 1 to 10,000,000",
+    ),
     "normalize_obs": (lambda v: isinstance(v, bool), "true or false"),
     "common_random_numbers": (lambda v: isinstance(v, bool), "true or false"),
-    "normalization_samples": (lambda v: _is_int(v) and v >= 0, "an integer >= 0"),
+    "normalization_samples": (
+        lambda v: _in_range(v, "normalization_samples"),
+        "an integer from 0 to 10**12",
+    ),
     "max_episode_steps": (
         lambda v: v is None or (_is_int(v) and v >= 1),
         "a positive integer or null",
     ),
-    "seed": (lambda v: _is_int(v) and v >= 0, "an integer >= 0"),
+    "seed": (lambda v: _in_range(v, "seed"), "an integer from 0 to 2**63 - 1"),
 }
+METADATA_FIELDS = set(
+    "format format_version kind ars_version policy policy_kwargs observation_space action_space "
+    "system_info hparams env_id num_timesteps n_updates schedules ep_info_buffer callbacks "
+    "included".split()
+)
+
+
+def _in_range(value: Any, name: str) -> bool:
+    low, high = INTEGER_RANGES[name]
+    return _is_int(value) and low <= value <= high
 
 
 def _is_number(value: Any) -> bool:
@@ -2789,6 +2807,12 @@ def _model_path(path: str | os.PathLike) -> Path:
     return path if path.suffix else path.with_suffix(".zip")
 
 
+@functools.cache
+def _own_attributes() -> frozenset[str]:
+    """The names every ARS model has: its methods, properties and settings."""
+    return frozenset(dir(ARS)) | frozenset(vars(ARS("LinearPolicy")))
+
+
 def _write_npz(target: Any, arrays: dict[str, np.ndarray]) -> Path | None:
     """``np.savez`` to a file object, or atomically to a path (returned)."""
     if hasattr(target, "write"):
@@ -2821,8 +2845,8 @@ def _space_to_json(space: spaces.Space) -> dict[str, Any]:
     }
 
 
-def _space_from_json(data: Any, where: str) -> spaces.Space:
-    """A space from its JSON, checked: sizes before any array is built."""
+def _space_size(data: Any, where: str) -> int:
+    """The flat size of a space's JSON (``spaces.flatdim``), computed without building it."""
     if not isinstance(data, dict) or data.get("type") not in (
         "Box",
         "Discrete",
@@ -2833,6 +2857,24 @@ def _space_from_json(data: Any, where: str) -> spaces.Space:
             f"{where} must be a Box, Discrete, MultiDiscrete or MultiBinary space; got "
             f"{data!r:.200}"
         )
+    kind = data["type"]
+    sizes = data.get(
+        {"Discrete": "n", "MultiDiscrete": "nvec", "MultiBinary": "n"}.get(kind, "shape")
+    )
+    sizes = np.asarray(sizes if isinstance(sizes, list) else [sizes], dtype=object).reshape(-1)
+    if not (len(sizes) <= 10**6 and all(_is_int(n) and 0 <= n <= MAX_PARAMETERS for n in sizes)):
+        raise ValueError(
+            f"{where} is not a valid space (sizes must be integers); got {data!r:.200}"
+        )
+    size = int(sum(sizes)) if kind == "MultiDiscrete" else math.prod(int(n) for n in sizes)
+    if size > MAX_PARAMETERS:
+        raise ValueError(f"{where} has {size:,} elements; ars takes at most {MAX_PARAMETERS:,}")
+    return size
+
+
+def _space_from_json(data: Any, where: str) -> spaces.Space:
+    """A space from its JSON, checked: sizes before any array is built."""
+    _space_size(data, where)
     try:
         if data["type"] == "Discrete":
             if not (_is_int(data["n"]) and data["n"] >= 1 and _is_int(data.get("start", 0))):
@@ -2851,17 +2893,15 @@ def _space_from_json(data: Any, where: str) -> spaces.Space:
             return spaces.MultiBinary(n)
         if data["type"] == "MultiDiscrete":
             nvec = data["nvec"]
-            if not (isinstance(nvec, list) and len(nvec) <= MAX_ELEMENTS // 1000):
+            if not isinstance(nvec, list):
                 raise ValueError("nvec must be a list")
             return spaces.MultiDiscrete(
                 np.array(nvec, dtype=np.int64), start=np.array(data["start"], dtype=np.int64)
             )
         shape = data["shape"]
-        if not (isinstance(shape, list) and all(_is_int(n) and n >= 0 for n in shape)):
-            raise ValueError("shape must be a list of non-negative integers")
+        if not (isinstance(shape, list) and len(shape) <= 32):
+            raise ValueError("shape must be a list of at most 32 non-negative integers")
         size = math.prod(shape)
-        if size > MAX_ELEMENTS:
-            raise ValueError(f"shape {shape} is too large")
         dtype = np.dtype(data["dtype"])
         if dtype.kind not in "fiu":
             raise ValueError(f"dtype {dtype} is not a number type")
@@ -2965,6 +3005,8 @@ def save_model(
     for name in include or ():
         if name in HPARAMS or name in meta:  # saved anyway
             continue
+        if name in _own_attributes():
+            raise ValueError(f"include={name!r}: it is part of every ARS model, not an extra")
         value = getattr(model, name)
         try:
             json.dumps(value)
@@ -3087,16 +3129,29 @@ def read_model_file(source: Any) -> tuple[dict[str, Any], dict[str, np.ndarray]]
 
 def _read_metadata(archive: zipfile.ZipFile, where: str) -> dict[str, Any]:
     raw = _read_member(archive, "metadata.npy", MAX_METADATA_BYTES, where)
-    meta = json.loads(str(_npy(raw, (), "U", where, "metadata")))
+    meta = _json(str(_npy(raw, (), "U", where, "metadata")), where)
     if not isinstance(meta, dict) or meta.get("format") != FORMAT:
         raise ValueError(f"{where} is an .npz file but not one written by ars (ARS.save)")
     version = meta.get("format_version")
-    if not _is_int(version) or version > FORMAT_VERSION:
+    if not _is_int(version) or version < 1:
+        raise ValueError(f"{where}: format_version must be a positive integer; got {version!r}")
+    if version > FORMAT_VERSION:
         raise ValueError(
             f"{where} was written by a newer ars (format {version}); upgrade ars to load it"
         )
+    unknown = set(meta) - METADATA_FIELDS
+    if unknown:
+        raise ValueError(f"{where}: the metadata holds fields ars does not know: {sorted(unknown)}")
     _check_metadata(meta, where)
     return meta
+
+
+def _json(text: str | bytes, where: str) -> Any:
+    """Parsed JSON, or a ValueError naming the file (also for too deep or too long numbers)."""
+    try:
+        return json.loads(text)
+    except (ValueError, RecursionError) as error:
+        raise ValueError(f"{where}: the metadata is not valid JSON ({error})") from None
 
 
 def _check_metadata(meta: dict[str, Any], where: str) -> None:
@@ -3120,7 +3175,9 @@ def _check_metadata(meta: dict[str, Any], where: str) -> None:
     )
     arch = kwargs.get("net_arch", [])
     need(
-        isinstance(arch, list) and all(_is_int(n) and 1 <= n <= MAX_ELEMENTS for n in arch),
+        isinstance(arch, list)
+        and len(arch) <= 100
+        and all(_is_int(n) and 1 <= n <= MAX_PARAMETERS for n in arch),
         "policy_kwargs",
         "a dict whose net_arch is a list of positive integers",
     )
@@ -3134,6 +3191,11 @@ def _check_metadata(meta: dict[str, Any], where: str) -> None:
         "policy_kwargs",
         f"a dict whose activation_fn is one of {sorted(ACTIVATIONS)}",
     )
+    obs_dim = _space_size(meta.get("observation_space"), f"{where}: observation_space")
+    n_outputs = _space_size(meta.get("action_space"), f"{where}: action_space")
+    n_params = _n_params(meta["policy"], kwargs, obs_dim, n_outputs)
+    if n_params > MAX_PARAMETERS:
+        raise ValueError(f"{where}: the metadata describes a policy of {n_params:,} parameters")
     meta["observation_space"] = _space_from_json(
         meta.get("observation_space"), f"{where}: observation_space"
     )
@@ -3180,23 +3242,20 @@ def _check_metadata(meta: dict[str, Any], where: str) -> None:
     )
 
 
-def _n_params(meta: dict[str, Any]) -> int:
+def _n_params(policy: str, kwargs: dict[str, Any], obs_dim: int, n_outputs: int) -> int:
     """The parameter count the metadata implies, computed without building anything."""
-    kwargs = meta["policy_kwargs"]
-    arch = kwargs.get("net_arch", [] if meta["policy"] == "LinearPolicy" else [64, 64])
-    bias = kwargs.get("with_bias", meta["policy"] != "LinearPolicy")
-    act = meta["action_space"]
-    out = int(act.n) if isinstance(act, spaces.Discrete) else math.prod(act.shape)
-    sizes = [spaces.flatdim(meta["observation_space"]), *arch, out]
+    arch = kwargs.get("net_arch", [] if policy == "LinearPolicy" else [64, 64])
+    bias = kwargs.get("with_bias", policy != "LinearPolicy")
+    sizes = [obs_dim, *arch, n_outputs]
     return sum(o * i + (o if bias else 0) for i, o in zip(sizes[:-1], sizes[1:]))
 
 
 def _read_arrays(
     archive: zipfile.ZipFile, names: set[str], meta: dict, where: str
 ) -> dict[str, np.ndarray]:
-    n_params, obs_dim = _n_params(meta), spaces.flatdim(meta["observation_space"])
-    if n_params > MAX_ELEMENTS:
-        raise ValueError(f"{where}: the metadata describes a policy of {n_params:,} parameters")
+    obs_space, action_space = meta["observation_space"], meta["action_space"]
+    obs_dim, n_outputs = spaces.flatdim(obs_space), spaces.flatdim(action_space)
+    n_params = _n_params(meta["policy"], meta["policy_kwargs"], obs_dim, n_outputs)
     expected = {"parameters": ((n_params,), "f")}
     if "obs_rms_mean.npy" in names:
         expected.update(
@@ -3211,6 +3270,14 @@ def _read_arrays(
     for name, (shape, kinds) in expected.items():
         data = _read_member(archive, f"{name}.npy", 8 * math.prod(shape) + 4096, where)
         arrays[name] = _npy(data, shape, kinds, where, name)
+    if not np.isfinite(arrays["parameters"]).all():
+        raise ValueError(f"{where}: the policy's parameters hold NaN or infinite values")
+    normalize_obs = meta.get("hparams", {}).get("normalize_obs")
+    if normalize_obs is not None and normalize_obs != ("obs_rms_mean" in arrays):
+        raise ValueError(
+            f"{where}: normalize_obs is {normalize_obs} but the file "
+            f"{'holds' if 'obs_rms_mean' in arrays else 'lacks'} observation statistics"
+        )
     if "obs_rms_var" in arrays:
         if not (
             np.isfinite(arrays["obs_rms_mean"]).all()
@@ -3264,6 +3331,8 @@ def load_model(
         {"r": float(r), "l": int(n)} for r, n in meta.get("ep_info_buffer", [])
     )
     for name, value in meta.get("included", {}).items():
+        if name in _own_attributes():  # a file adds attributes; never replaces the model's own
+            raise ValueError(f"{path}: included {name!r} would replace part of the model")
         setattr(model, name, value)
     if env is not None:
         model.set_env(env)
@@ -3743,11 +3812,13 @@ def _read_sb3_zip(
     The JSON's readable fields give the settings and, where they can be parsed, the
     spaces; the weights come from ``policy.pth`` through ``torch.load(weights_only=True)``.
     """
-    data = json.loads(_read_member(archive, "data", MAX_METADATA_BYTES, where))
+    data = _json(_read_member(archive, "data", MAX_METADATA_BYTES, where), where)
+    if not isinstance(data, dict):
+        raise ValueError(f"{where}: sb3-contrib's 'data' must be a JSON object")
     torch = _require(
         "torch", "pip install 'ars-numpy[torch]' (reading sb3-contrib's weights needs torch)"
     )
-    raw = _read_member(archive, "policy.pth", 8 * MAX_ELEMENTS, where)
+    raw = _read_member(archive, "policy.pth", 8 * MAX_PARAMETERS + (1 << 20), where)
     state = torch.load(io.BytesIO(raw), map_location="cpu", weights_only=True)
     policy_class = data.get("policy_class") if isinstance(data.get("policy_class"), dict) else {}
     linear = "Linear policy" in str(policy_class.get("__doc__", ""))

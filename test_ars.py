@@ -2286,15 +2286,23 @@ def test_hostile_files_are_rejected_before_any_large_allocation(tmp_path):
     "field,value,message",
     [
         ("hparams", {"tensorboard_log": "/etc"}, "may not set"),
-        ("hparams", {"n_delta": "8"}, "'n_delta' must be a positive integer"),
+        ("hparams", {"n_delta": "8"}, "'n_delta' must be an integer from 1"),
+        ("hparams", {"n_delta": 10**15}, "'n_delta' must be an integer from 1"),
+        ("hparams", {"normalize_obs": True}, "normalize_obs is True but the file lacks"),
         ("num_timesteps", -5, "'num_timesteps' must be an integer >= 0"),
         ("policy_kwargs", {"net_arch": "64"}, "net_arch is a list"),
         (
             "observation_space",
             {"type": "Box", "low": 0, "high": 1, "shape": [10**6, 10**6], "dtype": "float32"},
-            "too large",
+            "has 1,000,000,000,000 elements",
         ),
+        ("observation_space", {"type": "Discrete", "n": 10**7}, "policy of 20,000,000"),
+        ("action_space", {"type": "Discrete", "n": 10**12}, "sizes must be integers"),
         ("policy", "CnnPolicy", "'policy' must be one of"),
+        ("format_version", 0, "format_version must be a positive integer"),
+        ("run_this", "os.system", r"fields ars does not know: \['run_this'\]"),
+        ("included", {"learn": 1}, "'learn' would replace part of the model"),
+        ("included", {"policy": None}, "'policy' would replace part of the model"),
     ],
 )
 def test_metadata_fields_of_the_wrong_type_name_the_file_and_field(tmp_path, field, value, message):
@@ -2308,6 +2316,27 @@ def test_metadata_fields_of_the_wrong_type_name_the_file_and_field(tmp_path, fie
     np.savez(tmp_path / "bad.npz", **arrays)
     with pytest.raises(ValueError, match=f"bad.npz.*{message}"):
         ARS.load(tmp_path / "bad.npz")
+
+
+def test_unparsable_metadata_and_nan_parameters_name_the_file(tmp_path):
+    good = ARS("LinearPolicy", "CartPole-v1", seed=0)
+    path = good.save(tmp_path / "good.npz")
+    with np.load(path, allow_pickle=False) as data:
+        arrays = {k: data[k] for k in data.files}
+    for name, text in (("deep", "[" * 100_000), ("digits", '{"format": ' + "9" * 5000 + "}")):
+        np.savez(tmp_path / f"{name}.npz", **dict(arrays, metadata=np.array(text)))
+        with pytest.raises(ValueError, match=f"{name}.npz: the metadata is not valid JSON"):
+            ARS.load(tmp_path / f"{name}.npz")
+    np.savez(
+        tmp_path / "nan.npz", **dict(arrays, parameters=np.full_like(arrays["parameters"], np.nan))
+    )
+    with pytest.raises(ValueError, match="nan.npz: the policy's parameters hold NaN"):
+        ARS.load(tmp_path / "nan.npz")
+    good.note = [1, 2]
+    good.save(tmp_path / "extra.npz", include=["note"])
+    assert ARS.load(tmp_path / "extra.npz").note == [1, 2]
+    with pytest.raises(ValueError, match="include='predict'.*part of every ARS model"):
+        good.save(tmp_path / "bad.npz", include=["predict"])
 
 
 def test_set_parameters_is_all_or_nothing_and_checks_statistics():
