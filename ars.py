@@ -1964,9 +1964,11 @@ class ExecutorEval(_Evaluator):
         Workers behind the executor; read from it when it says (ProcessPoolExecutor, Dask),
         else the CPU count.
     job_timeout : float
-        Seconds per job before a task that has not finished is taken for stuck. Its
-        futures are cancelled and, for a ProcessPoolExecutor, the pool's processes are
-        terminated (a stuck env cannot be interrupted otherwise; the pool is then broken).
+        Seconds per job before a task that has not finished is taken for stuck; once tasks
+        have been timed, at most ``job_timeout`` plus 20 times the task's measured length.
+        The futures are cancelled, this evaluator closes and, for a ProcessPoolExecutor,
+        the pool's processes are ended (a stuck env cannot be interrupted otherwise; the
+        pool is then broken).
     """
 
     def __init__(
@@ -1993,6 +1995,7 @@ class ExecutorEval(_Evaluator):
         self._setup(train_policy, n_eval_episodes)
         self._env_fn_bytes = cloudpickle.dumps(env_fn)
         self.closed = False
+        self._job_seconds: float | None = None  # the slowest measured seconds per job
 
     def set_options(self, options: dict | None = None) -> list[None]:
         """Options passed to every ``env.reset`` of later jobs (one dict for all workers)."""
@@ -2026,27 +2029,38 @@ class ExecutorEval(_Evaluator):
                     tasks[future] = chunk
                 results = self._collect(tasks, concurrent.futures, record)
             except BaseException as error:
-                _abandon(self.executor, tasks, stuck=isinstance(error, EvaluationTimeout))
+                stuck = isinstance(error, EvaluationTimeout)
+                self.closed |= stuck
+                _abandon(self.executor, tasks, stuck)
                 raise
         if on_step is not None:
             on_step.after(sum(int(r.lengths.sum()) for r in results.values()), self.n_workers)
         return [results[job.candidate] for job in jobs]
 
+    def _timeout(self, n_jobs: int) -> float:
+        """Seconds to wait for a task of ``n_jobs``: generous, but hours only if measured."""
+        timeout = self.job_timeout * n_jobs
+        if self._job_seconds is not None:
+            timeout = min(timeout, self.job_timeout + 20 * self._job_seconds * n_jobs)
+        return timeout
+
     def _collect(self, tasks: dict, futures_module: Any, record: bool) -> dict[int, Result]:
-        pending, results = set(tasks), {}
+        pending, results, start = set(tasks), {}, time.monotonic()
         while pending:
-            timeout = self.job_timeout * max(len(tasks[f]) for f in pending)
+            timeout = self._timeout(max(len(tasks[f]) for f in pending))
             done, pending = futures_module.wait(
                 pending, timeout=timeout, return_when="FIRST_COMPLETED"
             )
             if not done:
-                job = tasks[next(iter(pending))][0]
+                jobs = tasks[next(iter(pending))]
                 raise EvaluationTimeout(
-                    f"no executor task finished in {timeout:g} s; still waiting for candidate "
-                    f"{job.candidate} (env seeds {[int(s) for s in job.seeds]}) among others: is "
-                    "an env "
-                    "stuck, or are the workers gone? Pass a larger job_timeout for longer episodes."
+                    f"no executor task finished in {timeout:g} s; still waiting for the task of "
+                    f"candidates {jobs[0].candidate}-{jobs[-1].candidate} (env seeds from "
+                    f"{[int(s) for s in jobs[0].seeds]}) among others: is an env stuck, or are "
+                    "the workers gone? Pass a larger job_timeout for longer episodes."
                 )
+            per_job = (time.monotonic() - start) / min(len(tasks[f]) for f in done)
+            self._job_seconds = max(self._job_seconds or 0.0, per_job)
             for future in done:
                 try:
                     out = future.result()
@@ -2082,8 +2096,12 @@ def _abandon(executor: Any, tasks: dict, stuck: bool) -> None:
     for future in tasks:
         future.cancel()
     if stuck and type(executor).__name__ == "ProcessPoolExecutor":
-        for process in list(getattr(executor, "_processes", {}).values()):
+        processes = list((getattr(executor, "_processes", None) or {}).values())
+        for process in processes:
             process.terminate()
+        for process in processes:  # reaped: no zombies left behind
+            process.join(timeout=5)
+        executor.shutdown(wait=False, cancel_futures=True)
 
 
 def _policy_of(policy: Any) -> ARSPolicy | None:
@@ -2644,7 +2662,22 @@ class EvalCallback:
         )
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        """Restore :meth:`state_dict` (from a checkpoint)."""
+        """Restore :meth:`state_dict` (from a checkpoint); a ValueError if it is not one."""
+        if not (
+            isinstance(state, dict)
+            and _is_int(state.get("next"))
+            and _is_number(state.get("train_seconds"))
+            and isinstance(state.get("best_mean_reward"), (int, float))
+            and all(
+                isinstance(state.get(key), list)
+                and all(isinstance(r, list) and all(map(_is_number, r)) for r in state[key])
+                for key in ("evaluations", "results", "lengths")
+            )
+        ):
+            raise ValueError(
+                "the EvalCallback state must hold next, train_seconds, best_mean_reward and "
+                f"lists of numbers evaluations, results, lengths; got {state!r:.200}"
+            )
         self._next, self._train_seconds = int(state["next"]), float(state["train_seconds"])
         self.best_mean_reward = float(state["best_mean_reward"])
         self.evaluations = [tuple(e) for e in state["evaluations"]]
@@ -2745,7 +2778,7 @@ SAVED_HPARAMS = {  # name: (type check, description); what a file may set
 METADATA_FIELDS = set(
     "format format_version kind ars_version policy policy_kwargs observation_space action_space "
     "system_info hparams env_id num_timesteps n_updates schedules ep_info_buffer callbacks "
-    "included".split()
+    "included rng_state".split()  # rng_state: written by ars 0.1, not read
 )
 
 
@@ -3129,7 +3162,7 @@ def read_model_file(source: Any) -> tuple[dict[str, Any], dict[str, np.ndarray]]
 
 def _read_metadata(archive: zipfile.ZipFile, where: str) -> dict[str, Any]:
     raw = _read_member(archive, "metadata.npy", MAX_METADATA_BYTES, where)
-    meta = _json(str(_npy(raw, (), "U", where, "metadata")), where)
+    meta = _json(str(_npy(raw, (), "U", where, "metadata")), f"{where}: the metadata")
     if not isinstance(meta, dict) or meta.get("format") != FORMAT:
         raise ValueError(f"{where} is an .npz file but not one written by ars (ARS.save)")
     version = meta.get("format_version")
@@ -3151,7 +3184,7 @@ def _json(text: str | bytes, where: str) -> Any:
     try:
         return json.loads(text)
     except (ValueError, RecursionError) as error:
-        raise ValueError(f"{where}: the metadata is not valid JSON ({error})") from None
+        raise ValueError(f"{where} is not valid JSON ({error})") from None
 
 
 def _check_metadata(meta: dict[str, Any], where: str) -> None:
@@ -3812,7 +3845,7 @@ def _read_sb3_zip(
     The JSON's readable fields give the settings and, where they can be parsed, the
     spaces; the weights come from ``policy.pth`` through ``torch.load(weights_only=True)``.
     """
-    data = _json(_read_member(archive, "data", MAX_METADATA_BYTES, where), where)
+    data = _json(_read_member(archive, "data", MAX_METADATA_BYTES, where), f"{where}: data")
     if not isinstance(data, dict):
         raise ValueError(f"{where}: sb3-contrib's 'data' must be a JSON object")
     torch = _require(
@@ -4246,7 +4279,10 @@ def _timesteps(text: str) -> int:
 
 
 def _net_arch(text: str) -> list[int]:
-    return [_positive_int(n) for n in text.split(",") if n.strip()]
+    sizes = [_positive_int(n) for n in text.split(",") if n.strip()]
+    if not sizes:
+        raise argparse.ArgumentTypeError(f"{text!r} names no layer sizes; e.g. 64,64")
+    return sizes
 
 
 # Flags whose value defines a run: refused on --resume unless equal to the run's.
@@ -4373,11 +4409,18 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
+MAX_WORKERS = 1024  # more processes than this on one machine is a typo
+
+
 def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p = _parser()
     args = p.parse_args(argv)
-    if args.workers is not None and args.workers < 0:
-        p.error(f"--workers must be 0 or more; got {args.workers}")
+    if args.workers is not None and not 0 <= args.workers <= MAX_WORKERS:
+        p.error(f"--workers must be from 0 to {MAX_WORKERS}; got {args.workers}")
+    if args.env is not None and not args.env.strip():
+        p.error("--env needs an env id, e.g. CartPole-v1")
+    if args.verbose < 0:
+        p.error(f"--verbose must be 0 or more; got {args.verbose}")
     if args.normalization_samples < 0:
         p.error(f"--normalization-samples must be 0 or more; got {args.normalization_samples}")
     if args.job_timeout <= 0 or args.start_timeout <= 0:
@@ -4402,13 +4445,15 @@ class _Interrupts:
         }
 
     def _handle(self, signum: int, frame: Any) -> None:
-        if signum == signal.SIGINT and not self.requested:
+        if not self.training:  # the final files are being written: noted, acted on after
+            self.requested = True
+        elif signum == signal.SIGINT and not self.requested:
             self.requested = True
             print(
                 "\nstopping after this iteration (Ctrl+C again to stop now, discarding it)",
                 flush=True,
             )
-        elif self.training:
+        else:
             self.discarded = True
             raise KeyboardInterrupt
 
@@ -4422,20 +4467,28 @@ class _RunLock:
     the process dies, so a killed run never leaves a stale lock)."""
 
     def __init__(self, run_dir: Path):
-        self.file = (run_dir / ".lock").open("a+")
-        try:
-            import fcntl
+        path = run_dir / ".lock"
+        while True:
+            self.file = path.open("a+")
+            try:
+                import fcntl
 
-            fcntl.flock(self.file, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except ImportError:  # no fcntl (Windows): the folder is not locked
-            return
-        except OSError:
-            self.file.seek(0)
-            holder = self.file.read().strip() or "another process"
+                fcntl.flock(self.file, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except ImportError:  # no fcntl (Windows): the folder is not locked
+                return
+            except OSError:
+                self.file.seek(0)
+                holder = self.file.read().strip() or "another process"
+                self.file.close()
+                raise ValueError(
+                    f"{run_dir} is in use by {holder}; wait for it to end, or pick another "
+                    "--run-dir"
+                ) from None
+            # The holder may have removed the file between our open and lock: then this lock
+            # is on a file nobody else will open; take the new one instead.
+            if path.exists() and os.stat(path).st_ino == os.fstat(self.file.fileno()).st_ino:
+                break
             self.file.close()
-            raise ValueError(
-                f"{run_dir} is in use by {holder}; wait for it to end, or pick another --run-dir"
-            ) from None
         self.file.seek(0)
         self.file.truncate()
         self.file.write(f"pid {os.getpid()}")
@@ -4498,6 +4551,9 @@ def _trim_progress(path: Path, n_updates: int) -> None:
         _write_csv_atomic(path, columns, rows)
 
 
+RUN_CONFIG = {  # what --resume reads from config.json
+    "env", "total_timesteps", "workers", "eval_freq", "eval_episodes", "checkpoint_interval"
+}  # fmt: skip
 RUN_FILES = tuple(
     "config.json progress.csv checkpoint.npz model.npz best_model.npz evaluations.npz".split()
 )
@@ -4553,7 +4609,10 @@ def _resume(args: argparse.Namespace) -> tuple[ARS, dict[str, Any], Path]:
     run_dir = Path(args.resume)
     if not (run_dir / "config.json").exists() or not (run_dir / "checkpoint.npz").exists():
         raise ValueError(f"{run_dir} has no config.json and checkpoint.npz to resume from")
-    config = json.loads((run_dir / "config.json").read_text())
+    config = _json((run_dir / "config.json").read_text(), f"{run_dir / 'config.json'}")
+    missing = set(RUN_CONFIG) - set(config) if isinstance(config, dict) else RUN_CONFIG
+    if missing:
+        raise ValueError(f"{run_dir / 'config.json'} lacks {sorted(missing)}: it is not ars's")
     for flag in sorted(args.explicit):
         if (
             flag != "env"
@@ -4565,9 +4624,12 @@ def _resume(args: argparse.Namespace) -> tuple[ARS, dict[str, Any], Path]:
                 f"--{flag.replace('_', '-')} cannot change on --resume (the run has "
                 f"{config.get(flag)!r}); start a new run for other settings"
             )
+    for stale in run_dir.glob(".*.tmp"):  # left by a kill in the middle of a write
+        stale.unlink(missing_ok=True)
     model = ARS.load(run_dir / "checkpoint.npz", env=config["env"], verbose=args.verbose)
     if args.total_timesteps is not None:
-        if args.total_timesteps < model.num_timesteps:
+        original = args.total_timesteps == config["total_timesteps"]  # a finished run: no-op
+        if args.total_timesteps < model.num_timesteps and not original:
             raise ValueError(
                 f"--total-timesteps {args.total_timesteps:,} is below the {model.num_timesteps:,} "
                 "steps this run has trained"
@@ -4598,6 +4660,14 @@ def _evaluate_saved(args: argparse.Namespace) -> int:
         f"({args.eval})"
     )
     return 0
+
+
+def _restore_evaluation(evaluation: EvalCallback, checkpoint: Path) -> None:
+    """The evaluation schedule and best score where the checkpoint left them."""
+    try:
+        evaluation.load_state_dict(checkpoint_state(checkpoint).get("EvalCallback"))
+    except ValueError as error:
+        raise ValueError(f"{checkpoint} is not a checkpoint of ars.py ({error})") from None
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -4631,7 +4701,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             seed=model.seed + 1,
         )
         if args.resume:
-            evaluation.load_state_dict(checkpoint_state(run_dir / "checkpoint.npz")["EvalCallback"])
+            _restore_evaluation(evaluation, run_dir / "checkpoint.npz")
     except (
         ModuleNotFoundError,
         ValueError,
@@ -4649,12 +4719,65 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _train(
     model: ARS, config: dict[str, Any], run_dir: Path, evaluation: EvalCallback, lock: _RunLock
 ) -> int:
+    env_id, total = config["env"], config["total_timesteps"]
+    interrupts, status = _Interrupts(), 0
+    try:
+        try:
+            if total > model.num_timesteps:
+                _learn(model, config, run_dir, evaluation, interrupts)
+            else:
+                print(f"the run has trained its {total:,} steps; --total-timesteps N for more")
+        except KeyboardInterrupt:
+            status = 130
+        except (RuntimeError, FloatingPointError, OSError, ValueError) as error:
+            print(f"error: {error}", file=sys.stderr)
+            return 1
+        finally:
+            interrupts.training = False  # from here a signal waits until the files are written
+        save_model(model, run_dir / "checkpoint.npz", callbacks=_Callbacks([evaluation], model))
+        path = save_model(model, run_dir / "model.npz")
+        interrupts.restore()
+        if status or interrupts.requested:
+            how = (
+                "discarded the unfinished iteration"
+                if interrupts.discarded
+                else "finished the current iteration"
+            )
+            print(
+                f"interrupted: {how}; {path} and the checkpoint hold iteration {model._n_updates} "
+                f"({model.num_timesteps:,} steps). Continue with: python ars.py --resume {run_dir}"
+            )
+            return 130
+        print(f"saved {path} (best evaluation kept in {run_dir / 'best_model.npz'})")
+        try:
+            mean, std = evaluate_policy(model, env_id, config["eval_episodes"], seed=model.seed + 1)
+        except KeyboardInterrupt:
+            print("final evaluation interrupted; the run's files are complete")
+            return 130
+        print(
+            f"evaluation: mean return {mean:.2f} +/- {std:.2f} over {config['eval_episodes']} "
+            "episodes"
+        )
+        return 0
+    finally:
+        interrupts.restore()
+        lock.release()
+
+
+def _learn(
+    model: ARS,
+    config: dict[str, Any],
+    run_dir: Path,
+    evaluation: EvalCallback,
+    interrupts: _Interrupts,
+) -> None:
+    """Train to the run's total, in worker processes when the config asks for them."""
     env_id, total, workers = config["env"], config["total_timesteps"], config["workers"]
     print(
         f"writing to {run_dir}/; rollouts "
         + (f"in {workers} worker processes" if workers else "in this process")
     )
-    interrupts, async_eval, status = _Interrupts(), None, 0
+    async_eval = None
     try:
         if workers > 0:
             async_eval = AsyncEval(
@@ -4670,41 +4793,9 @@ def _train(
             reset_num_timesteps=False,
             checkpoint_interval=config["checkpoint_interval"],
         )
-    except KeyboardInterrupt:
-        status = 130
-    except (RuntimeError, FloatingPointError, OSError, ValueError) as error:
-        print(f"error: {error}", file=sys.stderr)
-        status = 1
     finally:
-        interrupts.training = False
         if async_eval is not None:
             async_eval.close()
-    try:
-        if status == 1:
-            return status
-        save_model(model, run_dir / "checkpoint.npz", callbacks=_Callbacks([evaluation], model))
-        path = save_model(model, run_dir / "model.npz")
-        if interrupts.requested or interrupts.discarded:
-            how = (
-                "discarded the unfinished iteration"
-                if interrupts.discarded
-                else "finished the current iteration"
-            )
-            print(
-                f"interrupted: {how}; {path} and the checkpoint hold iteration {model._n_updates} "
-                f"({model.num_timesteps:,} steps). Continue with: python ars.py --resume {run_dir}"
-            )
-            return 130
-        mean, std = evaluate_policy(model, env_id, config["eval_episodes"], seed=model.seed + 1)
-        print(f"saved {path} (best evaluation kept in {run_dir / 'best_model.npz'})")
-        print(
-            f"evaluation: mean return {mean:.2f} +/- {std:.2f} over {config['eval_episodes']} "
-            "episodes"
-        )
-        return status
-    finally:
-        interrupts.restore()
-        lock.release()
 
 
 if __name__ == "__main__":

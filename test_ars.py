@@ -16,7 +16,7 @@ import sys
 import threading
 import time
 import warnings
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 from pathlib import Path
 
 import gymnasium as gym
@@ -815,6 +815,9 @@ def test_mujoco_smoke(env_id, tmp_path):
 
 
 def _run(args, cwd, env=None, timeout=240):
+    """A script in a child process that imports this checkout's ars, installed or not."""
+    env = dict(os.environ if env is None else env)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(HERE), env.get("PYTHONPATH")]))
     return subprocess.run(
         [sys.executable, *args], cwd=cwd, capture_output=True, text=True, timeout=timeout, env=env
     )
@@ -2138,10 +2141,20 @@ def test_a_stuck_env_times_out_naming_worker_candidate_and_seeds():
         executor_eval = ExecutorEval(pool, StuckEnv, policy, job_timeout=1.5)
         executor_eval.send_jobs(np.zeros((2, policy.n_params)), 2, episode_seeds=[[21], [22]])
         with pytest.raises(
-            RuntimeError, match=r"no executor task finished.*candidate \d \(env seeds \[2[12]\]\)"
+            RuntimeError,
+            match=r"no executor task finished.*candidates (\d)-\1 \(env seeds from \[2[12]\]\)",
         ):
             executor_eval.get_results()
-    assert not any(_alive(pid) for pid in pids)
+        assert executor_eval.closed
+        assert not any(_alive(pid) for pid in pids)  # ended and reaped at once
+
+
+def test_executor_timeouts_adapt_to_measured_tasks():
+    executor_eval = ExecutorEval(ThreadPoolExecutor(1), "CartPole-v1", job_timeout=600)
+    assert executor_eval._timeout(100) == 60_000  # nothing measured: job_timeout per job
+    executor_eval._job_seconds = 0.1
+    assert executor_eval._timeout(100) == 600 + 20 * 0.1 * 100
+    assert executor_eval._timeout(1) == 600
 
 
 @pytest.mark.slow
@@ -2436,7 +2449,13 @@ def test_bad_demonstrations_are_refused():
         (["--demos", "bad_action.npz"], "actions must be integers"),
         (["--n-delta", "-3"], "at least 1"),
         (["--resume", "nowhere"], "no config.json"),
-        (["--workers", "-1"], "0 or more"),
+        (["--workers", "-1"], "from 0 to 1024"),
+        (["--workers", "5000"], "from 0 to 1024"),
+        (["--net-arch", ","], "names no layer sizes"),
+        (["--env", ""], "needs an env id"),
+        (["--verbose", "-3"], "0 or more"),
+        (["--n-delta", "10000000"], "n_delta must be an integer from 1 to 1,000,000"),
+        (["--net-arch", "100000,100000"], "more than ars handles"),
     ],
 )
 def test_cli_mistakes_give_one_error_line_and_status_2(tmp_path, args, message):
@@ -2645,6 +2664,34 @@ def test_resume_extends_the_run_and_refuses_changed_settings(tmp_path):
     assert ARS.load(tmp_path / "r" / "model.npz").num_timesteps >= 60000
     assert _cli(tmp_path, *COMMON, "--run-dir", "straight").returncode == 0
     _same_files(tmp_path / "straight", tmp_path / "r")
+
+
+@pytest.mark.slow
+def test_resume_of_a_finished_run_and_of_a_damaged_checkpoint(tmp_path):
+    assert (
+        _cli(tmp_path, "--total-timesteps", "3000", "--seed", "1", "--run-dir", "r").returncode == 0
+    )
+    stale = tmp_path / "r" / ".model.npz.abc123.tmp"  # as a kill in the middle of a write leaves
+    stale.write_bytes(b"half")
+    again = _cli(tmp_path, "--resume", "r", "--total-timesteps", "3000")
+    assert again.returncode == 0 and "has trained its 3,000 steps" in again.stdout, again.stderr
+    assert "evaluation: mean return" in again.stdout and not stale.exists()
+    model = ARS.load(tmp_path / "r" / "checkpoint.npz")
+    model.save(tmp_path / "r" / "checkpoint.npz")  # a model file: no EvalCallback state
+    refused = _cli(tmp_path, "--resume", "r")
+    assert refused.returncode == 2 and "not a checkpoint of ars.py" in refused.stderr
+
+
+def test_the_run_lock_is_exclusive_and_survives_a_removed_file(tmp_path):
+    first = ars._RunLock(tmp_path)
+    with pytest.raises(ValueError, match=f"in use by pid {os.getpid()}"):
+        ars._RunLock(tmp_path)
+    first.release()
+    second = ars._RunLock(tmp_path)  # a new file after the first removed its own
+    assert (tmp_path / ".lock").read_text() == f"pid {os.getpid()}"
+    with pytest.raises(ValueError, match="in use"):
+        ars._RunLock(tmp_path)
+    second.release()
 
 
 @pytest.mark.slow
