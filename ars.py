@@ -82,9 +82,11 @@ def _require(module: str, install: str) -> Any:
 # The paper's settings
 # ===========================================================================================
 #
-# Table 9 of the paper, as kept by rl-baselines3-zoo: step size alpha, exploration noise
-# nu, directions N, top directions b, the per-step shift that cancels the survival bonus,
-# and V1 (no normalisation) or V2. Humanoid uses the paper's N = b = 230 (the zoo: 256).
+# Table 9 of the paper for the MuJoCo tasks, as kept by rl-baselines3-zoo, plus the zoo's
+# CartPole and Pendulum rows: step size alpha, exploration noise nu, directions N, top
+# directions b, the per-step shift that cancels the survival bonus, and V1 (no
+# normalisation) or V2. Humanoid uses the paper's N = b = 230 (the zoo: 256). The budgets
+# are the zoo's n_timesteps.
 
 _PAPER_TABLE = {
     # task: alpha, nu, N, b, shift, V2, budget (timesteps)
@@ -599,7 +601,8 @@ def _cpu_device() -> Any:
 # any number of workers gives the same run, and a worker rebuilds a candidate from a few
 # integers instead of receiving its parameters.
 
-ENV_SEEDS, DIRECTIONS, WARM_UP = 0, 1, 2  # the streams' purposes
+ENV_SEEDS, DIRECTIONS, WARM_UP = 0, 1, 2  # first coordinate: streams never overlap
+WARM_UP_BATCH = 8  # normalization_samples episodes per round: fixed, not from the workers
 
 
 def _stream(seed: int, purpose: int, *coordinates: int) -> np.random.SeedSequence:
@@ -1039,7 +1042,10 @@ class ARS:
 
     # -- one iteration ------------------------------------------------------------------------
     def _iteration(self, evaluator: Any, callbacks: _Callbacks) -> None:
-        """One iteration of Algorithm 2; the comments give the paper's line numbers."""
+        """One iteration of Algorithm 2; the comments give the paper's line numbers.
+
+        Line 2 (M = 0, mu = 0, Sigma = I) is where the policy and RunningMeanStd start.
+        """
         alpha, nu = self._schedule_value("learning_rate"), self._schedule_value("delta_std")
         theta, n_params = self.policy.parameters_to_vector(), self.policy.n_params
         # Line 4: N directions delta_k with i.i.d. standard normal entries. Each is the stream
@@ -1060,6 +1066,7 @@ class ARS:
         # Line 8 (V2): mu and Sigma absorb every state visited in this iteration, in order.
         self.policy.obs_rms = merge_statistics(self.policy.obs_rms, visited)
         _update_vec_normalize(self._vec_normalize, visited)  # an SB3 VecNormalize env, likewise
+        # Line 9: on to the next iteration (the log gives the index of this one).
         self.logger.record("train/iterations", self._n_updates, exclude="tensorboard")
         self._n_updates += 1
         self.logger.record("train/delta_std", nu)
@@ -1130,9 +1137,8 @@ class ARS:
         """``normalization_samples``: V2 statistics from episodes of the initial policy."""
         theta, visited, episode = self.policy.parameters_to_vector(), [], 0
         it = Iteration(self.policy, theta, 0.0, self.seed, 0, True, self.max_episode_steps)
-        steps = 0
+        steps, batch = 0, WARM_UP_BATCH
         while steps < self.normalization_samples:
-            batch = max(evaluator.n_workers, 1)
             seeds = [
                 _stream(self.seed, WARM_UP, episode + i).generate_state(1) for i in range(batch)
             ]
@@ -1961,8 +1967,9 @@ class ExecutorEval(_Evaluator):
         Fix the jobs per task; by default tasks are sized from the workers and the jobs
         (:func:`batch_sizes`).
     n_workers : int, optional
-        Workers behind the executor; read from it when it says (ProcessPoolExecutor, Dask),
-        else the CPU count.
+        Workers behind the executor, for sizing tasks. By default read from the executor
+        at every evaluation where it says (ProcessPoolExecutor, Dask: a cluster that grows
+        is seen), else this machine's CPU count: pass it for Ray or MPI.
     job_timeout : float
         Seconds per job before a task that has not finished is taken for stuck; once tasks
         have been timed, at most ``job_timeout`` plus 20 times the task's measured length.
@@ -1991,6 +1998,7 @@ class ExecutorEval(_Evaluator):
             jobs_per_task,
             float(job_timeout),
         )
+        self._given_workers = n_workers  # else read from the executor at every evaluate
         self.n_workers = int(n_workers or _executor_workers(executor))
         self._setup(train_policy, n_eval_episodes)
         self._env_fn_bytes = cloudpickle.dumps(env_fn)
@@ -2012,6 +2020,8 @@ class ExecutorEval(_Evaluator):
 
         if self.closed:
             raise RuntimeError("this ExecutorEval is closed")
+        if not self._given_workers:  # a cluster may have grown since the last iteration
+            self.n_workers = _executor_workers(self.executor)
         sizes = (
             [self.jobs_per_task] * -(-len(jobs) // self.jobs_per_task)
             if self.jobs_per_task
@@ -4297,8 +4307,9 @@ def _parser() -> argparse.ArgumentParser:
     """The command line's flags."""
     p = _Parser(
         prog="python ars.py",
-        description="Train a policy with Augmented Random Search. Unset flags take the paper's "
-        f"value for the env ({', '.join(PAPER_SETTINGS)}; any -v4/-v5 id) or a generic default.",
+        description="Train a policy with Augmented Random Search. Unset flags take the "
+        f"paper's (or rl-baselines3-zoo's) value for the env ({', '.join(PAPER_SETTINGS)}; "
+        "any -v4/-v5 id) or a generic default.",
         epilog="examples:\n  python ars.py                        CartPole-v1 to 500 in seconds\n"
         "  python ars.py --env Hopper-v4        the paper's Hopper run\n"
         "  python ars.py --eval runs/Hopper-v4-20261129-101500/model.npz\n"

@@ -1412,11 +1412,22 @@ def test_normalization_samples_start_v2_from_the_initial_policy(tmp_path):
     )
     recorder = Recorder(NoisyWalk(), model)
     model.set_env(recorder)
-    model.learn(30)  # the warm-up's 25 steps count: one iteration follows
-    warm = np.array(recorder.acted_on[:25])  # 5 whole episodes of 5 steps: at least 23 steps
-    assert recorder.stats_seen[25][0] == 25  # the first iteration already normalises with them
-    np.testing.assert_allclose(np.array(recorder.stats_seen[25][1]), warm.mean(axis=0), rtol=1e-12)
-    assert model.num_timesteps == 25 + 4 * 5
+    model.learn(50)  # the warm-up's 40 steps count: one iteration follows
+    warm = np.array(recorder.acted_on[:40])  # one round of 8 episodes of 5 steps: >= 23 steps
+    assert recorder.stats_seen[40][0] == 40  # the first iteration already normalises with them
+    np.testing.assert_allclose(np.array(recorder.stats_seen[40][1]), warm.mean(axis=0), rtol=1e-12)
+    assert model.num_timesteps == 40 + 4 * 5
+
+
+@pytest.mark.slow
+def test_normalization_samples_do_not_depend_on_the_workers():
+    kwargs = dict(normalize_obs=True, normalization_samples=500, seed=0)
+    single = ARS("LinearPolicy", "Pendulum-v1", **kwargs).learn(1600)
+    parallel = ARS("LinearPolicy", "Pendulum-v1", **kwargs)
+    with AsyncEval([functools.partial(ars.make_env, "Pendulum-v1")] * 2) as async_eval:
+        parallel.learn(1600, async_eval=async_eval)
+    _assert_same_weights(parallel, single)
+    assert parallel.policy.obs_rms.count == single.policy.obs_rms.count
 
 
 def _demonstrations(env_id, model, episodes=5):

@@ -56,7 +56,12 @@ def main() -> None:
     )
     # The paper's hyper-parameters for this task (see ars.PAPER_SETTINGS)
     model = paper_model(args.env, seed=args.seed, verbose=1)
-    evaluator = ExecutorEval(RayExecutor(), functools.partial(make_env, args.env), model.policy)
+    evaluator = ExecutorEval(
+        RayExecutor(),
+        functools.partial(make_env, args.env),
+        model.policy,
+        n_workers=int(ray.cluster_resources()["CPU"]),  # Ray's executor cannot say
+    )
     model.learn(args.total_timesteps, async_eval=evaluator, log_every_n_steps=10)
     ray.shutdown()
     mean, std = evaluate_policy(model, args.env, n_eval_episodes=10, seed=args.seed + 1)
