@@ -733,9 +733,8 @@ def run_episodes(
                 break
         if not limits and steps == NO_LIMIT_STEPS and not (terminated or truncated):
             raise RuntimeError(
-                f"an episode ran {NO_LIMIT_STEPS:,} steps without ending (env seed {seed}) and the "
-                "env "
-                "has no time limit: wrap it in gymnasium.wrappers.TimeLimit, or pass "
+                f"an episode ran {NO_LIMIT_STEPS:,} steps without ending (env seed {seed}) and "
+                "the env has no time limit: wrap it in gymnasium.wrappers.TimeLimit, or pass "
                 "max_episode_steps= to ARS"
             )
         returns[i], lengths[i] = total, steps
@@ -784,20 +783,19 @@ class Result(NamedTuple):
     visited: RunningMeanStd | None
 
 
+_LAST_DIRECTION = threading.local()  # per thread: executors may run jobs in threads
+
+
 def candidate_parameters(it: Iteration, job: Job) -> np.ndarray:
     """The parameters a job evaluates (the same bits wherever it is computed)."""
     if job.weights is not None:
         return job.weights
     key = (it.seed, it.index, job.k, it.policy.n_params)
-    if (
-        getattr(_LAST_DIRECTION, "key", None) != key
-    ):  # + and - of a direction come one after the other
+    # The + and - candidates of a direction come one after the other: draw it once.
+    if getattr(_LAST_DIRECTION, "key", None) != key:
         _LAST_DIRECTION.key, _LAST_DIRECTION.delta = key, direction(*key)
     delta = _LAST_DIRECTION.delta
     return it.theta + it.delta_std * delta if job.sign > 0 else it.theta - it.delta_std * delta
-
-
-_LAST_DIRECTION = threading.local()  # per thread: executors may run jobs in threads
 
 
 def _structure(policy: ARSPolicy) -> ARSPolicy:
@@ -1258,9 +1256,8 @@ class ARS:
         saved = self._state(callbacks)
         try:
             self._iteration(evaluator, callbacks)
-            keep_going = callbacks.on_iteration(
-                locals()
-            )  # before the log row: evaluations go in it
+            # Before the log row is written: the evaluations go in it.
+            keep_going = callbacks.on_iteration(locals())
             if log_interval and self._n_updates % log_interval == 0:
                 self.dump_logs()
             return keep_going
@@ -1439,8 +1436,8 @@ def _check_finite(result: Result, job: Job, iteration: int, n_delta: int) -> Non
             f"iteration {iteration}, candidate {job.candidate} (direction {job.k}, "
             f"{'+' if job.sign > 0 else '-'}): the env returned a non-finite "
             f"{'reward' if bad_reward else 'observation'} (nan or inf) in an episode with env "
-            "seeds "
-            f"{[int(s) for s in job.seeds]}. The weights are as they were before this iteration."
+            f"seeds {[int(s) for s in job.seeds]}. The weights are as they were before this "
+            "iteration."
         )
 
 
@@ -1717,10 +1714,9 @@ def _worker(remote: Any, parent_remote: Any, env_fn_bytes: bytes) -> None:
                 remote.send(("results", done))
                 remote.send(("error", (job.candidate, traceback.format_exc())))
                 break
+            # Few messages per batch, yet regular news of progress.
             if position == len(batch) or time.monotonic() - sent_at > RESULT_INTERVAL:
-                remote.send(
-                    ("results", done)
-                )  # few messages per batch, yet regular news of progress
+                remote.send(("results", done))
                 done, sent_at = [], time.monotonic()
     env.close()
     remote.close()
