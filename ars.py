@@ -4558,9 +4558,9 @@ def _trim_progress(path: Path, n_updates: int) -> None:
         _write_csv_atomic(path, columns, rows)
 
 
-RUN_CONFIG = {  # what --resume reads from config.json
-    "env", "total_timesteps", "workers", "eval_freq", "eval_episodes", "checkpoint_interval"
-}  # fmt: skip
+RUN_CONFIG = set(  # what --resume reads from config.json
+    "env total_timesteps workers eval_freq eval_episodes checkpoint_interval".split()
+)
 RUN_FILES = tuple(
     "config.json progress.csv checkpoint.npz model.npz best_model.npz evaluations.npz".split()
 )
