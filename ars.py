@@ -45,6 +45,7 @@ import multiprocessing.connection
 import os
 import re
 import signal
+import subprocess
 import sys
 import tempfile
 import threading
@@ -56,6 +57,7 @@ import weakref
 import zipfile
 import zlib
 from collections.abc import Callable, Sequence
+from fractions import Fraction
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -630,8 +632,8 @@ def make_env(env: Any) -> gym.Env:
             except gym.error.DependencyNotInstalled as error:
                 if "mujoco" in str(error).lower():
                     raise ModuleNotFoundError(
-                        f"{env} needs MuJoCo: pip install 'ars-numpy[mujoco]'  "
-                        "(or: pip install 'gymnasium[mujoco]')"
+                        f"{env} needs MuJoCo: pip install 'gymnasium[mujoco]' (ars's "
+                        "'mujoco' extra)"
                     ) from error
                 raise
     if _is_vec_env(env):
@@ -1186,7 +1188,7 @@ class ARS:
         async_eval : AsyncEval or ExecutorEval, optional
             Evaluate the candidates elsewhere; ``learn`` never closes it.
         progress_bar : bool
-            Show a tqdm progress bar (``pip install 'ars-numpy[progress]'``).
+            Show a tqdm progress bar (``pip install tqdm``).
         default_root_dir : str, optional
             The seed's name for a log folder used as it is (``tensorboard_log`` adds
             ``<tb_log_name>_<n>`` sub-folders).
@@ -2451,7 +2453,7 @@ class _ProgressBar:
 
     def init_callback(self, model: ARS) -> None:
         self.model = model
-        self.tqdm = _require("tqdm", "pip install 'ars-numpy[progress]'")
+        self.tqdm = _require("tqdm", "pip install tqdm (ars's 'progress' extra)")
 
     def on_training_start(self, locals_: dict, globals_: dict) -> None:
         self.bar = self.tqdm.tqdm(total=locals_["total_timesteps"], unit="steps")
@@ -2812,10 +2814,13 @@ class _atomic_file:
         self.path, self.mode = Path(path), mode
 
     def __enter__(self) -> Any:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd, self.tmp = tempfile.mkstemp(
-            dir=self.path.parent, prefix=f".{self.path.name}.", suffix=".tmp"
-        )
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            fd, self.tmp = tempfile.mkstemp(
+                dir=self.path.parent, prefix=f".{self.path.name}.", suffix=".tmp"
+            )
+        except OSError as error:
+            raise OSError(error.errno, f"could not write {self.path}: {error.strerror}") from None
         self.file = os.fdopen(fd, self.mode, **({"newline": ""} if "b" not in self.mode else {}))
         return self.file
 
@@ -3250,9 +3255,12 @@ def _check_metadata(meta: dict[str, Any], where: str) -> None:
         if not check(value):
             raise ValueError(f"{where}: hparams {name!r} must be {what}; got {value!r:.200}")
     for field in ("num_timesteps", "n_updates"):
-        need(_is_int(meta.get(field)) and meta[field] >= 0, field, "an integer >= 0")
+        need(_is_int(meta.get(field)) and 0 <= meta[field] < 2**63, field, "an integer >= 0")
+    env_id = meta.get("env_id")
     need(
-        meta.get("env_id") is None or isinstance(meta["env_id"], str), "env_id", "a string or null"
+        env_id is None or isinstance(env_id, str) and re.fullmatch(r"[\w./-]{1,200}", env_id),
+        "env_id",
+        "a registered env id such as 'Hopper-v4' or null (never 'module:Env', which imports)",
     )
     schedules = meta.get("schedules", [])
     need(
@@ -3264,7 +3272,11 @@ def _check_metadata(meta: dict[str, Any], where: str) -> None:
     need(
         isinstance(episodes, list)
         and all(
-            isinstance(e, list) and len(e) == 2 and _is_number(e[0]) and _is_int(e[1])
+            isinstance(e, list)
+            and len(e) == 2
+            and _is_number(e[0])
+            and _is_int(e[1])
+            and 0 <= e[1] < 2**63
             for e in episodes
         ),
         "ep_info_buffer",
@@ -3640,7 +3652,7 @@ def _check_device(device: Any) -> None:
 
 def _policy_to_torch(policy: ARSPolicy) -> Any:
     """``ARSPolicy.to_torch``: the layers of :meth:`ARSPolicy.layers` as a torch module."""
-    torch = _require("torch", "pip install 'ars-numpy[torch]'")
+    torch = _require("torch", "pip install torch (ars's 'torch' extra)")
     if not isinstance(policy.observation_space, spaces.Box):
         raise NotImplementedError("to_torch supports Box observation spaces")
     nn, modules = torch.nn, []
@@ -3855,7 +3867,7 @@ def _read_sb3_zip(
     if not isinstance(data, dict):
         raise ValueError(f"{where}: sb3-contrib's 'data' must be a JSON object")
     torch = _require(
-        "torch", "pip install 'ars-numpy[torch]' (reading sb3-contrib's weights needs torch)"
+        "torch", "pip install torch (ars's 'torch' extra): reading sb3-contrib's weights needs it"
     )
     raw = _read_member(archive, "policy.pth", 8 * MAX_PARAMETERS + (1 << 20), where)
     state = torch.load(io.BytesIO(raw), map_location="cpu", weights_only=True)
@@ -3911,7 +3923,7 @@ def _read_sb3_zip(
         "observation_space": _sb3_space(data.get("observation_space")),
         "action_space": _sb3_space(data.get("action_space")),
         "env_id": None,
-        "num_timesteps": int(data.get("num_timesteps") or 0),
+        "num_timesteps": steps if _is_int(steps := data.get("num_timesteps")) and steps >= 0 else 0,
         "n_updates": int(data.get("_n_updates") or 0),
         "unreadable": unreadable,
     }
@@ -4097,38 +4109,44 @@ def record_video(
     MP4 keeps every frame at the env's size; a GIF keeps 10 frames per second, ``width``
     pixels square (MuJoCo envs), 48 colors, a coarser floor checker, and only what changes
     from frame to frame: a 10-second clip of a MuJoCo walker is a few hundred KB. Needs
-    ``pip install 'ars-numpy[video]'`` (imageio and imageio-ffmpeg, which ships ffmpeg);
-    MuJoCo renders without a display with ``MUJOCO_GL=egl``.
+    ``pip install imageio-ffmpeg`` (ars's ``video`` extra; it ships ffmpeg), and pygame
+    for classic-control envs. MuJoCo renders without a display through ``MUJOCO_GL=egl``,
+    which is set when nothing else is. The file is written whole or not at all.
 
     Parameters
     ----------
     model : ARS or ARSPolicy
     path : str or path
         ``.mp4`` or ``.gif``.
-    env : str or callable, optional
-        The env id (default: the one saved with the model); rendered with
-        ``render_mode="rgb_array"``.
+    env : str, Env or callable, optional
+        The env id (default: the one saved with the model), made with
+        ``render_mode="rgb_array"``; or an env (or a function returning one) made so.
     seed : int, optional
         The episode's env seed (default: the model's first evaluation seed).
     max_steps : int, optional
-        Stop the clip after this many steps.
+        Stop the clip after this many steps (default: the model's ``max_episode_steps``).
     width : int
         A GIF's width and height in pixels, for MuJoCo envs (others keep their size).
 
     Returns
     -------
     (float, int)
-        The episode's return and its number of frames.
+        The episode's return and the number of frames rendered (one per step, and the
+        first); a GIF keeps ``GIF_FPS`` of them a second.
     """
     path = Path(path)
     if path.suffix.lower() not in (".mp4", ".gif"):
-        raise ValueError(f"a video file must end in .mp4 or .gif; got {path.name}")
-    ffmpeg = _require("imageio_ffmpeg", "pip install 'ars-numpy[video]'")
+        raise ValueError(f"a video file must end in .mp4 or .gif; got {str(path)!r}")
+    ffmpeg = _require("imageio_ffmpeg", "pip install imageio-ffmpeg (ars's 'video' extra)")
     gif = path.suffix.lower() == ".gif"
-    frames, fps, total = _render_episode(
-        model, env, seed, max_steps, "rgb_array", width if gif else None
-    )
-    _write_video(ffmpeg, path, frames, fps)
+    if max_steps is None:
+        max_steps = getattr(model, "max_episode_steps", None)
+    target = _atomic_file(path, "wb")
+    with target:  # a target that cannot be written fails before the episode is rendered
+        frames, fps, total = _render_episode(
+            model, env, seed, max_steps, "rgb_array", width if gif else None
+        )
+        _encode(ffmpeg.get_ffmpeg_exe(), target.tmp, path, frames, fps)
     return total, len(frames)
 
 
@@ -4144,13 +4162,8 @@ def _render_env(env_id: str, render_mode: str, size: int | None = None) -> gym.E
     mujoco = "mujoco" in str(getattr(gym.spec(env_id), "entry_point", ""))
     if render_mode == "human" and not display:
         raise RuntimeError(f"cannot render {env_id} in a window: there is no display; use --video")
-    if mujoco and not display and not os.environ.get("MUJOCO_GL"):
-        if "mujoco" in sys.modules:
-            raise RuntimeError(
-                f"cannot render {env_id}: there is no display and MUJOCO_GL is not set; "
-                "set MUJOCO_GL=egl (or osmesa) before starting Python"
-            )
-        os.environ["MUJOCO_GL"] = "egl"
+    if mujoco and render_mode == "rgb_array" and not os.environ.get("MUJOCO_GL"):
+        os.environ["MUJOCO_GL"] = "egl"  # off-screen frames need no display (read per renderer)
     try:
         env = gym.make(
             env_id,
@@ -4165,10 +4178,13 @@ def _render_env(env_id: str, render_mode: str, size: int | None = None) -> gym.E
             _follow_the_agent(env, render_mode)
         return env
     except Exception as error:  # GL and display errors come from several libraries
+        fix = (
+            "set MUJOCO_GL=egl (or osmesa) and check that its library is installed"
+            if mujoco
+            else "pip install pygame (gymnasium's 'classic-control' extra)"
+        )
         raise RuntimeError(
-            f"cannot render {env_id}: {type(error).__name__}: {error}; set "
-            "MUJOCO_GL=egl (or osmesa), or pip install 'gymnasium[classic-control]' "
-            "for classic envs"
+            f"cannot render {env_id}: {type(error).__name__}: {error}; {fix}"
         ) from error
 
 
@@ -4197,13 +4213,25 @@ def _render_episode(
 ) -> tuple[list, float, float]:
     """The frames (for ``rgb_array``), frame rate and return of one deterministic episode."""
     policy = _policy_of(model)
-    env_id = env or getattr(model, "env_id", None)
-    if not isinstance(env_id, str):
+    env = env or getattr(model, "env_id", None)
+    if isinstance(env, str):
+        render_env = _render_env(env, render_mode, size)
+    elif env is not None:
+        render_env = env() if callable(env) and not isinstance(env, gym.Env) else env
+        if getattr(render_env, "render_mode", None) != render_mode:
+            raise ValueError(f"the env must be made with render_mode={render_mode!r}")
+    else:
+        raise ValueError("recording needs an env: pass env='Hopper-v4' (or a model saving it)")
+    if (render_env.observation_space, render_env.action_space) != (
+        policy.observation_space,
+        policy.action_space,
+    ):
         raise ValueError(
-            "record_video needs the env id: pass env='Hopper-v4' (or a model saving it)"
+            f"the env has observation space {render_env.observation_space} and action space "
+            f"{render_env.action_space}, but the policy was built for "
+            f"{policy.observation_space} and {policy.action_space}"
         )
     seed = int(evaluation_seeds(getattr(model, "seed", 0) + 1, 1)[0]) if seed is None else seed
-    render_env = _render_env(env_id, render_mode, size)
     frames = []
 
     def grab(action: Any, transition: tuple) -> None:
@@ -4217,32 +4245,37 @@ def _render_episode(
     return [f for f in frames if f is not None], fps, float(returns[0])
 
 
-def _write_video(ffmpeg: Any, path: Path, frames: list, fps: float) -> None:
+def _encode(ffmpeg: str, tmp: str, path: Path, frames: list, fps: float) -> None:
+    """Encode ``frames`` (RGB arrays) into ``tmp`` with ffmpeg; an OSError naming ``path``."""
     frames = [np.ascontiguousarray(f, dtype=np.uint8) for f in frames if f is not None]
-    height_in, width_in = frames[0].shape[:2]
-    if path.suffix.lower() == ".mp4":
-        params = dict(codec="libx264", pix_fmt_out="yuv420p", macro_block_size=8)
-        output = []
+    height, width = frames[0].shape[:2]
+    if path.suffix.lower() == ".mp4":  # H.264 needs even sides
+        codec = ["-vf", "pad=ceil(iw/2)*2:ceil(ih/2)*2", "-vcodec", "libx264", "-crf", "25"]
+        codec += ["-pix_fmt", "yuv420p"]
     else:  # one palette for the clip, and only the changed rectangle of each frame
         graph = (
             f"fps={min(fps, GIF_FPS)},split[a][b];"
             "[a]palettegen=max_colors=48[p];[b][p]paletteuse=dither=none:diff_mode=rectangle"
         )
-        params = dict(codec="gif", macro_block_size=1, pix_fmt_out="pal8")
-        output = ["-filter_complex", graph]
-    path.parent.mkdir(parents=True, exist_ok=True)
-    writer = ffmpeg.write_frames(
-        str(path),
-        (width_in, height_in),
-        fps=fps,
-        output_params=output,
-        ffmpeg_log_level="error",
-        **params,
+        codec = ["-filter_complex", graph, "-vcodec", "gif", "-pix_fmt", "pal8", "-qscale:v", "16"]
+    rate = str(Fraction(fps).limit_denominator())
+    command = [ffmpeg, "-y", "-v", "error", "-f", "rawvideo", "-pix_fmt", "rgb24"]
+    container = ["-f", path.suffix.lower()[1:]]  # the temporary file's name ends in .tmp
+    command += ["-s", f"{width}x{height}", "-r", rate, "-i", "-", *codec, *container, f"file:{tmp}"]
+    process = subprocess.Popen(
+        command, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
     )
-    writer.send(None)
-    for frame in frames:
-        writer.send(frame)
-    writer.close()
+    try:
+        for frame in frames:
+            process.stdin.write(frame.tobytes())
+    except BrokenPipeError:
+        pass  # ffmpeg stopped early: its own message follows
+    _, errors = process.communicate()
+    if process.returncode != 0:
+        lines = errors.decode(errors="replace").strip().splitlines() or [
+            f"exit {process.returncode}"
+        ]
+        raise OSError(f"could not write {path}: ffmpeg: {lines[-1]}")
 
 
 # -------------------------------------------------------------------------------------------
@@ -4428,6 +4461,10 @@ def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         p.error("--env needs an env id, e.g. CartPole-v1")
     if args.verbose < 0:
         p.error(f"--verbose must be 0 or more; got {args.verbose}")
+    if (args.video is not None or args.render) and not args.eval:
+        p.error("--video and --render show a saved model: add --eval MODEL")
+    if args.video is not None and (args.render or not args.video.strip()):
+        p.error("--video needs a file name (.mp4 or .gif), and goes without --render")
     if args.normalization_samples < 0:
         p.error(f"--normalization-samples must be 0 or more; got {args.normalization_samples}")
     if args.job_timeout <= 0 or args.start_timeout <= 0:
@@ -4631,8 +4668,6 @@ def _resume(args: argparse.Namespace) -> tuple[ARS, dict[str, Any], Path]:
                 f"--{flag.replace('_', '-')} cannot change on --resume (the run has "
                 f"{config.get(flag)!r}); start a new run for other settings"
             )
-    for stale in run_dir.glob(".*.tmp"):  # left by a kill in the middle of a write
-        stale.unlink(missing_ok=True)
     model = ARS.load(run_dir / "checkpoint.npz", env=config["env"], verbose=args.verbose)
     if args.total_timesteps is not None:
         original = args.total_timesteps == config["total_timesteps"]  # a finished run: no-op
@@ -4652,12 +4687,17 @@ def _evaluate_saved(args: argparse.Namespace) -> int:
     env_id = args.env or model.env_id
     if env_id is None:
         raise ValueError(f"{args.eval} does not record its env; pass --env")
+    if args.max_episode_steps is not None:
+        model.max_episode_steps = args.max_episode_steps
     if args.video:
-        total, n_frames = record_video(model, args.video, env_id, max_steps=args.max_episode_steps)
-        print(f"{env_id}: return {total:.2f} in one episode; {n_frames} frames in {args.video}")
+        total, n_frames = record_video(model, args.video, env_id)
+        print(
+            f"{env_id}: return {total:.2f} in one episode of {n_frames - 1} steps, recorded in "
+            f"{args.video}"
+        )
         return 0
     if args.render:
-        total = _render_episode(model, env_id, None, None, "human")[2]
+        total = _render_episode(model, env_id, None, model.max_episode_steps, "human")[2]
         print(f"{env_id}: return {total:.2f} in one episode")
         return 0
     model.set_env(env_id)
@@ -4679,13 +4719,25 @@ def _restore_evaluation(evaluation: EvalCallback, checkpoint: Path) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """The command line: train, resume or ``--eval``, and report; returns the exit status."""
-    args = _parse_args(argv)
+    args, lock = _parse_args(argv), None
     try:
         if args.eval:
             return _evaluate_saved(args)
         model, config, run_dir = _resume(args) if args.resume else _new_run(args)
-        lock = _RunLock(run_dir)
+        lock = _RunLock(run_dir)  # before anything in the folder changes
+        evaluation = EvalCallback(
+            config["env"],
+            n_eval_episodes=config["eval_episodes"],
+            eval_freq=config["eval_freq"],
+            best_model_save_path=run_dir,
+            best_model_name="best_model.npz",
+            verbose=0,
+            seed=model.seed + 1,
+        )
         if args.resume:
+            _restore_evaluation(evaluation, run_dir / "checkpoint.npz")  # checked, then:
+            for stale in run_dir.glob(".*.tmp"):  # left by a kill in the middle of a write
+                stale.unlink(missing_ok=True)
             _trim_progress(run_dir / "progress.csv", model._n_updates)
             print(
                 f"resuming {run_dir} at {model.num_timesteps:,} steps (iteration "
@@ -4698,17 +4750,6 @@ def main(argv: Sequence[str] | None = None) -> int:
                 f.write(json.dumps(config, indent=2) + "\n")
             shown = {k: v for k, v in config.items() if k not in ("env", "ars_version")}
             print(f"ARS on {config['env']}: {json.dumps(shown)}")
-        evaluation = EvalCallback(
-            config["env"],
-            n_eval_episodes=config["eval_episodes"],
-            eval_freq=config["eval_freq"],
-            best_model_save_path=run_dir,
-            best_model_name="best_model.npz",
-            verbose=0,
-            seed=model.seed + 1,
-        )
-        if args.resume:
-            _restore_evaluation(evaluation, run_dir / "checkpoint.npz")
     except (
         ModuleNotFoundError,
         ValueError,
@@ -4719,6 +4760,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         gym.error.Error,
     ) as error:
         print(f"error: {error}", file=sys.stderr)
+        if lock is not None:
+            lock.release()
         return 2
     return _train(model, config, run_dir, evaluation, lock)
 

@@ -516,7 +516,7 @@ def test_progress_bar(capsys, monkeypatch):
     ARS("LinearPolicy", "CartPole-v1", n_delta=2, seed=0).learn(300, progress_bar=True)
     assert "steps" in capsys.readouterr().err
     monkeypatch.setitem(sys.modules, "tqdm", None)  # as if tqdm were not installed
-    with pytest.raises(ModuleNotFoundError, match=r"pip install 'ars-numpy\[progress\]'"):
+    with pytest.raises(ModuleNotFoundError, match=r"pip install tqdm"):
         ARS("LinearPolicy", "CartPole-v1", n_delta=2, seed=0).learn(300, progress_bar=True)
 
 
@@ -929,7 +929,7 @@ def test_cli_without_mujoco_prints_the_install_line(tmp_path):
         [str(HERE / "ars.py"), "--env", "Hopper-v4"], tmp_path, env=_blocker(tmp_path, ["mujoco"])
     )
     assert result.returncode == 2
-    assert "pip install 'ars-numpy[mujoco]'" in result.stderr and "Traceback" not in result.stderr
+    assert "pip install 'gymnasium[mujoco]'" in result.stderr and "Traceback" not in result.stderr
 
 
 @pytest.mark.slow
@@ -2060,7 +2060,7 @@ def test_sb3_contrib_file_without_torch_names_the_install(tmp_path, monkeypatch)
     sb3_contrib = pytest.importorskip("sb3_contrib")
     sb3_contrib.ARS("LinearPolicy", "Pendulum-v1").save(tmp_path / "theirs")
     monkeypatch.setitem(sys.modules, "torch", None)
-    with pytest.raises(ModuleNotFoundError, match=r"pip install 'ars-numpy\[torch\]'"):
+    with pytest.raises(ModuleNotFoundError, match=r"pip install torch"):
         ARS.load(tmp_path / "theirs")
 
 
@@ -2326,6 +2326,9 @@ def test_hostile_files_are_rejected_before_any_large_allocation(tmp_path):
         ("format_version", 0, "format_version must be a positive integer"),
         ("run_this", "os.system", r"fields ars does not know: \['run_this'\]"),
         ("included", {"learn": 1}, "'learn' would replace part of the model"),
+        ("env_id", "this:CartPole-v1", "never 'module:Env', which imports"),
+        ("num_timesteps", 10**30, "'num_timesteps' must be an integer >= 0"),
+        ("ep_info_buffer", [[1.0, 10**400]], "'ep_info_buffer' must be a list of"),
         ("included", {"policy": None}, "'policy' would replace part of the model"),
     ],
 )
@@ -2467,6 +2470,8 @@ def test_bad_demonstrations_are_refused():
         (["--verbose", "-3"], "0 or more"),
         (["--n-delta", "10000000"], "n_delta must be an integer from 1 to 1,000,000"),
         (["--net-arch", "100000,100000"], "more than ars handles"),
+        (["--video", "clip.gif"], "add --eval MODEL"),
+        (["--render"], "add --eval MODEL"),
     ],
 )
 def test_cli_mistakes_give_one_error_line_and_status_2(tmp_path, args, message):
@@ -2688,9 +2693,14 @@ def test_resume_of_a_finished_run_and_of_a_damaged_checkpoint(tmp_path):
     assert again.returncode == 0 and "has trained its 3,000 steps" in again.stdout, again.stderr
     assert "evaluation: mean return" in again.stdout and not stale.exists()
     model = ARS.load(tmp_path / "r" / "checkpoint.npz")
+    model._n_updates = 1
     model.save(tmp_path / "r" / "checkpoint.npz")  # a model file: no EvalCallback state
+    stale.write_bytes(b"half")
+    progress = (tmp_path / "r" / "progress.csv").read_bytes()
     refused = _cli(tmp_path, "--resume", "r")
     assert refused.returncode == 2 and "not a checkpoint of ars.py" in refused.stderr
+    # A refused resume changes nothing in the folder: the rows and the files stay.
+    assert (tmp_path / "r" / "progress.csv").read_bytes() == progress and stale.exists()
 
 
 def test_the_run_lock_is_exclusive_and_survives_a_removed_file(tmp_path):
@@ -2840,6 +2850,21 @@ def test_a_clip_has_one_frame_per_step_at_the_envs_rate(tmp_path, suffix):
 
 
 @pytest.mark.slow
+def test_a_clip_of_an_env_object_and_its_mistakes(tmp_path):
+    pytest.importorskip("mujoco")
+    pytest.importorskip("imageio_ffmpeg")
+    model = ARS("LinearPolicy", "InvertedPendulum-v4", n_delta=2, seed=0, max_episode_steps=7)
+    env = gym.make("InvertedPendulum-v4", render_mode="rgb_array")
+    total, frames = _clip(model, tmp_path / "a.mp4", env)
+    assert frames == 8  # the model's max_episode_steps caps the clip, as in its evaluation
+    with pytest.raises(ValueError, match="render_mode='rgb_array'"):
+        ars.record_video(model, tmp_path / "b.mp4", gym.make("InvertedPendulum-v4"))
+    with pytest.raises(ValueError, match="but the policy was built for"):
+        ars.record_video(model, tmp_path / "c.mp4", "Hopper-v4")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.mp4"]
+
+
+@pytest.mark.slow
 def test_cli_records_a_clip_and_names_what_is_missing(tmp_path):
     pytest.importorskip("mujoco")
     pytest.importorskip("imageio_ffmpeg")
@@ -2850,10 +2875,18 @@ def test_cli_records_a_clip_and_names_what_is_missing(tmp_path):
     )
     if "cannot render" in result.stderr:
         pytest.skip(result.stderr)
-    assert result.returncode == 0 and "frames in clip.gif" in result.stdout, result.stderr
+    assert result.returncode == 0 and "recorded in clip.gif" in result.stdout, result.stderr
     blocked = _blocker(tmp_path, ["imageio_ffmpeg"])
     result = _cli(tmp_path, "--eval", "m.npz", "--video", "clip.mp4", env=blocked)
-    assert result.returncode == 2 and "pip install 'ars-numpy[video]'" in result.stderr
+    assert result.returncode == 2 and "pip install imageio-ffmpeg" in result.stderr
+    for target, message in (("nowhere/sub/x:y.mp4", None), ("/proc/clip.gif", "could not write")):
+        result = _cli(tmp_path, "--eval", "m.npz", "--video", target, "--max-episode-steps", "5")
+        if message is None:  # folders are made, and a ':' is a file name, not a protocol
+            assert result.returncode == 0 and (tmp_path / target).stat().st_size > 0, result.stderr
+        else:
+            assert result.returncode == 2 and result.stderr.count("\n") == 1, result.stderr
+            assert message in result.stderr
+    assert not list(tmp_path.glob("**/.*.tmp"))  # nothing half-written left behind
 
 
 @pytest.mark.slow
