@@ -4683,8 +4683,9 @@ def _resume(args: argparse.Namespace) -> tuple[ARS, dict[str, Any], Path]:
 
 
 def _evaluate_saved(args: argparse.Namespace) -> int:
-    model = ARS.load(args.eval)
-    env_id = args.env or model.env_id
+    meta = read_model_file(args.eval)[0]  # a model, or a policy alone (ARSPolicy.save)
+    model = ARS.load(args.eval) if meta["kind"] == "model" else ARSPolicy.load(args.eval)
+    env_id = args.env or getattr(model, "env_id", None)
     if env_id is None:
         raise ValueError(f"{args.eval} does not record its env; pass --env")
     if args.max_episode_steps is not None:
@@ -4700,8 +4701,15 @@ def _evaluate_saved(args: argparse.Namespace) -> int:
         total = _render_episode(model, env_id, None, model.max_episode_steps, "human")[2]
         print(f"{env_id}: return {total:.2f} in one episode")
         return 0
-    model.set_env(env_id)
-    mean, std = evaluate_policy(model, model.gym_env, args.eval_episodes, seed=model.seed + 1)
+    env, policy = make_env(env_id), _policy_of(model)
+    if (env.observation_space, env.action_space) != (policy.observation_space, policy.action_space):
+        raise ValueError(
+            f"{env_id} has observation space {env.observation_space} and action space "
+            f"{env.action_space}, but {args.eval} was trained for {policy.observation_space} "
+            f"and {policy.action_space}"
+        )
+    seed = getattr(model, "seed", 0) + 1  # a model's own evaluation seeds
+    mean, std = evaluate_policy(model, env, args.eval_episodes, seed=seed)
     print(
         f"{env_id}: mean return {mean:.2f} +/- {std:.2f} over {args.eval_episodes} episodes "
         f"({args.eval})"

@@ -2940,3 +2940,15 @@ def test_async_eval_statistics_without_a_sync_and_sb3_schedules_warn(tmp_path):
         UserWarning, match="learning_rate is a schedule sb3-contrib stored as a pickle"
     ):
         assert ARS.load(tmp_path / "s").learning_rate == 0.02
+
+
+@pytest.mark.slow
+def test_cli_evaluates_a_policy_file_and_checks_the_env(tmp_path):
+    model = ARS("LinearPolicy", "CartPole-v1", seed=3).learn(3000)
+    model.policy.save(tmp_path / "policy.npz")
+    model.save(tmp_path / "model.npz")
+    result = _cli(tmp_path, "--eval", "policy.npz", "--env", "CartPole-v1", "--eval-episodes", "3")
+    mean, _ = ars.evaluate_policy(model.policy, "CartPole-v1", 3, seed=1)
+    assert result.returncode == 0 and f"mean return {mean:.2f}" in result.stdout, result.stderr
+    result = _cli(tmp_path, "--eval", "model.npz", "--env", "Pendulum-v1")
+    assert result.returncode == 2 and "but model.npz was trained for" in result.stderr
