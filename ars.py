@@ -256,6 +256,21 @@ def _flattener(space: spaces.Space) -> Callable[[np.ndarray], np.ndarray]:
 OBSERVATION_SPACES = (spaces.Box, spaces.Discrete, spaces.MultiDiscrete, spaces.MultiBinary)
 
 
+def _spaces_of(holder: Any) -> tuple[spaces.Space, spaces.Space]:
+    return holder.observation_space, holder.action_space
+
+
+def _check_same_spaces(
+    found: tuple, expected: tuple, what: str = "the policy", built_for: str = "the model"
+) -> None:
+    """A ValueError unless ``what``'s (observation, action) spaces are those expected."""
+    if found != expected:
+        raise ValueError(
+            f"{what} has observation space {found[0]} and action space {found[1]}, but "
+            f"{built_for} was built for {expected[0]} and {expected[1]}"
+        )
+
+
 def check_spaces(observation_space: spaces.Space, action_space: spaces.Space) -> None:
     """Raise ``NotImplementedError`` naming the space when ARS cannot use it."""
     if not isinstance(observation_space, OBSERVATION_SPACES):
@@ -995,13 +1010,7 @@ class ARS:
                     f"or instance; got {self.policy_class!r}"
                 )
             policy = cls(self.observation_space, self.action_space, **(self.policy_kwargs or {}))
-        if (policy.observation_space, policy.action_space) != (
-            self.observation_space,
-            self.action_space,
-        ):
-            raise ValueError(
-                self._space_mismatch(policy.observation_space, policy.action_space, "the policy")
-            )
+        _check_same_spaces(_spaces_of(policy), (self.observation_space, self.action_space))
         if self.normalize_obs and policy.obs_rms is None:
             policy.obs_rms = RunningMeanStd((policy.obs_dim,))
         if self.zero_policy:
@@ -1018,12 +1027,9 @@ class ARS:
         """
         gym_env, vec_env, vec_normalize = resolve_env(env)
         check_spaces(gym_env.observation_space, gym_env.action_space)
-        if self.observation_space is not None and (
-            (gym_env.observation_space, gym_env.action_space)
-            != (self.observation_space, self.action_space)
-        ):
-            raise ValueError(
-                self._space_mismatch(gym_env.observation_space, gym_env.action_space, "the env")
+        if self.observation_space is not None:
+            _check_same_spaces(
+                _spaces_of(gym_env), (self.observation_space, self.action_space), "the env"
             )
         self.observation_space, self.action_space = gym_env.observation_space, gym_env.action_space
         self.gym_env, self._vec_env, self._vec_normalize, self._env_view = (
@@ -1033,12 +1039,6 @@ class ARS:
             None,
         )
         self.env_id = gym_env.spec.id if gym_env.spec is not None else self.env_id
-
-    def _space_mismatch(self, observation_space: Any, action_space: Any, what: str) -> str:
-        return (
-            f"{what} has observation space {observation_space} and action space {action_space}, "
-            f"but the model was built for {self.observation_space} and {self.action_space}"
-        )
 
     # -- one iteration ------------------------------------------------------------------------
     def _iteration(self, evaluator: Any, callbacks: _Callbacks) -> None:
@@ -4222,15 +4222,7 @@ def _render_episode(
             raise ValueError(f"the env must be made with render_mode={render_mode!r}")
     else:
         raise ValueError("recording needs an env: pass env='Hopper-v4' (or a model saving it)")
-    if (render_env.observation_space, render_env.action_space) != (
-        policy.observation_space,
-        policy.action_space,
-    ):
-        raise ValueError(
-            f"the env has observation space {render_env.observation_space} and action space "
-            f"{render_env.action_space}, but the policy was built for "
-            f"{policy.observation_space} and {policy.action_space}"
-        )
+    _check_same_spaces(_spaces_of(render_env), _spaces_of(policy), "the env", "the policy")
     seed = int(evaluation_seeds(getattr(model, "seed", 0) + 1, 1)[0]) if seed is None else seed
     frames = []
 
@@ -4701,13 +4693,8 @@ def _evaluate_saved(args: argparse.Namespace) -> int:
         total = _render_episode(model, env_id, None, model.max_episode_steps, "human")[2]
         print(f"{env_id}: return {total:.2f} in one episode")
         return 0
-    env, policy = make_env(env_id), _policy_of(model)
-    if (env.observation_space, env.action_space) != (policy.observation_space, policy.action_space):
-        raise ValueError(
-            f"{env_id} has observation space {env.observation_space} and action space "
-            f"{env.action_space}, but {args.eval} was trained for {policy.observation_space} "
-            f"and {policy.action_space}"
-        )
+    env = make_env(env_id)
+    _check_same_spaces(_spaces_of(env), _spaces_of(_policy_of(model)), env_id, str(args.eval))
     seed = getattr(model, "seed", 0) + 1  # a model's own evaluation seeds
     mean, std = evaluate_policy(model, env, args.eval_episodes, seed=seed)
     print(

@@ -2951,4 +2951,4 @@ def test_cli_evaluates_a_policy_file_and_checks_the_env(tmp_path):
     mean, _ = ars.evaluate_policy(model.policy, "CartPole-v1", 3, seed=1)
     assert result.returncode == 0 and f"mean return {mean:.2f}" in result.stdout, result.stderr
     result = _cli(tmp_path, "--eval", "model.npz", "--env", "Pendulum-v1")
-    assert result.returncode == 2 and "but model.npz was trained for" in result.stderr
+    assert result.returncode == 2 and "but model.npz was built for" in result.stderr
