@@ -189,10 +189,14 @@ def run_ars(env_id: str, seed: int, budget: int, eval_freq: int, args: argparse.
 
 def run_sb3(env_id: str, seed: int, budget: int, eval_freq: int, args: argparse.Namespace) -> dict:
     """The same protocol with sb3-contrib's ARS (VecNormalize normalises, as in the zoo)."""
+    import cloudpickle
+    import speed
     from sb3_contrib import ARS as SB3ARS
     from sb3_contrib.common.vec_env import AsyncEval as SB3AsyncEval
-    from speed import sb3_env
     from stable_baselines3.common.callbacks import BaseCallback
+
+    cloudpickle.register_pickle_by_value(speed)  # sb3's workers need not find benchmarks/
+    sb3_env = speed.sb3_env
 
     hp = ars.settings_for(env_id)
     n_delta, workers, stop = args.n_delta or hp["n_delta"], args.workers, args.stop_at_threshold
