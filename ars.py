@@ -541,7 +541,10 @@ class ARSPolicy:
 
     @classmethod
     def load(cls, path: str | os.PathLike | io.IOBase, device: Any = "auto") -> ARSPolicy:
-        """A policy written by :meth:`save` (or the policy of a saved model)."""
+        """A policy written by :meth:`save` (or the policy of a saved model).
+
+        ``device`` is accepted for SB3 compatibility: ars computes on the CPU.
+        """
         return _load_policy(path)
 
     def to_torch(self) -> Any:
@@ -1373,7 +1376,10 @@ class ARS:
     def set_parameters(
         self, load_path_or_dict: Any, exact_match: bool = True, device: Any = "auto"
     ) -> None:
-        """Load parameters from a model file or a :meth:`get_parameters` dict, all or nothing."""
+        """Load parameters from a model file or a :meth:`get_parameters` dict, all or nothing.
+
+        ``device`` is accepted for SB3 compatibility: ars computes on the CPU.
+        """
         _set_parameters(self, load_path_or_dict, exact_match)
 
     def save(
@@ -1401,7 +1407,9 @@ class ARS:
         **kwargs: Any,
     ) -> ARS:
         """A model from a file of :meth:`save` (or sb3-contrib's ``ARS.save``); ``learn``
-        continues from it. ``custom_objects`` and ``kwargs`` override saved settings."""
+        continues from it. ``custom_objects`` and ``kwargs`` override saved settings.
+        ``device`` falls back to the CPU as in the constructor; ``force_reset`` is accepted
+        for SB3 compatibility (every rollout resets anyway)."""
         return load_model(
             cls, path, env, device, {**(custom_objects or {}), **kwargs}, print_system_info
         )
