@@ -802,6 +802,11 @@ class Result(NamedTuple):
     lengths: np.ndarray
     visited: RunningMeanStd | None
 
+    def training_return(self, alive_bonus_offset: float) -> float:
+        """The candidate's r: the mean over its episodes, shifted per step (the paper's
+        "shift", which cancels the survival bonus during training only)."""
+        return float(np.mean(self.returns + alive_bonus_offset * self.lengths))
+
 
 _LAST_DIRECTION = threading.local()  # per thread: executors may run jobs in threads
 
@@ -1114,7 +1119,7 @@ class ARS:
                 for r, n_steps in zip(result.returns, result.lengths)
             )
         self.num_timesteps = start + int(sum(r.lengths.sum() for r in results))
-        shifted = [np.mean(r.returns + self.alive_bonus_offset * r.lengths) for r in results]
+        shifted = [r.training_return(self.alive_bonus_offset) for r in results]
         return np.array(shifted), [r.visited for r in results]
 
     def _env_seeds(self, key: int) -> np.ndarray:
@@ -2165,7 +2170,7 @@ def _evaluate_candidates(model: ARS, candidate_weights: Any, callback: Any, asyn
     callbacks.on_rollout_start()
     results = evaluator.evaluate(it, jobs, callbacks.step_reporter())
     callbacks.on_rollout_end()
-    returns = np.array([np.mean(r.returns + model.alive_bonus_offset * r.lengths) for r in results])
+    returns = np.array([r.training_return(model.alive_bonus_offset) for r in results])
     return _like(candidate_weights, returns)
 
 
