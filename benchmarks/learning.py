@@ -255,6 +255,7 @@ def run_sb3(env_id: str, seed: int, budget: int, eval_freq: int, args: argparse.
         "budget": budget,
         "workers": workers,
         "n_delta": n_delta,
+        "n_top": model.n_top,
         "stopped": callback.stopped or "budget",
         "evaluations": callback.records,
     }
@@ -312,8 +313,9 @@ def report(results: dict) -> str:
         runs = results[key]
         s = summary(runs, THRESHOLDS[task(env_id)])
         first = next(iter(runs.values()))
+        n_top = first.get("n_top", ars.settings_for(env_id)["n_top"])  # older peer records
         lines.append(
-            f"| {env_id} | {impl} | {first['n_delta']}, {first.get('n_top', '')} "
+            f"| {env_id} | {impl} | {first['n_delta']}, {n_top} "
             f"| {THRESHOLDS[task(env_id)]} | {s['hits']}/{s['n']} | {_fmt(s['steps'], 1e6, 'M')} "
             f"| {_fmt(s['episodes'], 1e3, 'k')} | {_fmt(s['seconds'], 60, ' min')} "
             f"| {s['final']:.0f} ({s['min']:.0f} to {s['max']:.0f}) | {s['stopped']} "
