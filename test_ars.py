@@ -2703,12 +2703,12 @@ def test_resume_of_a_finished_run_and_of_a_damaged_checkpoint(tmp_path):
     assert (tmp_path / "r" / "progress.csv").read_bytes() == progress and stale.exists()
 
 
-def test_the_run_lock_is_exclusive_and_survives_a_removed_file(tmp_path):
+def test_the_run_lock_is_exclusive_names_its_holder_and_is_released(tmp_path):
     first = ars._RunLock(tmp_path)
     with pytest.raises(ValueError, match=f"in use by pid {os.getpid()}"):
         ars._RunLock(tmp_path)
     first.release()
-    second = ars._RunLock(tmp_path)  # a new file after the first removed its own
+    second = ars._RunLock(tmp_path)  # released: the folder can be taken again
     assert (tmp_path / ".lock").read_text() == f"pid {os.getpid()}"
     with pytest.raises(ValueError, match="in use"):
         ars._RunLock(tmp_path)
