@@ -187,6 +187,10 @@ def run_ars(env_id: str, seed: int, budget: int, eval_freq: int, args: argparse.
     }
 
 
+class StopPeer(Exception):
+    """Ends an sb3-contrib run by the stopping rule, which its learn() does not obey."""
+
+
 def run_sb3(env_id: str, seed: int, budget: int, eval_freq: int, args: argparse.Namespace) -> dict:
     """The same protocol with sb3-contrib's ARS (VecNormalize normalises, as in the zoo)."""
     import cloudpickle
@@ -244,13 +248,17 @@ def run_sb3(env_id: str, seed: int, budget: int, eval_freq: int, args: argparse.
                 self.records.append((self.num_timesteps, seconds, mean, std, episodes))
                 if stop and confirmed(self.records, threshold):
                     self.stopped = "threshold reached and confirmed"
-                    return False  # sb3-contrib ignores this; the record still shows the rule
+                    raise StopPeer  # sb3-contrib ignores a callback's False
             return True
 
     callback = Evaluate()
     env_fns = [ars.functools.partial(sb3_env, env_id, hp["normalize_obs"])] * workers
     async_eval = SB3AsyncEval(env_fns, model.policy) if workers > 1 else None
-    model.learn(budget, callback=callback, async_eval=async_eval)
+    try:
+        model.learn(budget, callback=callback, async_eval=async_eval)
+    except StopPeer:  # raised between iterations: no job is in flight
+        if async_eval is not None:
+            async_eval.close()
     return {
         "budget": budget,
         "workers": workers,
