@@ -19,7 +19,9 @@ checkpoint was, and loses only the work since. A finished run is stored in
 benchmarks/results/learning.json with its final model in benchmarks/results/models/,
 and is never repeated; a larger budget continues a run that ended at its own. sb3-contrib
 runs cannot resume (its learn() restarts from zero weights after a load), so an
-interrupted peer run starts again.
+interrupted peer run starts again. Each record names the commit of the ars.py it ran
+(``code``), and sb3-contrib is evaluated at the same point of an iteration as ars: after
+the update, before the next rollouts.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ import argparse
 import json
 import os
 import statistics
+import subprocess
 import time
 import warnings
 from pathlib import Path
@@ -191,6 +194,19 @@ class StopPeer(Exception):
     """Ends an sb3-contrib run by the stopping rule, which its learn() does not obey."""
 
 
+def code_version() -> str:
+    """The commit of the ars.py this benchmark imports, "+changes" if it or this file differ."""
+    folder = Path(ars.__file__).resolve().parent
+
+    def git(*args: str) -> str:
+        done = subprocess.run(["git", "-C", str(folder), *args], capture_output=True, text=True)
+        return done.stdout.strip() if done.returncode == 0 else ""
+
+    commit = git("rev-parse", "--short", "HEAD") or "unknown"
+    changed = git("status", "--porcelain", "--", "ars.py", "benchmarks/learning.py")
+    return commit + ("+changes" if changed else "")
+
+
 def run_sb3(env_id: str, seed: int, budget: int, eval_freq: int, args: argparse.Namespace) -> dict:
     """The same protocol with sb3-contrib's ARS (VecNormalize normalises, as in the zoo)."""
     import cloudpickle
@@ -233,22 +249,35 @@ def run_sb3(env_id: str, seed: int, budget: int, eval_freq: int, args: argparse.
         return float(np.mean(returns)), float(np.std(returns))
 
     class Evaluate(BaseCallback):
+        """Evaluates where run_ars does: after an update, before the next rollouts.
+
+        sb3-contrib calls on_step after the rollouts but before the update, and in a burst
+        (one call per worker-step): evaluating there would count the next iteration's
+        steps and time, and could evaluate one policy twice.
+        """
+
         def _on_training_start(self) -> None:
             self.records, self.next, self.eval_seconds = [], 0, 0.0
             self.start, self.stopped = time.perf_counter(), None
 
-        def _on_step(self) -> bool:
-            if self.num_timesteps >= self.next:
-                self.next = self.num_timesteps + eval_freq
-                began = time.perf_counter()
-                mean, std = evaluate()
-                self.eval_seconds += time.perf_counter() - began
-                seconds = time.perf_counter() - self.start - self.eval_seconds
-                episodes = self.model._n_updates * 2 * n_delta
-                self.records.append((self.num_timesteps, seconds, mean, std, episodes))
+        def evaluate_now(self) -> None:  # self.num_timesteps is only updated by on_step
+            seconds = time.perf_counter() - self.start - self.eval_seconds
+            began = time.perf_counter()
+            mean, std = evaluate()
+            self.eval_seconds += time.perf_counter() - began
+            episodes = self.model._n_updates * 2 * n_delta
+            self.records.append((self.model.num_timesteps, seconds, mean, std, episodes))
+            while self.next <= self.model.num_timesteps:
+                self.next += eval_freq
+
+        def _on_rollout_start(self) -> None:
+            if self.model.num_timesteps >= self.next:
+                self.evaluate_now()
                 if stop and confirmed(self.records, threshold):
                     self.stopped = "threshold reached and confirmed"
                     raise StopPeer  # sb3-contrib ignores a callback's False
+
+        def _on_step(self) -> bool:
             return True
 
     callback = Evaluate()
@@ -256,9 +285,11 @@ def run_sb3(env_id: str, seed: int, budget: int, eval_freq: int, args: argparse.
     async_eval = SB3AsyncEval(env_fns, model.policy) if workers > 1 else None
     try:
         model.learn(budget, callback=callback, async_eval=async_eval)
-    except StopPeer:  # raised between iterations: no job is in flight
+    except StopPeer:  # raised before an iteration's rollouts: no job is in flight
         if async_eval is not None:
             async_eval.close()
+    if callback.records[-1][0] != model.num_timesteps:
+        callback.evaluate_now()  # the final policy, as run_ars does
     return {
         "budget": budget,
         "workers": workers,
@@ -408,11 +439,12 @@ def main() -> None:
                     flush=True,
                 )
                 began = time.perf_counter()
-                record = runner(env_id, seed, budget, eval_freq, args)
+                record = {**runner(env_id, seed, budget, eval_freq, args), "code": code_version()}
+                # Saved after every run, into the file as it is now: an interrupted
+                # benchmark keeps its runs, and one running beside it keeps its own.
+                results = json.loads(path.read_text()) if path.exists() else {}
                 results.setdefault(key, {})[str(seed)] = record
-                write_json(
-                    path, results
-                )  # after every run: an interrupted benchmark keeps its runs
+                write_json(path, results)
                 hit = first_reach(record["evaluations"], THRESHOLDS[task(env_id)])
                 print(
                     f"  final {record['evaluations'][-1][2]:.1f}; threshold "
