@@ -335,6 +335,13 @@ def _fmt(value: float, scale: float, unit: str) -> str:
     return f"{value / scale:.2f}{unit}" if np.isfinite(value) else "not reached"
 
 
+def ended_by(runs: dict) -> str:
+    """How many runs stopped at the confirmed threshold and how many at their budget."""
+    stops = [r.get("stopped", "budget") for r in runs.values()]
+    counts = [(stops.count("budget"), "budget"), (len(stops) - stops.count("budget"), "threshold")]
+    return ", ".join(f"{label} {n}" for n, label in sorted(counts, reverse=True) if n)
+
+
 def report(results: dict) -> str:
     """The full Markdown table (benchmarks/results/learning.md), and one plot per task."""
     lines = [
@@ -344,8 +351,9 @@ def report(results: dict) -> str:
         "|---" * 12 + "|",
     ]
     short = [
-        "| task | impl | seeds reaching | timesteps | episodes | training time | final (range) |",
-        "|---" * 7 + "|",
+        "| task | impl | seeds reaching | timesteps | episodes | training time | final (range) "
+        "| runs ended by |",
+        "|---" * 8 + "|",
     ]
     for key in sorted(results, key=lambda k: (list(THRESHOLDS).index(task(k.split(":")[1])), k)):
         impl, env_id = key.split(":")[:2]
@@ -363,7 +371,7 @@ def report(results: dict) -> str:
         short.append(
             f"| {env_id} | {impl} | {s['hits']}/{s['n']} | {_fmt(s['steps'], 1e6, 'M')} "
             f"| {_fmt(s['episodes'], 1e3, 'k')} | {_fmt(s['seconds'], 60, ' min')} "
-            f"| {s['final']:.0f} ({s['min']:.0f} to {s['max']:.0f}) |"
+            f"| {s['final']:.0f} ({s['min']:.0f} to {s['max']:.0f}) | {ended_by(runs)} |"
         )
     lines += ["", "Short form (medians over seeds; to the paper's threshold):", "", *short]
     try:
