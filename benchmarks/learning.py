@@ -384,6 +384,7 @@ def report(results: dict) -> str:
         return "\n".join(lines)
     for env_id in sorted({k.split(":")[1] for k in results}):
         fig, ax = plt.subplots(figsize=(6, 4))
+        seeds = {seed for k, runs in results.items() if k.split(":")[1] == env_id for seed in runs}
         for impl, color in (("ars", "tab:blue"), ("sb3-contrib", "tab:orange")):
             runs = sorted(results.get(f"{impl}:{env_id}", {}).items())
             for i, (_seed, run) in enumerate(runs):
@@ -395,7 +396,7 @@ def report(results: dict) -> str:
         ax.set(
             xlabel="timesteps (millions)",
             ylabel="mean return (10 episodes)",
-            title=f"{env_id}: seeds {', '.join(map(str, PAPER_SEEDS))}",
+            title=f"{env_id}: seeds {', '.join(sorted(seeds, key=int))}",
         )
         ax.legend()
         fig.tight_layout()
