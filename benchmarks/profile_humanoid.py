@@ -18,6 +18,7 @@ import argparse
 import functools
 import json
 import os
+import shlex
 import sys
 import tempfile
 import time
@@ -133,7 +134,7 @@ def main() -> None:
     RESULTS.mkdir(exist_ok=True)
     path = RESULTS / "profile_humanoid.json"
     results = json.loads(path.read_text()) if path.exists() else {}
-    results[args.label] = {**report, "command": " ".join(["python", *sys.argv])}
+    results[args.label] = {**report, "command": shlex.join(["python", *sys.argv])}
     results.pop("commands", None)  # older files listed the commands apart
     path.write_text(json.dumps(results, indent=1) + "\n")
 
