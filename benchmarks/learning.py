@@ -31,6 +31,7 @@ import json
 import os
 import statistics
 import subprocess
+import sys
 import time
 import warnings
 from pathlib import Path
@@ -86,6 +87,14 @@ def write_json(path: Path, data: object) -> None:
         f.flush()
         os.fsync(f.fileno())
     os.replace(tmp, path)
+
+
+def read_results(path: Path) -> dict:
+    """The results file, or {} if there is none yet; a damaged one is a one-line error."""
+    try:
+        return json.loads(path.read_text()) if path.exists() else {}
+    except (json.JSONDecodeError, UnicodeDecodeError) as error:
+        sys.exit(f"error: {path} is not valid JSON ({error}); restore it from git or move it")
 
 
 def confirmed(evaluations: list, threshold: float) -> bool:
@@ -342,8 +351,8 @@ def ended_by(runs: dict) -> str:
     return ", ".join(f"{label} {n}" for n, label in sorted(counts, reverse=True) if n)
 
 
-def report(results: dict) -> str:
-    """The full Markdown table (benchmarks/results/learning.md), and one plot per task."""
+def report(results: dict, folder: Path = RESULTS) -> str:
+    """The full Markdown table (learning.md), and one plot per task saved in ``folder``."""
     lines = [
         "| task | implementation | N, b | threshold | seeds reaching it | median timesteps to it "
         "| median episodes to it | median training wall time to it | final reward, median "
@@ -400,7 +409,7 @@ def report(results: dict) -> str:
         )
         ax.legend()
         fig.tight_layout()
-        fig.savefig(RESULTS / f"{env_id}.png", dpi=100)
+        fig.savefig(folder / f"{env_id}.png", dpi=100)
         plt.close(fig)
     return "\n".join(lines)
 
@@ -432,13 +441,18 @@ def main() -> None:
 
     path = Path(args.results)
     path.parent.mkdir(parents=True, exist_ok=True)
-    results = json.loads(path.read_text()) if path.exists() else {}
+    unknown = [e for e in args.envs if task(e) not in THRESHOLDS]
+    if unknown:
+        parser.error(f"no paper threshold for {', '.join(unknown)}: use {', '.join(THRESHOLDS)}")
+    if args.budget is not None and not args.budget > 0:
+        parser.error(f"--budget must be a positive number of timesteps, got {args.budget:g}")
+    results = read_results(path)
     if not args.report:
         impl, runner = ("sb3-contrib", run_sb3) if args.peer else ("ars", run_ars)
         for env_id in args.envs:
             key = f"{impl}:{env_id}" + (f":N{args.n_delta}" if args.n_delta else "")
             for seed in args.seeds:
-                budget = int(args.budget or BUDGETS[task(env_id)])
+                budget = int(BUDGETS[task(env_id)] if args.budget is None else args.budget)
                 done = results.get(key, {}).get(str(seed))
                 if done and not (done["stopped"] == "budget" and done["budget"] < budget):
                     continue  # finished; a larger budget extends a run that ended at its own
@@ -451,7 +465,7 @@ def main() -> None:
                 record = {**runner(env_id, seed, budget, eval_freq, args), "code": code_version()}
                 # Saved after every run, into the file as it is now: an interrupted
                 # benchmark keeps its runs, and one running beside it keeps its own.
-                results = json.loads(path.read_text()) if path.exists() else {}
+                results = read_results(path)
                 results.setdefault(key, {})[str(seed)] = record
                 write_json(path, results)
                 hit = first_reach(record["evaluations"], THRESHOLDS[task(env_id)])
@@ -461,7 +475,7 @@ def main() -> None:
                     f"{(time.perf_counter() - began) / 60:.1f} min this session",
                     flush=True,
                 )
-    table = report(results)
+    table = report(results, path.parent)
     (path.parent / "learning.md").write_text(table + "\n")
     print(table)
 
