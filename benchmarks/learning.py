@@ -199,6 +199,21 @@ def run_ars(env_id: str, seed: int, budget: int, eval_freq: int, args: argparse.
     }
 
 
+def episode_returns(model: object, normalize: object, eval_env: object, seeds: object) -> list:
+    """Deterministic returns of ``model`` (anything with SB3's predict), one episode per env
+    seed, the observations passed through ``normalize`` first when it is given."""
+    returns = []
+    for episode_seed in seeds:
+        obs, _ = eval_env.reset(seed=int(episode_seed))
+        total, done = 0.0, False
+        while not done:
+            action = model.predict(obs if normalize is None else normalize(obs), deterministic=True)
+            obs, reward, terminated, truncated, _ = eval_env.step(action[0])
+            total, done = total + reward, terminated or truncated
+        returns.append(total)
+    return returns
+
+
 class StopPeer(Exception):
     """Ends an sb3-contrib run by the stopping rule, which its learn() does not obey."""
 
@@ -243,18 +258,7 @@ def run_sb3(env_id: str, seed: int, budget: int, eval_freq: int, args: argparse.
     eval_env, seeds, threshold = ars.make_env(env_id), eval_seeds(seed), THRESHOLDS[task(env_id)]
 
     def evaluate() -> tuple[float, float]:
-        returns = []
-        for episode_seed in seeds:
-            obs, _ = eval_env.reset(seed=int(episode_seed))
-            total, done = 0.0, False
-            while not done:
-                if hasattr(env, "normalize_obs"):
-                    obs = env.normalize_obs(obs)
-                action = model.predict(obs, deterministic=True)[0]
-                obs, reward, terminated, truncated, _ = eval_env.step(action)
-                total += reward
-                done = terminated or truncated
-            returns.append(total)
+        returns = episode_returns(model, getattr(env, "normalize_obs", None), eval_env, seeds)
         return float(np.mean(returns)), float(np.std(returns))
 
     class Evaluate(BaseCallback):

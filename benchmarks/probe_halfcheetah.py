@@ -15,10 +15,9 @@ import argparse
 import functools
 import json
 import warnings
-from pathlib import Path
 
 import numpy as np
-from learning import RESULTS, confirmed, eval_seeds
+from learning import RESULTS, confirmed, episode_returns, eval_seeds
 
 import ars
 
@@ -38,26 +37,15 @@ def probe(mode: str, seed: int) -> dict:
     eval_env, records, next_eval = ars.make_env(ENV_ID), [], [0]
 
     def evaluate() -> float:
-        returns = []
-        for episode_seed in eval_seeds(seed):
-            obs, _ = eval_env.reset(seed=int(episode_seed))
-            total, done = 0.0, False
-            while not done:
-                if vec_normalize is not None:
-                    obs = vec_normalize.normalize_obs(obs)
-                obs, reward, terminated, truncated, _ = eval_env.step(
-                    model.predict(obs, deterministic=True)[0]
-                )
-                total, done = total + reward, terminated or truncated
-            returns.append(total)
-        return float(np.mean(returns))
+        normalize = None if vec_normalize is None else vec_normalize.normalize_obs
+        return float(np.mean(episode_returns(model, normalize, eval_env, eval_seeds(seed))))
 
     def after_iteration(locals_: dict, globals_: dict) -> bool:
         if model.num_timesteps < next_eval[0]:
             return True
         next_eval[0] = model.num_timesteps + EVAL_EVERY
         records.append((model.num_timesteps, model._n_updates * 2 * model.n_delta, evaluate()))
-        return not confirmed([(t, 0.0, mean) for t, _, mean in records], THRESHOLD)
+        return not confirmed(records, THRESHOLD)  # (timesteps, episodes, mean)
 
     env_fns = [functools.partial(ars.make_env, ENV_ID)] * 2
     with ars.AsyncEval(env_fns, model.policy) as async_eval:
@@ -77,7 +65,7 @@ def main() -> None:
     for seed in args.seeds:
         result = probe(args.mode, seed)
         print(json.dumps(result), flush=True)
-        with Path(RESULTS / "probe_halfcheetah.jsonl").open("a") as f:
+        with (RESULTS / "probe_halfcheetah.jsonl").open("a") as f:
             f.write(json.dumps(result) + "\n")
 
 
