@@ -5,6 +5,8 @@
     python benchmarks/learning.py --envs Humanoid-v4 --n-delta 256  # rl-baselines3-zoo's N = b
     python benchmarks/learning.py --envs Hopper-v4 --peer sb3-contrib
     python benchmarks/learning.py --report                        # table and plots only
+    python benchmarks/learning.py --envs HalfCheetah-v4 --set normalization_samples=1000 \
+        --results benchmarks/results/ablation_halfcheetah.json    # an arm of an ablation
 
 Protocol. Every --eval-freq timesteps (checked after each iteration) the current policy is
 evaluated: deterministic, 10 episodes, the env's own rewards (no alive bonus), on seeds of
@@ -106,7 +108,8 @@ def run_ars(env_id: str, seed: int, budget: int, eval_freq: int, args: argparse.
     """Train (or resume) one run; returns its record for learning.json."""
     n_delta, workers, stop = args.n_delta, args.workers, args.stop_at_threshold
     overrides = {} if n_delta is None else {"n_delta": n_delta, "n_top": n_delta}
-    name = f"ars-{env_id}-{seed}" + (f"-N{n_delta}" if n_delta else "")
+    overrides.update(args.set)
+    name = f"ars-{env_id}-{seed}" + (f"-N{n_delta}" if n_delta else "") + label_suffix(args, "-")
     run_dir = Path(args.runs_dir) / name
     run_dir.mkdir(parents=True, exist_ok=True)
     state_path, threshold = run_dir / "state.json", THRESHOLDS[task(env_id)]
@@ -197,6 +200,23 @@ def run_ars(env_id: str, seed: int, budget: int, eval_freq: int, args: argparse.
         "stopped": state.get("stopped") or "budget",
         "evaluations": state["evaluations"],
     }
+
+
+def parse_setting(text: str) -> tuple[str, object]:
+    """``name=value`` of --set: the value as JSON (numbers, true/false, lists), else a string."""
+    name, sep, value = text.partition("=")
+    if not sep or not name.isidentifier():
+        raise argparse.ArgumentTypeError(f"expected NAME=VALUE, got {text!r}")
+    try:
+        return name, json.loads(value)
+    except json.JSONDecodeError:
+        return name, value
+
+
+def label_suffix(args: argparse.Namespace, sep: str = ":") -> str:
+    """What tells this arm's runs apart from the paper's settings: --label, else the --set."""
+    label = args.label or ",".join(f"{k}={v}" for k, v in args.set.items())
+    return sep + label if label else ""
 
 
 def episode_returns(model: object, normalize: object, eval_env: object, seeds: object) -> list:
@@ -355,8 +375,9 @@ def ended_by(runs: dict) -> str:
     return ", ".join(f"{label} {n}" for n, label in sorted(counts, reverse=True) if n)
 
 
-def report(results: dict, folder: Path = RESULTS) -> str:
-    """The full Markdown table (learning.md), and one plot per task saved in ``folder``."""
+def report(results: dict, folder: Path = RESULTS, prefix: str = "") -> str:
+    """The full Markdown table (learning.md), and one plot per task saved in ``folder``
+    (``<prefix><env id>.png``)."""
     lines = [
         "| task | implementation | N, b | threshold | seeds reaching it | median timesteps to it "
         "| median episodes to it | median training wall time to it | final reward, median "
@@ -369,7 +390,8 @@ def report(results: dict, folder: Path = RESULTS) -> str:
         "|---" * 8 + "|",
     ]
     for key in sorted(results, key=lambda k: (list(THRESHOLDS).index(task(k.split(":")[1])), k)):
-        impl, env_id = key.split(":")[:2]
+        impl, env_id, *arm = key.split(":", 2)
+        impl = " ".join([impl, *arm])
         runs = results[key]
         s = summary(runs, THRESHOLDS[task(env_id)])
         first = next(iter(runs.values()))
@@ -413,7 +435,7 @@ def report(results: dict, folder: Path = RESULTS) -> str:
         )
         ax.legend()
         fig.tight_layout()
-        fig.savefig(folder / f"{env_id}.png", dpi=100)
+        fig.savefig(folder / f"{prefix}{env_id}.png", dpi=100)
         plt.close(fig)
     return "\n".join(lines)
 
@@ -440,7 +462,17 @@ def main() -> None:
     parser.add_argument("--report", action="store_true", help="only rebuild the table and plots")
     parser.add_argument("--results", default=str(RESULTS / "learning.json"))
     parser.add_argument("--runs-dir", default=str(RUNS), help="checkpoints of unfinished runs")
+    parser.add_argument(
+        "--set",
+        type=parse_setting,
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="an ARS setting to change (repeatable); the runs are kept under their own key",
+    )
+    parser.add_argument("--label", help="the key's suffix for these runs (default: the --set)")
     args = parser.parse_args()
+    args.set = dict(args.set)
     warnings.filterwarnings("ignore")
 
     path = Path(args.results)
@@ -455,6 +487,7 @@ def main() -> None:
         impl, runner = ("sb3-contrib", run_sb3) if args.peer else ("ars", run_ars)
         for env_id in args.envs:
             key = f"{impl}:{env_id}" + (f":N{args.n_delta}" if args.n_delta else "")
+            key += label_suffix(args)
             for seed in args.seeds:
                 budget = int(BUDGETS[task(env_id)] if args.budget is None else args.budget)
                 done = results.get(key, {}).get(str(seed))
@@ -479,8 +512,9 @@ def main() -> None:
                     f"{(time.perf_counter() - began) / 60:.1f} min this session",
                     flush=True,
                 )
-    table = report(results, path.parent)
-    (path.parent / "learning.md").write_text(table + "\n")
+    prefix = "" if path.stem == "learning" else path.stem + "-"
+    table = report(results, path.parent, prefix)
+    path.with_suffix(".md").write_text(table + "\n")
     print(table)
 
 
