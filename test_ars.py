@@ -1555,7 +1555,7 @@ def test_benchmark_scripts_run(tmp_path):
     assert result.returncode == 0, result.stderr
     runs = json.loads((tmp_path / "out" / "m.json").read_text())["ars:Swimmer-v4"]
     assert [e[0] for e in runs["1"]["evaluations"]] == [0, 2000, 4000]
-    assert "| Swimmer-v4 | ars | 1, 1 | 325 |" in (tmp_path / "out" / "learning.md").read_text()
+    assert "| Swimmer-v4 | ars | 1, 1 | 325 |" in (tmp_path / "out" / "m.md").read_text()
     assert (tmp_path / "out" / "models" / "Swimmer-v4-1.npz").exists()
 
 
