@@ -30,6 +30,17 @@ from ars import ARS, ARSLinearPolicy, ARSPolicy, AsyncEval, ExecutorEval, Runnin
 HERE = Path(__file__).resolve().parent
 
 
+def _actor(policy, theta=None):
+    """``obs -> action`` for a policy's own parameters and statistics, or for ``theta``."""
+    theta = policy.parameters_to_vector() if theta is None else theta
+    return policy.actor(theta, policy.obs_rms)
+
+
+def _seed(seed, iteration, candidate, episode):
+    """The env seed of a training rollout."""
+    return ars.env_seed(seed, ars.ENV_SEEDS, iteration, candidate, episode)
+
+
 # ---------------------------------------------------------------------------
 # Small envs whose returns are known exactly
 # ---------------------------------------------------------------------------
@@ -189,7 +200,7 @@ def test_mlp_population_forward_matches_single_and_actor():
     assert batch.shape == (5, 7, 2)
     for p in range(5):
         np.testing.assert_allclose(policy.forward(obs[p], population[p]), batch[p], atol=1e-12)
-        act = policy.actor(population[p])
+        act = policy.actor(population[p], policy.obs_rms)
         for b in range(7):
             np.testing.assert_allclose(act(obs[p, b]), batch[p, b], atol=1e-12)
     assert policy.forward(obs[:, 0], population).shape == (5, 2)
@@ -342,7 +353,7 @@ def test_env_seeds_follow_seed_iteration_direction_episode():
     model.learn(1)
     # candidates run as +delta_0, -delta_0, +delta_1, ...; with common random numbers the
     # two candidates of a direction share their env seeds
-    expected = [ars.episode_seed(4, 0, k, e) for k in range(3) for _ in "+-" for e in range(2)]
+    expected = [_seed(4, 0, k, e) for k in range(3) for _ in "+-" for e in range(2)]
     assert recorder.seeds == expected
     assert len(set(recorder.seeds)) == 6
     model = ARS("LinearPolicy", NoisyWalk(), n_delta=3, seed=4, common_random_numbers=False)
@@ -540,7 +551,7 @@ def test_rollouts_match_stepping_through_every_wrapper(env_id):
     model = ARS("LinearPolicy", env_id, n_delta=2, seed=0).learn(
         20_000 if env_id == "CartPole-v1" else 2000
     )
-    act, seeds = model.policy.actor(), [11, 12, 13]
+    act, seeds = _actor(model.policy), [11, 12, 13]
     returns, lengths, visited = ars.run_episodes(ars.make_env(env_id), act, seeds)
     env, expected, observations = ars.make_env(env_id), [], []
     for seed in seeds:
@@ -577,7 +588,7 @@ def test_non_finite_values_raise_and_leave_the_weights(what):
     model = ARS("LinearPolicy", env, n_delta=3, normalize_obs=True, seed=2)
     model.learn(30)
     before = model.get_parameters()["policy"]
-    env.poison_seed = ars.episode_seed(2, model._n_updates, 1, 0)  # candidate 1 (and 4, its mirror)
+    env.poison_seed = _seed(2, model._n_updates, 1, 0)  # candidate 1 (and 4, its mirror)
     with pytest.raises(
         FloatingPointError, match=rf"iteration {model._n_updates}, candidate 1 .*non-finite {what}"
     ):
@@ -1053,7 +1064,7 @@ def test_async_eval_api_and_exact_statistics():
     weights = np.random.default_rng(1).normal(0, 0.3, (6, model.policy.n_params))
     seeds = np.arange(12).reshape(6, 2) + 1000
     env = PENDULUM()
-    expected = [ars.run_episodes(env, model.policy.actor(w), s) for w, s in zip(weights, seeds)]
+    expected = [ars.run_episodes(env, _actor(model.policy, w), s) for w, s in zip(weights, seeds)]
     with AsyncEval([PENDULUM] * 2, model.policy, n_eval_episodes=2) as async_eval:
         assert async_eval.seed(5) == [[5], [6]] and async_eval.seed(None) == []  # as sb3-contrib
         async_eval.sync_obs_rms(model.policy.obs_rms)
@@ -1389,8 +1400,8 @@ def test_eval_callback_logs_and_keeps_the_best_model(tmp_path):
     assert evaluation.best_mean_reward == best
     kept = ARS.load(tmp_path / "best_model")  # SB3's name: best_model.zip
     mean, _ = ars.evaluate_policy(kept, "CartPole-v1", 4)
-    seeds = np.random.SeedSequence([3, 1]).generate_state(4)
-    returns = ars.run_episodes(ars.make_env("CartPole-v1"), kept.policy.actor(), seeds)[0]
+    seeds = ars.evaluation_seeds(3, 4)  # the EVALUATION stream of the callback's seed
+    returns = ars.run_episodes(ars.make_env("CartPole-v1"), _actor(kept.policy), seeds)[0]
     assert (
         returns.mean() == best
     )  # the saved best model is the one that scored best, without the alive bonus
@@ -1589,45 +1600,50 @@ def test_seed_api_builds_the_policy_at_the_first_learn():
         ARS(policy).learn(100, env="CartPole-v1")
 
 
-def test_positional_arguments_follow_the_seed_or_sb3_contrib_by_type():
-    seed_style = ARS("LinearPolicy", 4, 2, 0.1)  # lit_sb3: (policy, n_delta, n_top, learning_rate)
-    assert (seed_style.n_delta, seed_style.n_top, seed_style.learning_rate, seed_style.env) == (
-        4,
-        2,
-        0.1,
-        None,
-    )
-    sb3_style = ARS(
-        "LinearPolicy", "CartPole-v1", 4, 2, 0.1
-    )  # sb3-contrib: (policy, env, n_delta, ...)
-    assert (sb3_style.n_delta, sb3_style.n_top, sb3_style.learning_rate) == (4, 2, 0.1)
+def test_one_honest_signature_and_positional_mistakes_name_the_keyword():
+    import inspect
+
+    parameters = inspect.signature(ARS).parameters
+    assert list(parameters)[:2] == ["policy", "env"] and "args" not in parameters
+    assert all(p.kind == p.KEYWORD_ONLY for p in list(parameters.values())[2:])
+    for name, default in ars.DEFAULTS.items():  # the core's names and defaults are ARS's
+        assert name == "policy" or parameters[name].default == default, name
+    learn = inspect.signature(ARS.learn).parameters
+    assert list(learn)[1:7] == [  # sb3-contrib's positional order; the seed's names by keyword
+        "total_timesteps", "callback", "log_interval", "tb_log_name", "reset_num_timesteps",
+        "async_eval",
+    ]  # fmt: skip
+    assert learn["env"].kind == learn["log_every_n_steps"].kind == inspect.Parameter.KEYWORD_ONLY
+    seed_style = ARS("LinearPolicy", n_delta=4, n_top=2, learning_rate=0.1)  # lit_sb3, by keyword
+    assert (seed_style.n_delta, seed_style.n_top, seed_style.env) == (4, 2, None)
     calls = []
-    sb3_style.learn(
-        300, lambda locals_, globals_: calls.append(1), 1
-    )  # (total, callback, log_interval)
-    seed_style.learn(
-        300, "CartPole-v1", lambda locals_, globals_: calls.append(2)
-    )  # (total, env, callback)
-    assert 1 in calls and 2 in calls and seed_style.gym_env.spec.id == "CartPole-v1"
-    seed_style.learn(300, lambda: gym.make("CartPole-v1"))  # an env factory takes no argument
-    with pytest.raises(TypeError, match="two values for 'n_delta'"):
-        ARS("LinearPolicy", 4, n_delta=5)
+    sb3_style = ARS("LinearPolicy", "CartPole-v1", n_delta=4)  # sb3-contrib: env positional
+    sb3_style.learn(300, lambda locals_, globals_: calls.append(1), 1)  # (total, callback, ...)
+    seed_style.learn(300, env="CartPole-v1", callback=lambda l, g: calls.append(2))
+    assert calls[:1] == [1] and 2 in calls and seed_style.gym_env.spec.id == "CartPole-v1"
+    with pytest.raises(TypeError, match=r"got int 4 \(ARS takes its settings by keyword: n_delta=4"):
+        ARS("LinearPolicy", 4)  # the seed's positional n_delta
+    with pytest.raises(TypeError, match="positional"):
+        ARS("LinearPolicy", "CartPole-v1", 4)  # sb3-contrib's positional n_delta
+    with pytest.raises(TypeError, match=r"got the env 'CartPole-v1' \(learn takes it by keyword"):
+        seed_style.learn(300, "CartPole-v1")  # the seed's positional env
 
 
-def test_hparams_by_attribute_frozen_initial_copy_and_saved_as_in_use(tmp_path):
+def test_hparams_are_a_dict_read_only_initial_copy_and_saved_as_in_use(tmp_path):
     model = ARS("LinearPolicy", "CartPole-v1", n_delta=8, seed=0)
-    assert model.hparams.n_delta == 8 == model.hparams["n_delta"]
-    model.n_delta = 16
-    model.hparams.learning_rate = 0.5
+    assert model.n_delta == 8 == model.hparams["n_delta"] and isinstance(model.hparams, dict)
+    model.n_delta = 16  # the attribute and the dict are one setting
+    model.hparams["learning_rate"] = 0.5
     assert model.hparams["n_delta"] == 16 and model.learning_rate == 0.5
-    assert model.hparams_initial.n_delta == 8 and model.hparams_initial["learning_rate"] == 0.02
-    with pytest.raises(TypeError, match="read-only"):
+    assert model.hparams_initial["n_delta"] == 8 and model.hparams_initial["learning_rate"] == 0.02
+    with pytest.raises(TypeError, match="does not support item assignment"):
         model.hparams_initial["n_delta"] = 3
+    model.hparams["n_delta"] = 0
+    with pytest.raises(ValueError, match="n_delta must be an integer from 1"):
+        model.learn(100)  # checked in the one place, when learn starts
+    model.n_delta = 16
     loaded = ARS.load(model.save(tmp_path / "m"))
-    assert (loaded.n_delta, loaded.learning_rate) == (
-        16,
-        0.5,
-    )  # the values in use, not the initial ones
+    assert (loaded.n_delta, loaded.learning_rate) == (16, 0.5)  # in use, not the initial ones
 
 
 def test_any_device_is_accepted_and_a_gpu_falls_back_to_the_cpu_with_one_warning(monkeypatch):
@@ -1670,7 +1686,7 @@ def test_discrete_observation_spaces_are_one_hot_and_train(env_id):
     space = env.observation_space
     sample = np.stack([space.sample() for _ in range(5)])
     np.testing.assert_array_equal(
-        ars._flattener(space)(sample), np.stack([spaces.flatten(space, x) for x in sample])
+        ars.flattener(space)(sample), np.stack([spaces.flatten(space, x) for x in sample])
     )
     model = ARS("LinearPolicy", env, n_delta=4, seed=0)
     before = ars.evaluate_policy(model, env, 100, seed=0)[0]
@@ -2199,7 +2215,7 @@ def test_dask_client_closed_mid_learn_is_an_error_not_a_hang():
 def test_one_evaluator_used_from_two_threads_is_a_clear_error():
     policy = ARSLinearPolicy(SlowEnv.observation_space, SlowEnv.action_space)
     evaluator = ars.InProcessEval(SlowEnv(), policy)
-    it = ars.Iteration(policy, policy.parameters_to_vector(), 0.0, 0, 0)
+    it = ars.Iteration(policy.network(), policy.parameters_to_vector(), None, 0.0, 0, 0)
     jobs = [ars.Job(0, 0, 1, np.array([1], np.uint64), policy.parameters_to_vector())]
     busy = threading.Thread(target=evaluator.evaluate, args=(it, jobs))
     busy.start()
@@ -2231,10 +2247,11 @@ def test_memory_stays_bounded_however_long_the_episode():
             )  # 1000 x 21 kB observations: 170 MB as float64
 
     env, policy = LongImageEnv(), ARSLinearPolicy(ImageEnv.observation_space, ImageEnv.action_space)
+    act = _actor(policy)
     tracemalloc.start()
     for track in (True, False):
         tracemalloc.reset_peak()
-        _, lengths, visited = ars.run_episodes(env, policy.actor(), [1], track_obs=track)
+        _, lengths, visited = ars.run_episodes(env, act, [1], track_obs=track)
         peak = tracemalloc.get_traced_memory()[1]
         assert lengths[0] == 1000 and visited.count == (1000 if track else 0)
         assert peak < (24 << 20 if track else 1 << 20), (
@@ -2247,7 +2264,7 @@ def test_chunked_statistics_equal_those_of_all_observations():
     env, policy = ImageEnv(), ARSLinearPolicy(ImageEnv.observation_space, ImageEnv.action_space)
     recorder = Recorder(env)
     _, lengths, visited = ars.run_episodes(
-        recorder, policy.actor(), range(40)
+        recorder, _actor(policy), range(40)
     )  # 160 rows, chunks of 49
     everything = np.array(recorder.acted_on)
     assert visited.count == len(everything) == lengths.sum()
@@ -2310,8 +2327,8 @@ def test_hostile_files_are_rejected_before_any_large_allocation(tmp_path):
     "field,value,message",
     [
         ("hparams", {"tensorboard_log": "/etc"}, "may not set"),
-        ("hparams", {"n_delta": "8"}, "'n_delta' must be an integer from 1"),
-        ("hparams", {"n_delta": 10**15}, "'n_delta' must be an integer from 1"),
+        ("hparams", {"n_delta": "8"}, "n_delta must be an integer from 1"),
+        ("hparams", {"n_delta": 10**15}, "n_delta must be an integer from 1"),
         ("hparams", {"normalize_obs": True}, "normalize_obs is True but the file lacks"),
         ("num_timesteps", -5, "'num_timesteps' must be an integer >= 0"),
         ("policy_kwargs", {"net_arch": "64"}, "net_arch is a list"),
@@ -2467,7 +2484,7 @@ def test_bad_demonstrations_are_refused():
         (["--workers", "5000"], "from 0 to 1024"),
         (["--net-arch", ","], "names no layer sizes"),
         (["--env", ""], "needs an env id"),
-        (["--verbose", "-3"], "0 or more"),
+        (["--verbose", "-3"], "at least 0"),
         (["--n-delta", "10000000"], "n_delta must be an integer from 1 to 1,000,000"),
         (["--net-arch", "100000,100000"], "more than ars handles"),
         (["--video", "clip.gif"], "add --eval MODEL"),
@@ -2835,8 +2852,8 @@ def test_a_clip_has_one_frame_per_step_at_the_envs_rate(tmp_path, suffix):
     path = tmp_path / f"clip{suffix}"
     total, frames = _clip(model, path, "InvertedPendulum-v4", max_steps=50)
     returns, lengths = ars.evaluate_policy(
-        model, "InvertedPendulum-v4", 1, seed=1, return_episode_rewards=True
-    )
+        model, "InvertedPendulum-v4", 1, return_episode_rewards=True
+    )  # the model's own first evaluation episode
     assert lengths[0] < 50 and frames == lengths[0] + 1  # the first frame, then one per step
     assert total == returns[0]  # the same deterministic episode as the first evaluation's
     assert path.stat().st_size > 1000
@@ -2893,6 +2910,8 @@ def test_cli_records_a_clip_and_names_what_is_missing(tmp_path):
 def test_benchmark_models_reach_their_recorded_return():
     """Each trained model in benchmarks/results/models scores what learning.json recorded."""
     pytest.importorskip("mujoco")
+    sys.path.insert(0, str(HERE / "benchmarks"))
+    import learning
     results = json.loads((HERE / "benchmarks" / "results" / "learning.json").read_text())
     checked = 0
     for path in sorted((HERE / "benchmarks" / "results" / "models").glob("*.npz")):
@@ -2904,7 +2923,8 @@ def test_benchmark_models_reach_their_recorded_return():
             continue
         model = ARS.load(path)
         assert model.num_timesteps == run["evaluations"][-1][0]
-        mean, _ = ars.evaluate_policy(model, env_id, 10, seed=int(seed) + 1)
+        seeds = learning.eval_seeds(int(seed))  # the benchmark's evaluation episodes
+        mean = ars.run_episodes(ars.make_env(env_id), _actor(model.policy), seeds)[0].mean()
         assert mean == pytest.approx(run["evaluations"][-1][2], rel=1e-9), path.name
         checked += 1
     assert checked >= 3
@@ -2948,7 +2968,7 @@ def test_cli_evaluates_a_policy_file_and_checks_the_env(tmp_path):
     model.policy.save(tmp_path / "policy.npz")
     model.save(tmp_path / "model.npz")
     result = _cli(tmp_path, "--eval", "policy.npz", "--env", "CartPole-v1", "--eval-episodes", "3")
-    mean, _ = ars.evaluate_policy(model.policy, "CartPole-v1", 3, seed=1)
+    mean, _ = ars.evaluate_policy(model.policy, "CartPole-v1", 3)  # a policy's seed: 0
     assert result.returncode == 0 and f"mean return {mean:.2f}" in result.stdout, result.stderr
     result = _cli(tmp_path, "--eval", "model.npz", "--env", "Pendulum-v1")
     assert result.returncode == 2 and "but model.npz was built for" in result.stderr
