@@ -156,6 +156,12 @@ def layer_shapes(obs_dim: int, net_arch: Sequence[int], n_outputs: int) -> list[
     return list(zip(sizes[1:], sizes[:-1]))
 
 
+def inverse_std(var: np.ndarray) -> np.ndarray:
+    """``1 / sqrt(var)``, and 0 for inputs of variance below 1e-8: those are ignored."""
+    var = np.reshape(var, -1)
+    return np.where(var < MIN_VARIANCE, 0.0, 1 / np.sqrt(np.maximum(var, MIN_VARIANCE)))
+
+
 class Network:
     """An ARS policy's structure and forward pass; its parameters are passed in.
 
@@ -209,9 +215,7 @@ class Network:
                 bias, start = theta[..., start : start + out], start + out
             layers.append((weight, bias))
         if obs_rms is not None:
-            var = obs_rms.var.reshape(-1)
-            s = np.where(var < MIN_VARIANCE, 0.0, 1 / np.sqrt(np.maximum(var, MIN_VARIANCE)))
-            weight, bias = layers[0][0] * s, layers[0][1]
+            weight, bias = layers[0][0] * inverse_std(obs_rms.var), layers[0][1]
             shift = -(weight @ obs_rms.mean.reshape(-1))
             layers[0] = (weight, shift if bias is None else bias + shift)
         return layers
@@ -228,19 +232,15 @@ class Network:
             low, high, maximum, minimum = self._low, self._high, np.maximum, np.minimum
             to_box = lambda out: minimum(maximum(out, low, out=out), high, out=out)
         shape = self.action_space.shape
-        return (
-            to_box if len(shape) == 1 else lambda out: to_box(out).reshape(out.shape[:-1] + shape)
-        )
+        if len(shape) == 1:
+            return to_box
+        return lambda out: to_box(out).reshape(out.shape[:-1] + shape)
 
     def actor(self, theta: np.ndarray, obs_rms: RunningMeanStd | None = None) -> Callable:
         """A fast ``obs -> action`` for one observation: the rollout's hot path."""
         *hidden, (w_out, b_out) = self.layers(theta, obs_rms)
-        activation, to_action, flatten = (
-            ACTIVATIONS[self.activation_fn],
-            self.to_action(),
-            self.flatten,
-        )
-        dot = np.dot  # cheaper per call than the @ operator on one small vector
+        activation, to_action = ACTIVATIONS[self.activation_fn], self.to_action()
+        flatten, dot = self.flatten, np.dot  # np.dot: cheaper per call than @ on small vectors
 
         def act(obs: Any) -> Any:
             h = obs if flatten is None else flatten(obs)
@@ -266,8 +266,7 @@ def stream(seed: int, *coordinates: int) -> np.random.SeedSequence:
 
 
 def env_seed(seed: int, *coordinates: int) -> int:
-    """An env seed, a function of its coordinates alone. A training rollout's are
-    ``(ENV_SEEDS, iteration, candidate, episode)``."""
+    """An env seed: for a training rollout, ``(ENV_SEEDS, iteration, candidate, episode)``."""
     return int(stream(seed, *coordinates).generate_state(1)[0])
 
 
@@ -393,11 +392,7 @@ def candidate_parameters(it: Iteration, job: Job) -> np.ndarray:
 
 
 def run_job(
-    env: gym.Env,
-    it: Iteration,
-    job: Job,
-    options: dict | None = None,
-    on_step: Callable | None = None,
+    env: gym.Env, it: Iteration, job: Job, options: dict | None = None, on_step: Any = None
 ) -> Result:
     """Evaluate one candidate: its episodes' returns and lengths, the states it visited."""
     act = it.network.actor(candidate_parameters(it, job), it.obs_rms)
@@ -411,9 +406,9 @@ def run_job(
 
 def check_finite(result: Result, job: Job, index: int) -> None:
     """A NaN or inf reward or observation stops training, naming the candidate."""
-    rms, what = result.visited, "reward" if not np.isfinite(result.returns).all() else None
-    if not what and rms is not None and not np.isfinite([rms.mean, rms.var]).all():
-        what = "observation"
+    rms = result.visited
+    bad_obs = rms is not None and not np.isfinite([rms.mean, rms.var]).all()
+    what = "reward" if not np.isfinite(result.returns).all() else "observation" * bad_obs
     if what:
         raise FloatingPointError(
             f"iteration {index}, candidate {job.candidate} (direction {job.k}, "
@@ -442,17 +437,14 @@ def iteration(
     it = Iteration(
         network, theta, obs_rms, nu, seed, index, obs_rms is not None, hp["max_episode_steps"]
     )
+
     # Line 5: 2N rollouts of theta +- nu delta_k (candidates k and N + k), mu and Sigma
     # frozen; with common random numbers, a direction's two rollouts share their env seeds.
-    key = lambda c: c % n if hp["common_random_numbers"] else c
-    seeds = lambda c: [
-        env_seed(seed, ENV_SEEDS, index, key(c), e) for e in range(hp["n_eval_episodes"])
-    ]
-    jobs = [
-        Job(c, k, sign, np.array(seeds(c), np.uint64))
-        for k in range(n)
-        for c, sign in ((k, 1), (n + k, -1))
-    ]
+    def seeds(c: int) -> np.ndarray:
+        key, episodes = c % n if hp["common_random_numbers"] else c, range(hp["n_eval_episodes"])
+        return np.array([env_seed(seed, ENV_SEEDS, index, key, e) for e in episodes], np.uint64)
+
+    jobs = [Job(c, k, sign, seeds(c)) for k in range(n) for c, sign in ((k, 1), (n + k, -1))]
     by_candidate = {job.candidate: result for job, result in zip(jobs, evaluate(it, jobs))}
     for job in jobs:
         check_finite(by_candidate[job.candidate], job, index)
@@ -510,14 +502,18 @@ def train(env: str | gym.Env, total_timesteps: int, **hyper_parameters: Any) -> 
 
 
 # --------------------------------------------------- end of the core: the rest is built on it
+# The rest is wrapped by hand, more densely than ruff's style (the file's length is a budget);
+# `ruff check` still holds every line to 100 characters.
+# fmt: off
 
-# The rest of the file, from here on, builds on the core: the API first, then the plumbing in
-# the order data flows (evaluators, logging and callbacks, files, SB3 adapters, videos, the
-# command line). Its optional dependencies are imported where they are used.
+# What follows builds on the core: the API first, then the plumbing in the order data flows
+# (evaluators, logging and callbacks, files, SB3 adapters, videos, the command line).
+# Optional dependencies are imported where they are used.
 
 import argparse
 import atexit
 import collections
+import contextlib
 import csv
 import functools
 import hashlib
@@ -543,8 +539,6 @@ from pathlib import Path
 
 Schedule = Callable[[float], float]
 MAX_PARAMETERS = 10**7  # a random direction of this size per candidate is already slow
-OBSERVATION_SPACES = (spaces.Box, spaces.Discrete, spaces.MultiDiscrete, spaces.MultiBinary)
-ACTION_SPACES = (spaces.Box, spaces.Discrete)
 
 
 def is_int(value: Any) -> bool:
@@ -560,93 +554,64 @@ def _require(module: str, install: str) -> Any:
         raise ModuleNotFoundError(f"this feature needs {module}: {install}") from error
 
 
-# == The API: ARSPolicy and ARS, as the seed and Stable-Baselines3 shape them ==================
+# == The API: ARSPolicy and ARS, as the seed and Stable-Baselines3 shape them ====================
 
 
 def check_spaces(observation_space: spaces.Space, action_space: spaces.Space) -> None:
     """Raise ``NotImplementedError`` naming the space when ARS cannot use it."""
-    if not isinstance(observation_space, OBSERVATION_SPACES):
+    if not isinstance(observation_space, (spaces.Box, spaces.Discrete, *MULTI_SPACES)):
+        raise NotImplementedError(f"ARS supports Box, Discrete, MultiDiscrete and MultiBinary "
+                                  f"observation spaces; got {observation_space} "
+                                  f"(gymnasium.wrappers.FlattenObservation flattens others)")
+    if not isinstance(action_space, (spaces.Box, spaces.Discrete)):
         raise NotImplementedError(
-            f"ARS supports Box, Discrete, MultiDiscrete and MultiBinary observation spaces; got "
-            f"{observation_space} (gymnasium.wrappers.FlattenObservation flattens others)"
+            f"ARS supports Box and Discrete action spaces; got {action_space}"
         )
-    if not isinstance(action_space, ACTION_SPACES):
-        raise NotImplementedError(f"ARS supports Box and Discrete action spaces; got {action_space}")
 
 
-def _activation_name(activation_fn: Any) -> str:
-    """'relu', 'tanh', ... from a name or a torch.nn activation class such as nn.ReLU."""
-    name = getattr(activation_fn, "__name__", activation_fn)
-    if not isinstance(name, str) or name.lower() not in ACTIVATIONS:
-        raise ValueError(
-            f"activation_fn {activation_fn!r} is not supported; use one of {list(ACTIVATIONS)}"
-        )
-    return name.lower()
+MULTI_SPACES = (spaces.MultiDiscrete, spaces.MultiBinary)
 
 
 class ARSPolicy(Network):
-    """A deterministic MLP policy holding its flat parameter vector and V2's statistics.
+    """A deterministic MLP policy that holds its flat parameters and V2's statistics.
 
-    A :class:`Network` (see it for the forward pass) with the seed's and SB3's policy API:
-    ``predict``, ``forward`` on batches and populations (NumPy or torch in, the same out),
-    ``parameters_to_vector``, ``state_dict``, ``save``/``load`` and ``to_torch``.
+    A :class:`Network` with the seed's and SB3's policy API: ``predict``, ``forward`` on
+    batches and populations (NumPy or torch in, the same out), ``parameters_to_vector``,
+    ``state_dict`` (sb3-contrib's names), ``save``/``load`` and ``to_torch``. Observations:
+    Box of any shape, Discrete, MultiDiscrete, MultiBinary (flattened). Actions: Box or
+    Discrete. ``net_arch``: hidden sizes (``[64, 64]``; ``[]``: linear); ``activation_fn``:
+    ``"relu"``, ``"tanh"``, ``"sigmoid"``, ``"identity"`` or torch's class (``nn.ReLU``);
+    ``squash_output``: Box actions tanh-rescaled to the bounds (True) or clipped.
 
-    Parameters
-    ----------
-    observation_space : gymnasium.spaces.Space
-        Box of any shape, Discrete, MultiDiscrete or MultiBinary.
-    action_space : gymnasium.spaces.Box or gymnasium.spaces.Discrete
-    net_arch : list of int, optional
-        Hidden layer sizes, ``[64, 64]`` by default; ``[]`` gives a linear policy.
-    activation_fn : str or torch.nn activation class
-        ``"relu"`` (default), ``"tanh"``, ``"sigmoid"``, ``"identity"`` or e.g. ``nn.ReLU``.
-    with_bias : bool
-        Whether the layers add a bias.
-    squash_output : bool
-        Box actions: tanh-squash and rescale (True) or clip (False).
-
-    Examples
-    --------
     >>> env = gym.make("Pendulum-v1")
     >>> policy = ARSPolicy(env.observation_space, env.action_space, net_arch=[16])
     >>> policy.predict(env.reset(seed=0)[0])[0].shape
     (1,)
     """
 
-    def __init__(
-        self,
-        observation_space: spaces.Space,
-        action_space: spaces.Space,
-        net_arch: Sequence[int] | None = None,
-        activation_fn: Any = "relu",
-        with_bias: bool = True,
-        squash_output: bool = True,
-    ):
+    def __init__(self, observation_space: spaces.Space, action_space: spaces.Space,
+                 net_arch: Sequence[int] | None = None, activation_fn: Any = "relu",
+                 with_bias: bool = True, squash_output: bool = True):
         check_spaces(observation_space, action_space)
-        net_arch = [64, 64] if net_arch is None else net_arch
-        if not (
-            isinstance(net_arch, (list, tuple)) and all(is_int(n) and n >= 1 for n in net_arch)
-        ):
-            raise ValueError(f"net_arch must be a list of sizes of at least 1; got {net_arch!r}")
-        super().__init__(
-            observation_space,
-            action_space,
-            net_arch,
-            _activation_name(activation_fn),
-            with_bias,
-            squash_output,
-        )
+        arch = [64, 64] if net_arch is None else net_arch
+        name = str(getattr(activation_fn, "__name__", activation_fn)).lower()  # nn.ReLU: relu
+        if not (isinstance(arch, (list, tuple)) and all(is_int(n) and n > 0 for n in arch)):
+            raise ValueError(f"net_arch must be a list of layer sizes >= 1; got {arch!r:.100}")
+        if name not in ACTIVATIONS:
+            raise ValueError(f"activation_fn must be one of {list(ACTIVATIONS)}; got {name!r:.60}")
+        if not (isinstance(with_bias, bool) and isinstance(squash_output, bool)):
+            raise ValueError("with_bias and squash_output must be True or False")
+        super().__init__(observation_space, action_space, arch, name, with_bias, squash_output)
         if self.n_params > MAX_PARAMETERS:
-            raise ValueError(
-                f"a policy of {self.n_params:,} parameters is more than ars handles "
-                f"({MAX_PARAMETERS:,}): ARS draws that many normals per candidate"
-            )
+            raise ValueError(f"a policy of {self.n_params:,} parameters is more than ars handles "
+                             f"({MAX_PARAMETERS:,}): ARS draws that many normals per candidate")
         self._theta = np.zeros(self.n_params)
         self.obs_rms: RunningMeanStd | None = None  # V2's statistics, set by normalize_obs=True
 
     def config(self) -> dict[str, Any]:
         """The constructor's arguments beyond the spaces, as plain data."""
-        return {key: getattr(self, key) for key in POLICIES["MlpPolicy"] | {"activation_fn": 0}}
+        keys = ("net_arch", "activation_fn", "with_bias", "squash_output")
+        return {key: getattr(self, key) for key in keys}
 
     def network(self) -> Network:
         """The structure alone, for evaluators (an Iteration carries the parameters)."""
@@ -660,9 +625,7 @@ class ARSPolicy(Network):
         """Set the parameters from a flat vector (NumPy array, list or CPU torch tensor)."""
         vector = _as_array(vector)
         if vector.shape != (self.n_params,):
-            raise ValueError(
-                f"expected a parameter vector of shape ({self.n_params},), got {vector.shape}"
-            )
+            raise ValueError(f"expected parameters of shape ({self.n_params},); got {vector.shape}")
         self._theta = vector.copy()
 
     def forward(self, obs: Any, theta: Any = None) -> Any:
@@ -673,45 +636,31 @@ class ARSPolicy(Network):
         A torch tensor in gives a torch tensor out.
         """
         theta = self._theta if theta is None else _as_array(theta)
-        x, obs_shape = _as_array(obs, None), self.observation_space.shape
-        n_lead = x.ndim - len(obs_shape)
-        if n_lead < 0 or x.shape[n_lead:] != obs_shape:
-            raise ValueError(
-                f"expected observations of shape {obs_shape} or (batch, *{obs_shape}), "
-                f"got {x.shape}"
-            )
-        population = theta.ndim == 2
+        x, shape = _as_array(obs, None), self.observation_space.shape
+        n_lead, population = x.ndim - len(shape), theta.ndim == 2
+        if n_lead < 0 or x.shape[n_lead:] != shape:
+            raise ValueError(f"expected observations of shape {shape} or (B, *{shape}); got "
+                             f"{x.shape}")
         if population and (n_lead == 0 or x.shape[0] != len(theta)):
-            raise ValueError(
-                f"{len(theta)} parameter vectors need observations of shape "
-                f"({len(theta)}, ...), got {x.shape}"
-            )
+            raise ValueError(f"{len(theta)} parameter vectors need {len(theta)} observations")
         h = flattener(self.observation_space)(x).astype(np.float64)
-        if population and n_lead == 1:
-            h = h[:, None, :]  # one observation per parameter vector
+        h = h[:, None, :] if population and n_lead == 1 else h  # one observation per vector
         layers = self.layers(theta, self.obs_rms)
         for i, (weight, bias) in enumerate(layers):  # the network, for any leading axes
             h = h @ np.swapaxes(weight, -1, -2)
-            if bias is not None:
-                h = h + (bias[:, None, :] if population else bias)
-            if i < len(layers) - 1:
-                h = ACTIVATIONS[self.activation_fn](h)
+            h = h if bias is None else h + (bias[:, None, :] if population else bias)
+            h = ACTIVATIONS[self.activation_fn](h) if i < len(layers) - 1 else h
         actions = self.to_action()(h)
         return _like(obs, actions[:, 0] if population and n_lead == 1 else actions)
 
     __call__ = forward  # as torch policies: policy(obs)
 
-    def predict(
-        self,
-        observation: Any,
-        state: Any = None,
-        episode_start: Any = None,
-        deterministic: bool = True,
-    ) -> tuple[Any, None]:
+    def predict(self, observation: Any, state: Any = None, episode_start: Any = None,
+                deterministic=True) -> tuple[Any, None]:
         """``(action, None)`` for one observation or a batch, in the action space's dtype.
 
-        SB3's signature and shapes; ``state``, ``episode_start`` and ``deterministic``
-        are accepted and ignored (ARS policies are deterministic and stateless).
+        SB3's signature and shapes; ``state``, ``episode_start`` and ``deterministic`` are
+        accepted and ignored (ARS policies are deterministic and stateless).
         """
         actions, dtype = self.forward(observation), self.action_space.dtype
         if _is_torch(actions):
@@ -721,12 +670,42 @@ class ARSPolicy(Network):
     device = property(lambda self: _cpu_device(), doc="Always the CPU: ARS computes in NumPy.")
 
     def state_dict(self) -> dict[str, np.ndarray]:
-        """Parameters under sb3-contrib's names (``action_net.0.weight``, ...)."""
-        return _policy_state_dict(self)
+        """Parameters under sb3-contrib's names (``action_net.0.weight``, ...), and V2's
+        statistics (``obs_rms.mean``, ``.var``, ``.count``)."""
+        state = {}
+        for i, (weight, bias) in enumerate(self.layers(self.parameters_to_vector())):
+            state.update({f"action_net.{2 * i}.weight": weight})
+            state.update({} if bias is None else {f"action_net.{2 * i}.bias": bias})
+        rms = self.obs_rms
+        if rms is not None:
+            state.update({"obs_rms.mean": rms.mean.copy(), "obs_rms.var": rms.var.copy()})
+            state["obs_rms.count"] = np.array(rms.count)
+        return state
 
     def load_state_dict(self, state_dict: dict[str, Any], strict: bool = True) -> None:
-        """Set parameters from :meth:`state_dict`'s names (NumPy arrays or torch tensors)."""
-        _load_policy_state_dict(self, state_dict, strict)
+        """Set parameters by :meth:`state_dict`'s names (NumPy arrays or torch tensors):
+        every name, shape and number is checked first, then all are set at once."""
+        old = {"action_net.weight": "action_net.0.weight", "action_net.bias": "action_net.0.bias"}
+        given = {old.get(k, k): _as_array(v, None) for k, v in state_dict.items()}  # < 1.7's
+        expected = self.state_dict()
+        unknown, missing = sorted(set(given) - set(expected)), sorted(set(expected) - set(given))
+        if unknown or (strict and missing):
+            raise ValueError(f"parameters do not match the policy: unknown {unknown}, missing "
+                             f"{missing if strict else []}; expected {sorted(expected)}")
+        for key, value in given.items():
+            if value.shape != expected[key].shape:
+                raise ValueError(f"{key!r} has shape {value.shape}; expected {expected[key].shape}")
+            if value.dtype.kind not in "fiu" or not np.isfinite(value.astype(float)).all():
+                raise ValueError(f"{key!r} must hold finite real numbers; got {value.dtype}")
+        merged = {**expected, **given}
+        count = merged.get("obs_rms.count", 0)
+        if np.any(merged.get("obs_rms.var", 0) < 0) or count < 0 or count % 1:
+            raise ValueError("obs_rms.var must be >= 0, and obs_rms.count a whole number >= 0")
+        layers = [v.astype(float).reshape(-1) for k, v in merged.items() if k[:10] == "action_net"]
+        self.load_from_vector(np.concatenate(layers))
+        if self.obs_rms is not None:
+            mean, var = (merged[f"obs_rms.{k}"].astype(np.float64) for k in ("mean", "var"))
+            self.obs_rms = RunningMeanStd.from_moments(mean, var, int(count))
 
     def save(self, path: str | os.PathLike | io.IOBase) -> None:
         """Write the policy alone (spaces, options, parameters, statistics) as plain data."""
@@ -747,13 +726,8 @@ class ARSLinearPolicy(ARSPolicy):
     """The paper's linear policy ``a = M x`` (V2: ``a = M diag(var)^-1/2 (x - mean)``):
     an :class:`ARSPolicy` with no hidden layer, no bias and clipped actions by default."""
 
-    def __init__(
-        self,
-        observation_space: spaces.Space,
-        action_space: spaces.Space,
-        with_bias: bool = False,
-        squash_output: bool = False,
-    ):
+    def __init__(self, observation_space: spaces.Space, action_space: spaces.Space,
+                 with_bias: bool = False, squash_output: bool = False):
         super().__init__(observation_space, action_space, [], "relu", with_bias, squash_output)
 
 
@@ -767,11 +741,9 @@ def _is_torch(x: Any) -> bool:
 
 def _as_array(x: Any, dtype: Any = np.float64) -> np.ndarray:
     """A NumPy array from an array-like or a CPU torch tensor (torch is never imported)."""
-    if _is_torch(x):
-        if x.device.type != "cpu":
-            raise ValueError(f"got a torch tensor on {x.device}; move it to the CPU (tensor.cpu())")
-        x = x.detach().numpy()
-    return np.asarray(x, dtype=dtype)
+    if _is_torch(x) and x.device.type != "cpu":
+        raise ValueError(f"got a torch tensor on {x.device}; move it to the CPU (tensor.cpu())")
+    return np.asarray(x.detach().numpy() if _is_torch(x) else x, dtype=dtype)
 
 
 def _like(reference: Any, array: Any) -> Any:
@@ -785,8 +757,8 @@ def _cpu_device() -> Any:
     return torch.device("cpu") if torch is not None and hasattr(torch, "device") else "cpu"
 
 
-# The settings an ARS model keeps in ``model.hparams`` (``model.n_delta`` reads them too):
-# the core's hyper-parameters but the policy, and those of the API around it.
+# The settings of a model, kept in ``model.hparams`` (``model.n_delta`` reads them too): the
+# core's hyper-parameters but the policy, and those of the API around it.
 HPARAMS = tuple(k for k in DEFAULTS if k != "policy") + tuple(
     "normalization_samples stats_window_size tensorboard_log verbose device".split()
 )
@@ -794,7 +766,7 @@ INTEGERS = {  # name: (lowest, highest); beyond these a run is a mistake, not a 
     "n_delta": (1, 10**6), "n_top": (1, 10**6), "n_eval_episodes": (1, 10**6),
     "seed": (0, 2**63 - 1), "normalization_samples": (0, 10**12),
     "stats_window_size": (1, 10**7), "max_episode_steps": (1, 2**63 - 1),  # or None
-}  # fmt: skip
+}
 
 
 def check_number(name: str, value: Any, low: float = -math.inf, positive: bool = False) -> None:
@@ -815,19 +787,14 @@ def check_settings(hp: dict[str, Any]) -> dict[str, Any]:
     hp = {**hp, "seed": np.random.randint(0, 2**31 - 1) if hp["seed"] is None else hp["seed"]}
     hp["n_top"] = hp["n_delta"] if hp["n_top"] is None else hp["n_top"]
     for name, (low, high) in INTEGERS.items():
-        if name in hp and not (is_int(hp[name]) and low <= hp[name] <= high):
-            if hp[name] is not None or name != "max_episode_steps":
-                raise ValueError(
-                    f"{name} must be an integer from {low:,} to {high:,}; got {hp[name]!r:.100}"
-                )
-        if hp.get(name) is not None:
-            hp[name] = int(hp[name])
+        value, optional = hp[name], name == "max_episode_steps"
+        if not (is_int(value) and low <= value <= high or optional and value is None):
+            raise ValueError(f"{name} must be an integer from {low:,} to {high:,}; got "
+                             f"{value!r:.99}")
+        hp[name] = None if value is None else int(value)
     if hp["n_top"] > hp["n_delta"]:
-        warnings.warn(
-            f"n_top={hp['n_top']} is larger than n_delta={hp['n_delta']}; using "
-            f"n_top={hp['n_delta']}",
-            stacklevel=3,
-        )
+        message = f"n_top={hp['n_top']} is larger than n_delta={hp['n_delta']}; using n_delta"
+        warnings.warn(message, stacklevel=3)
         hp["n_top"] = hp["n_delta"]
     for name in ("zero_policy", "normalize_obs", "common_random_numbers"):
         if not isinstance(hp[name], (bool, np.bool_)):
@@ -837,115 +804,81 @@ def check_settings(hp: dict[str, Any]) -> dict[str, Any]:
         if not callable(hp[name]):
             check_number(name, hp[name], 0.0, positive=name == "delta_std")
     check_number("alive_bonus_offset", hp["alive_bonus_offset"])
-    if hp.get("policy_kwargs") is not None and not isinstance(hp["policy_kwargs"], dict):
+    if not isinstance(hp["policy_kwargs"], (dict, type(None))):
         raise ValueError(f"policy_kwargs must be a dict or None; got {hp['policy_kwargs']!r:.100}")
     return hp
 
 
 class ARS:
-    """Augmented Random Search (Mania, Guy & Recht 2018, Algorithm 2), SB3-style.
+    """Augmented Random Search (Mania, Guy & Recht 2018, Algorithm 2), as SB3 shapes it.
 
-    Training runs the core's :func:`iteration`, with callbacks, logging and checkpoints
-    around it; the same seed and settings give the bits of :func:`train`.
+    ``learn`` runs the core's :func:`iteration` with callbacks, logging and checkpoints
+    around it; the same seed and settings give the bits of :func:`train`. After ``env``,
+    arguments are keyword-only: one in another API's order is refused, naming the keyword.
 
     Parameters
     ----------
     policy : str, ARSPolicy class or instance
-        ``"LinearPolicy"`` (the paper's) or ``"MlpPolicy"``. An instance brings its spaces,
-        so the model is built at once, env or not.
+        ``"LinearPolicy"`` (the paper's) or ``"MlpPolicy"``; an instance brings its spaces.
     env : str, gymnasium.Env, SB3 VecEnv or callable, optional
-        Env id, env, a VecEnv holding one env, or a function returning one of those. Without
-        it, the policy is built at the first ``learn(total_timesteps, env=...)``.
-    n_delta : int
-        ``N``: random directions per iteration (2N rollouts).
-    n_top : int, optional
-        ``b``: directions kept for the update (default ``n_delta``; ``b < N`` is "-t").
-    learning_rate : float or callable
-        ``alpha``, or a schedule ``f(progress_remaining)`` going from 1 to 0.
-    delta_std : float or callable
-        ``nu``, the exploration noise, or a schedule.
+        An id, an env, a VecEnv of one env, or a function returning one. Without it, the
+        policy is built at the first ``learn(total_timesteps, env=...)``.
+    n_delta, n_top : int
+        ``N`` directions per iteration (2N rollouts), and the ``b`` kept (default ``N``).
+    learning_rate, delta_std : float or callable
+        ``alpha`` and ``nu``, or schedules ``f(progress_remaining)`` going from 1 to 0.
     zero_policy : bool
-        Start from all-zero parameters (the paper); else torch-like random ones.
+        Start from all-zero parameters (the paper's); else torch-like random ones.
     alive_bonus_offset : float
-        Added to every training reward (the paper's "shift"); never to evaluations.
+        The paper's "shift": added to every training reward, never to evaluations.
     n_eval_episodes : int
         Episodes per candidate; its return is their mean.
-    policy_kwargs : dict, optional
-        ``net_arch``, ``activation_fn``, ``with_bias``, ``squash_output``.
-    stats_window_size : int
-        Episodes averaged in ``rollout/ep_rew_mean`` and ``rollout/ep_len_mean``.
-    tensorboard_log : str, optional
-        Folder for ``<tb_log_name>_<n>/``: progress.csv, and TensorBoard event files when a
-        writer is installed (``pip install tensorboard``).
-    seed : int, optional
-        One seed gives bit-identical weights, whatever evaluates the rollouts. Default:
-        drawn from NumPy's global generator (so SB3's ``set_random_seed`` fixes it).
-    verbose : int
-        1 prints a table every ``log_interval`` iterations.
-    device : str
-        Accepted for compatibility; ARS computes on the CPU (a GPU device warns once).
-    normalize_obs : bool
-        V2 (True): normalise observations with the statistics of all visited states.
+    normalize_obs, normalization_samples : bool, int
+        V2: normalise observations by the statistics of all states visited; with
+        ``normalization_samples``, first take them from that many steps (whole episodes)
+        of the initial policy, counted as timesteps.
     common_random_numbers : bool
         Give the + and - rollouts of a direction the same env seeds.
-    normalization_samples : int
-        V2: before the first iteration, estimate the statistics from whole episodes of
-        the initial policy totalling at least this many steps (counted as timesteps).
     max_episode_steps : int, optional
-        End every episode after this many steps; required for an env that has no time
-        limit of its own and may never end.
+        End every episode after this many steps (needed where an env has no time limit).
+    seed : int, optional
+        One seed gives bit-identical weights, whatever runs the rollouts (default: drawn
+        from NumPy's global generator, which SB3's ``set_random_seed`` seeds).
+    policy_kwargs, stats_window_size, tensorboard_log, verbose, device
+        As in SB3: ``net_arch``, ``activation_fn``, ``with_bias``, ``squash_output``; the
+        episodes in ``rollout/ep_rew_mean``; a folder for ``progress.csv`` (and event files,
+        with TensorBoard installed); 1 prints the log. ARS computes on the CPU.
 
-    Everything after ``env`` is keyword-only: a positional argument of the wrong kind
-    (the seed's ``ARS(policy, n_delta)``) is refused, naming the keyword to use.
-
-    Examples
-    --------
     >>> model = ARS("LinearPolicy", "Pendulum-v1", n_delta=4, n_top=1, normalize_obs=True)
     >>> model = model.learn(2_000)
     >>> model.save("pendulum.zip"); model = ARS.load("pendulum")
     """
 
-    def __init__(
-        self,
-        policy: str | type[ARSPolicy] | ARSPolicy,
-        env: Any = None,
-        *,
-        n_delta: int = 8,
-        n_top: int | None = None,
-        learning_rate: float | Schedule = 0.02,
-        delta_std: float | Schedule = 0.05,
-        zero_policy: bool = True,
-        alive_bonus_offset: float = 0.0,
-        n_eval_episodes: int = 1,
-        policy_kwargs: dict[str, Any] | None = None,
-        stats_window_size: int = 100,
-        tensorboard_log: str | os.PathLike | None = None,
-        seed: int | None = None,
-        verbose: int = 0,
-        device: Any = "cpu",
-        _init_setup_model: bool = True,
-        normalize_obs: bool = False,
-        common_random_numbers: bool = True,
-        normalization_samples: int = 0,
-        max_episode_steps: int | None = None,
-    ):
+    def __init__(self, policy: str | type[ARSPolicy] | ARSPolicy, env: Any = None, *,
+                 n_delta: int = 8, n_top: int | None = None, learning_rate: float | Schedule = 0.02,
+                 delta_std: float | Schedule = 0.05, zero_policy: bool = True,
+                 alive_bonus_offset: float = 0.0, n_eval_episodes: int = 1,
+                 policy_kwargs: dict[str, Any] | None = None, stats_window_size: int = 100,
+                 tensorboard_log: str | os.PathLike | None = None, seed: int | None = None,
+                 verbose: int = 0, device: Any = "cpu", _init_setup_model: bool = True,
+                 normalize_obs: bool = False, common_random_numbers: bool = True,
+                 normalization_samples: int = 0, max_episode_steps: int | None = None):
         given = locals()
-        _check_env_argument(env, "ARS(policy, env)", "n_delta")
+        if is_int(env):  # the seed's ARS(policy, n_delta)
+            raise TypeError(f"env must be an env id, a gymnasium.Env, an SB3 VecEnv or a function "
+                            f"returning one; got int {env} (ARS takes its settings by keyword: "
+                            f"n_delta={env})")
         self.hparams = check_settings({name: given[name] for name in HPARAMS})
         self.hparams_initial = types.MappingProxyType(dict(self.hparams))
         _check_device(device)
-        self.policy_class, self.policy = policy, None
+        self.policy_class, self.policy, self._logger, self._env_view = policy, None, None, None
         self.num_timesteps = self._n_updates = self._total_timesteps = 0
         self._current_progress_remaining = 1.0
         self.ep_info_buffer: collections.deque = collections.deque(maxlen=stats_window_size)
-        self._logger: Any = None
-        self.gym_env = self.env_id = self._vec_env = self._vec_normalize = self._env_view = None
+        self.gym_env = self.env_id = self._vec_env = self._vec_normalize = None
         self.observation_space = self.action_space = None
         if isinstance(policy, ARSPolicy):  # an instance brings its spaces
-            self.observation_space, self.action_space = (
-                policy.observation_space,
-                policy.action_space,
-            )
+            self.observation_space, self.action_space = _spaces_of(policy)
         if env is not None:
             self.set_env(env)
         if _init_setup_model and self.observation_space is not None:
@@ -966,56 +899,42 @@ class ARS:
 
     def _setup_model(self) -> None:
         """Build the policy for the model's spaces (V2 statistics, initial parameters)."""
-        if isinstance(self.policy_class, ARSPolicy):
-            policy = self.policy_class
-        else:
-            cls = POLICY_CLASSES.get(self.policy_class, self.policy_class)
+        policy, cls = self.policy_class, POLICY_CLASSES.get(self.policy_class, self.policy_class)
+        if not isinstance(policy, ARSPolicy):
             if not (isinstance(cls, type) and issubclass(cls, ARSPolicy)):
-                raise ValueError(
-                    f"policy must be one of {list(POLICY_CLASSES)}, an ARSPolicy "
-                    f"class or instance; got {self.policy_class!r}"
-                )
+                raise ValueError(f"policy must be one of {list(POLICY_CLASSES)}, an ARSPolicy "
+                                 f"class or instance; got {policy!r:.100}")
             policy = cls(self.observation_space, self.action_space, **(self.policy_kwargs or {}))
-        _check_same_spaces(_spaces_of(policy), (self.observation_space, self.action_space))
+        _check_same_spaces(_spaces_of(policy), _spaces_of(self))
         if self.normalize_obs and policy.obs_rms is None:
             policy.obs_rms = RunningMeanStd((policy.obs_dim,))
-        if self.zero_policy or not isinstance(self.policy_class, ARSPolicy):
+        if self.zero_policy or policy is not self.policy_class:  # an instance keeps its own
             policy.load_from_vector(initial_parameters(policy, self.zero_policy, self.seed))
         self.policy = policy
 
-    def set_env(self, env: Any, force_reset: bool = True) -> None:
-        """Train on ``env`` (id, env, SB3 VecEnv or function); its spaces must match the model's.
+    def _need_policy(self) -> ARSPolicy:
+        if self.policy is None:
+            raise ValueError("the model has no policy yet: give it an env, or learn(..., env=...)")
+        return self.policy
 
-        ``force_reset`` is accepted for SB3 compatibility: every rollout resets anyway.
-        """
+    def set_env(self, env: Any, force_reset: bool = True) -> None:
+        """Train on ``env`` (id, env, SB3 VecEnv or function); its spaces must match the
+        model's. ``force_reset`` is accepted for SB3 compatibility."""
         gym_env, vec_env, vec_normalize = resolve_env(env)
-        check_spaces(gym_env.observation_space, gym_env.action_space)
+        check_spaces(*_spaces_of(gym_env))
         if self.observation_space is not None:
-            _check_same_spaces(
-                _spaces_of(gym_env), (self.observation_space, self.action_space), "the env"
-            )
-        self.observation_space, self.action_space = gym_env.observation_space, gym_env.action_space
+            _check_same_spaces(_spaces_of(gym_env), _spaces_of(self), "the env")
+        self.observation_space, self.action_space = _spaces_of(gym_env)
         self.gym_env, self._vec_env, self._vec_normalize = gym_env, vec_env, vec_normalize
-        self._env_view = None
-        self.env_id = gym_env.spec.id if gym_env.spec is not None else self.env_id
+        self.env_id, self._env_view = getattr(gym_env.spec, "id", self.env_id), None
         _check_vec_normalize(self)
 
     # -- training -------------------------------------------------------------------------------
-    def learn(
-        self,
-        total_timesteps: int,
-        callback: Any = None,
-        log_interval: int | None = 1,
-        tb_log_name: str = "ARS",
-        reset_num_timesteps: bool = True,
-        async_eval: Any = None,
-        progress_bar: bool = False,
-        *,
-        env: Any = None,
-        log_every_n_steps: int | None = None,
-        default_root_dir: str | os.PathLike | None = None,
-        checkpoint_interval: int | None = None,
-    ) -> ARS:
+    def learn(self, total_timesteps: int, callback: Any = None, log_interval: int | None = 1,
+              tb_log_name: str = "ARS", reset_num_timesteps: bool = True, async_eval: Any = None,
+              progress_bar: bool = False, *, env: Any = None, log_every_n_steps: int | None = None,
+              default_root_dir: str | os.PathLike | None = None,
+              checkpoint_interval: int | None = None) -> ARS:
         """Train for ``total_timesteps`` env steps (the last iteration may overshoot).
 
         Parameters
@@ -1023,42 +942,37 @@ class ARS:
         total_timesteps : int
             Env steps to train for, counted over all candidates and episodes.
         callback : optional
-            A function ``f(locals, globals)`` called after every iteration, an SB3 callback
-            (called after every env step, as in SB3), ars's :class:`EvalCallback`, or a list
-            of them. Returning False stops training.
-        log_interval : int, optional
-            Log (and with ``verbose=1`` print) every this many iterations; None: never.
-            ``log_every_n_steps`` is the seed's name for it.
-        tb_log_name : str
-            Run name under ``tensorboard_log``.
+            An SB3 callback (called after every env step, as in SB3), a function
+            ``f(locals, globals)`` or ars's :class:`EvalCallback` (after every iteration),
+            or a list of them. Returning False stops training.
+        log_interval, tb_log_name : int or None, str
+            Log (and with ``verbose=1`` print) every this many iterations, to this run name
+            under ``tensorboard_log``. ``log_every_n_steps`` is the seed's name for the first.
         reset_num_timesteps : bool
             False continues the step count (and schedules) of the previous call.
         async_eval : AsyncEval or ExecutorEval, optional
-            Evaluate the candidates elsewhere; ``learn`` never closes it.
+            Run the rollouts elsewhere; ``learn`` never closes it.
         progress_bar : bool
             Show a tqdm progress bar (``pip install tqdm``).
-        env : optional, keyword only
-            Env id, env, SB3 VecEnv or env function to (re)train on (the seed's).
-        default_root_dir : str, optional, keyword only
-            The seed's log folder, used as it is (``tensorboard_log`` adds
-            ``<tb_log_name>_<n>`` sub-folders).
-        checkpoint_interval : int, optional, keyword only
-            Every this many iterations, and at the end, write ``checkpoint.npz`` to the log
-            folder, atomically, with the callbacks' state. To resume exactly:
-            ``ARS.load(checkpoint)``, then ``learn(total - model.num_timesteps,
-            reset_num_timesteps=False)``.
+        env, default_root_dir, checkpoint_interval : keyword only
+            The seed's: an env to (re)train on; a log folder used as it is. Every
+            ``checkpoint_interval`` iterations and at the end, ``checkpoint.npz`` is written
+            there with the callbacks' state: ``ARS.load`` it and ``learn(total -
+            model.num_timesteps, reset_num_timesteps=False)`` to resume exactly.
 
         Returns
         -------
         ARS
             ``self``.
         """
-        _check_env_argument(callback, "learn(total_timesteps, callback)", "env")
+        if isinstance(callback, (str, gym.Env)) or _is_vec_env(callback):  # the seed's order
+            raise TypeError(f"callback must be a function, an SB3 callback or a list of them; got "
+                            f"the env {callback!r:.60} (learn takes it by keyword: env=...)")
         if env is not None:
             self.set_env(env)
+        if self.policy is None and self.observation_space is None:
+            raise ValueError("no env to train on: pass env= to ARS(...) or to learn(...)")
         if self.policy is None:
-            if self.observation_space is None:
-                raise ValueError("no env to train on: pass env= to ARS(...) or to learn(...)")
             self._setup_model()
         self.hparams = check_settings(self.hparams)
         _check_vec_normalize(self)
@@ -1071,20 +985,17 @@ class ARS:
         log_interval = log_interval if log_every_n_steps is None else log_every_n_steps
         self._setup_logger(default_root_dir, tb_log_name, reset_num_timesteps)
         if checkpoint_interval and self.logger.dir is None:
-            raise ValueError(
-                "checkpoint_interval needs a log folder: default_root_dir or tensorboard_log"
-            )
-        checkpoint = self.logger.dir / "checkpoint.npz" if checkpoint_interval else None
+            raise ValueError("checkpoint_interval needs a log folder: default_root_dir or "
+                             "tensorboard_log")
+        checkpoint = checkpoint_interval and self.logger.dir / "checkpoint.npz"
         callbacks = _Callbacks(callback, self, progress_bar)
         self._start_time, self._start_steps = time.perf_counter(), self.num_timesteps
-        rms = self.policy.obs_rms
-        if self.normalization_samples and rms is not None and rms.count == 0:
+        if self.normalization_samples and getattr(self.policy.obs_rms, "count", 1) == 0:
             self._warm_up(evaluator)
         if checkpoint and self._n_updates == 0:  # a run killed early can resume too
             save_model(self, checkpoint, callbacks=callbacks)
-        callbacks.on_training_start(
-            dict(locals(), total_timesteps=self._total_timesteps), globals()
-        )
+        start = dict(locals(), total_timesteps=self._total_timesteps)  # SB3's: the absolute target
+        callbacks.hook("on_training_start", start, globals())
         while self.num_timesteps < self._total_timesteps:
             self._current_progress_remaining = 1.0 - self.num_timesteps / self._total_timesteps
             if not self._step(evaluator, callbacks, log_interval):
@@ -1093,34 +1004,32 @@ class ARS:
                 save_model(self, checkpoint, callbacks=callbacks)
         if checkpoint:
             save_model(self, checkpoint, callbacks=callbacks)
-        callbacks.on_training_end()
+        callbacks.hook("on_training_end")
         return self
 
     def _step(self, evaluator: Any, callbacks: _Callbacks, log_interval: int | None) -> bool:
-        """One iteration of the core, its callbacks and its log row, or nothing at all.
-
-        On Ctrl+C, an error or a callback's stop in the middle, the model and the
-        callbacks are left exactly as they were before. Returns False to stop training.
-        """
-        saved = self._state(callbacks)
+        """One iteration of the core, its callbacks and its log row, or nothing at all: on
+        Ctrl+C, an error or a callback's stop, the model and the callbacks are left as they
+        were. Returns False to stop training."""
+        saved, policy, start = self._state(callbacks), self.policy, self.num_timesteps
         try:
-            hp = {
-                **self.hparams,
-                **{k: self._schedule_value(k) for k in ("learning_rate", "delta_std")},
-            }
-            start, theta = self.num_timesteps, self.policy.parameters_to_vector()
-            evaluate = self._rollouts(evaluator, callbacks)
-            theta, obs_rms, info = iteration(
-                theta, self.policy.obs_rms, evaluate, self.policy.network(), self._n_updates, hp
-            )
-            self.policy.load_from_vector(theta)
-            self.policy.obs_rms = obs_rms
+            hp = dict(self.hparams, learning_rate=self._schedule_value("learning_rate"))
+            hp["delta_std"] = self._schedule_value("delta_std")
+            evaluate, theta = self._rollouts(evaluator, callbacks), policy.parameters_to_vector()
+            network, index = policy.network(), self._n_updates
+            theta, obs_rms, info = iteration(theta, policy.obs_rms, evaluate, network, index, hp)
+            policy.load_from_vector(theta)
+            policy.obs_rms = obs_rms
             _update_vec_normalize(self._vec_normalize, [r.visited for r in info["results"]])
             self.num_timesteps = start + info["timesteps"]  # as the step reporter counted
-            for result in info["results"]:
-                episodes = zip(result.returns, result.lengths)
-                self.ep_info_buffer.extend({"r": float(r), "l": int(n)} for r, n in episodes)
-            self._record(hp, info)
+            for r in info["results"]:
+                episodes = zip(r.returns.tolist(), r.lengths.tolist())
+                self.ep_info_buffer.extend({"r": x, "l": n} for x, n in episodes)
+            self.logger.record("train/iterations", self._n_updates, exclude="tensorboard")
+            self._n_updates += 1
+            for key in ("delta_std", "learning_rate", "step_size", "sigma_r"):
+                name = "rollout/return_std" if key == "sigma_r" else f"train/{key}"
+                self.logger.record(name, float(hp[key] if key in hp else info[key]))
             keep_going = callbacks.on_iteration(locals())  # before the log row: evaluations
             if log_interval and self._n_updates % log_interval == 0:
                 self.dump_logs()
@@ -1132,79 +1041,53 @@ class ARS:
             raise
 
     def _rollouts(self, evaluator: Any, callbacks: _Callbacks) -> Evaluate:
-        """The core's ``evaluate``: ``evaluator`` with the callbacks' hooks around it, and an
+        """The core's ``evaluate``: ``evaluator``, with the callbacks' hooks around it and an
         SB3 VecNormalize's observations (see :func:`_observed_through`)."""
 
         def evaluate(it: Iteration, jobs: Sequence[Job]) -> list[Result]:
-            it = _observed_through(self._vec_normalize, it)
-            callbacks.on_rollout_start()
-            reporter = callbacks.step_reporter()
+            callbacks.hook("on_rollout_start")
+            reporter, it = callbacks.step_reporter(), _observed_through(self._vec_normalize, it)
             results = evaluator.evaluate(it, jobs, reporter)
             if reporter is not None and not isinstance(evaluator, InProcessEval):
                 reporter.after(results, evaluator.n_workers)
-            callbacks.on_rollout_end()
+            callbacks.hook("on_rollout_end")
             return results
 
         return evaluate
 
-    def _record(self, hp: dict[str, Any], info: dict[str, Any]) -> None:
-        self.logger.record("train/iterations", self._n_updates, exclude="tensorboard")
-        self._n_updates += 1
-        self.logger.record("train/delta_std", hp["delta_std"])
-        self.logger.record("train/learning_rate", hp["learning_rate"])
-        self.logger.record("train/step_size", float(info["step_size"]))
-        self.logger.record("rollout/return_std", float(info["sigma_r"]))
-
     def _schedule_value(self, name: str) -> float:
         """A hyper-parameter's current value: a float, or its schedule's value now."""
-        value = self.hparams[name]
+        value, progress = self.hparams[name], self._current_progress_remaining
         if callable(value):
-            progress = self._current_progress_remaining
             value = value(progress)
-            check_number(
-                f"{name} (its schedule at progress {progress:.3f})",
-                value,
-                0.0,
-                positive=name == "delta_std",
-            )
+            where = f"{name} (its schedule at progress {progress:.3f})"
+            check_number(where, value, 0.0, positive=name == "delta_std")
         return float(value)
 
     def _warm_up(self, evaluator: Any) -> None:
         """``normalization_samples``: V2's statistics from whole episodes of the initial
         policy before the first iteration, instead of Line 2's mu = 0, Sigma = I."""
-        theta, rms, seed, visited, episode = (
-            self.policy.parameters_to_vector(),
-            self.policy.obs_rms,
-            self.seed,
-            [],
-            0,
-        )
-        it = Iteration(
-            self.policy.network(), theta, rms, 0.0, seed, 0, True, self.max_episode_steps
-        )
-        steps = 0
+        policy, seed, visited, episode, steps = self.policy, self.seed, [], 0, 0
+        theta, max_steps = policy.parameters_to_vector(), self.max_episode_steps
+        it = Iteration(policy.network(), theta, policy.obs_rms, 0.0, seed, 0, True, max_steps)
         while steps < self.normalization_samples:
             seeds = [[env_seed(seed, WARM_UP, episode + i)] for i in range(WARM_UP_BATCH)]
-            jobs = [Job(i, 0, 0, np.array(s, np.uint64)) for i, s in enumerate(seeds)]
-            for result in evaluator.evaluate(it, jobs):
+            for result in evaluator.evaluate(it, [Job(i, 0, 0, np.array(s, np.uint64))
+                                                  for i, s in enumerate(seeds)]):
                 visited.append(result.visited)
                 steps += int(result.lengths.sum())
             episode += WARM_UP_BATCH
         self.num_timesteps += steps
-        self.policy.obs_rms = merge_statistics(rms, visited)
+        policy.obs_rms = merge_statistics(policy.obs_rms, visited)
 
     def _state(self, callbacks: _Callbacks) -> dict[str, Any]:
         """What an iteration changes, to be put back if it does not finish."""
-        return dict(
-            theta=self.policy.parameters_to_vector(),
-            obs_rms=self.policy.obs_rms,
-            counters=(self.num_timesteps, self._n_updates),
-            episodes=list(self.ep_info_buffer),
-            vec_normalize=None
-            if self._vec_normalize is None
-            else self._vec_normalize.obs_rms.copy(),
-            callbacks=callbacks.state_dict(),
-        )
+        rms = getattr(self._vec_normalize, "obs_rms", None)
+        return dict(theta=self.policy.parameters_to_vector(), obs_rms=self.policy.obs_rms,
+                    counters=(self.num_timesteps, self._n_updates),
+                    episodes=list(self.ep_info_buffer),
+                    vec_normalize=None if rms is None else rms.copy(),
+                    callbacks=callbacks.state_dict())
 
     def _restore(self, state: dict[str, Any], callbacks: _Callbacks) -> None:
         self.policy.load_from_vector(state["theta"])
@@ -1217,93 +1100,87 @@ class ARS:
         callbacks.load_state_dict(state["callbacks"])
         getattr(self.logger, "values", {}).clear()
 
-    # -- using the policy ---------------------------------------------------------------------
-    def predict(
-        self,
-        observation: Any,
-        state: Any = None,
-        episode_start: Any = None,
-        deterministic: bool = True,
-    ) -> tuple[Any, None]:
+    # -- the policy, and SB3's methods ----------------------------------------------------------
+    def predict(self, observation: Any, state: Any = None, episode_start: Any = None,
+                deterministic=True) -> tuple[Any, None]:
         """``(action, None)`` for one observation or a batch (SB3's signature and shapes)."""
         return self._need_policy().predict(observation, state, episode_start, deterministic)
 
-    def _need_policy(self) -> ARSPolicy:
-        if self.policy is None:
-            raise ValueError("the model has no policy yet: give it an env, or learn(..., env=...)")
-        return self.policy
-
-    def evaluate_candidates(
-        self, candidate_weights: Any, callback: Any = None, async_eval: Any = None
-    ) -> Any:
-        """Return of each row of ``candidate_weights`` (mean over ``n_eval_episodes``, shifted).
-
-        The seed's method: an array (or torch tensor) in, the same kind out. The env seeds
-        are those of the current iteration's first candidates.
-        """
-        weights = _as_array(candidate_weights)
-        policy = self._need_policy()
+    def evaluate_candidates(self, candidate_weights: Any, callback: Any = None,
+                            async_eval: Any = None) -> Any:
+        """The seed's: the shifted return of each row of ``candidate_weights`` (the mean over
+        ``n_eval_episodes``), on the env seeds of this iteration's first candidates. An array
+        (or torch tensor) in, the same kind out."""
+        weights, policy = _as_array(candidate_weights), self._need_policy()
         if weights.ndim != 2 or weights.shape[1] != policy.n_params:
-            raise ValueError(
-                f"candidate_weights must have shape (n_candidates, {policy.n_params}); "
-                f"got {weights.shape}"
-            )
+            raise ValueError(f"candidate_weights must have shape (n, {policy.n_params}); got "
+                             f"{weights.shape}")
         evaluator = async_eval or InProcessEval(self.gym_env, missing="an env or an async_eval")
-        it = Iteration(
-            policy.network(),
-            weights[0],
-            policy.obs_rms,
-            0.0,
-            self.seed,
-            self._n_updates,
-            False,
-            self.max_episode_steps,
-        )
-        episodes = range(self.n_eval_episodes)
+        max_steps = self.max_episode_steps
+        it = Iteration(policy.network(), weights[0], policy.obs_rms, 0.0, 0, 0, False, max_steps)
+        episodes, index = range(self.n_eval_episodes), self._n_updates
         seeds = [
-            [env_seed(self.seed, ENV_SEEDS, self._n_updates, c, e) for e in episodes]
+            [env_seed(self.seed, ENV_SEEDS, index, c, e) for e in episodes]
             for c in range(len(weights))
         ]
         jobs = [
             Job(c, 0, 0, np.array(s, np.uint64), w) for c, (s, w) in enumerate(zip(seeds, weights))
         ]
         callbacks = callback if isinstance(callback, _Callbacks) else _Callbacks(callback, self)
-        results = self._rollouts(evaluator, callbacks)(it, jobs)
-        shift = self.alive_bonus_offset
-        return _like(
-            candidate_weights, np.array([np.mean(r.returns + shift * r.lengths) for r in results])
-        )
+        results, shift = self._rollouts(evaluator, callbacks)(it, jobs), self.alive_bonus_offset
+        returns = np.array([np.mean(r.returns + shift * r.lengths) for r in results])
+        return _like(candidate_weights, returns)
 
     def warm_start(self, demonstrations: Any, ridge: float = 1e-3) -> None:
         """Fit the linear policy to demonstrations before training (see :func:`warm_start`)."""
         warm_start(self, demonstrations, ridge)
 
-    # -- SB3's methods; defined in the sections below -------------------------------------------
     def dump_logs(self) -> None:
         """Record the rollout and time statistics, and write the log row."""
-        _dump_logs(self)
+        logger, episodes = self.logger, self.ep_info_buffer
+        if episodes:
+            logger.record("rollout/ep_rew_mean", float(np.mean([e["r"] for e in episodes])))
+            logger.record("rollout/ep_len_mean", float(np.mean([e["l"] for e in episodes])))
+        elapsed = max(time.perf_counter() - self._start_time, 1e-9)
+        logger.record("time/fps", int((self.num_timesteps - self._start_steps) / elapsed))
+        logger.record("time/time_elapsed", int(elapsed), exclude="tensorboard")
+        logger.record("time/total_timesteps", self.num_timesteps, exclude="tensorboard")
+        logger.dump(self.num_timesteps)
 
-    logger = property(
-        lambda self: self._logger if self._logger is not None else _null_logger(self),
-        doc="The logger ``learn`` writes to (see :meth:`set_logger`).",
-    )
+    @property
+    def logger(self) -> Any:
+        """The logger ``learn`` writes to (see :meth:`set_logger`); before ``learn``, one
+        without a folder, so that callbacks can record from the start."""
+        self._logger = Logger(self.verbose) if self._logger is None else self._logger
+        return self._logger
 
     def set_logger(self, logger: Any) -> None:
         """Log to ``logger``: ars's :class:`Logger` or SB3's ``configure(folder, formats)``."""
         self._logger, self._custom_logger = logger, True
 
     def _setup_logger(self, root_dir: Any, tb_log_name: str, reset: bool) -> None:
-        if not getattr(self, "_custom_logger", False):
-            folder = _log_dir(self, root_dir, tb_log_name, reset)
-            self._logger = Logger(
-                self.verbose, folder, tensorboard=self.tensorboard_log is not None
-            )
+        """``root_dir`` as it is, or ``tensorboard_log/<tb_log_name>_<n>`` as SB3 numbers runs."""
+        if getattr(self, "_custom_logger", False):
+            return
+        folder = None if root_dir is None else Path(root_dir)
+        if folder is None and self.tensorboard_log is not None:
+            root = Path(self.tensorboard_log)
+            taken = [p.name.rsplit("_", 1)[1] for p in root.glob(f"{tb_log_name}_*")]
+            last = max((int(n) for n in taken if n.isdigit()), default=0)
+            folder = root / f"{tb_log_name}_{last if (last and not reset) else last + 1}"
+        self._logger = Logger(self.verbose, folder, tensorboard=self.tensorboard_log is not None)
 
-    env = property(lambda self: _vec_env_view(self), doc="The training env as an SB3 VecEnv.")
+    @property
+    def env(self) -> Any:
+        """The training env as an SB3 VecEnv: the user's, else SB3's DummyVecEnv around
+        ``gym_env`` (which needs stable-baselines3)."""
+        if self._vec_env is None and self.gym_env is not None and self._env_view is None:
+            vec_env = _require("stable_baselines3.common.vec_env", "pip install stable-baselines3")
+            self._env_view = vec_env.DummyVecEnv([lambda env=self.gym_env: env])
+        return self._vec_env if self._vec_env is not None else self._env_view
 
     def get_env(self) -> Any:
-        """The training env as a VecEnv (SB3's ``reset``/``step`` API); ``gym_env`` is the
-        gymnasium env itself."""
+        """The training env as a VecEnv (SB3's ``reset``/``step``); ``gym_env`` is the env."""
         return self.env
 
     def get_vec_normalize_env(self) -> Any:
@@ -1316,29 +1193,31 @@ class ARS:
         if self.action_space is not None:
             self.action_space.seed(self.seed)
 
-    device = property(
-        lambda self: _cpu_device(),
-        lambda self, value: _check_device(value),
-        doc="Always the CPU: ARS computes in NumPy.",
-    )
+    device = property(lambda self: _cpu_device(), lambda self, value: _check_device(value),
+                      doc="Always the CPU: ARS computes in NumPy.")
 
     def get_parameters(self) -> dict[str, dict[str, np.ndarray]]:
         """``{"policy": policy.state_dict()}``: sb3-contrib's names, NumPy arrays."""
         return {"policy": self._need_policy().state_dict()}
 
     def set_parameters(
-        self, load_path_or_dict: Any, exact_match: bool = True, device: Any = "auto"
+        self, load_path_or_dict: Any, exact_match=True, device: Any = "auto"
     ) -> None:
         """Load parameters from a model file or a :meth:`get_parameters` dict, all or nothing
         (``device`` is accepted for SB3 compatibility: ars computes on the CPU)."""
-        _set_parameters(self, load_path_or_dict, exact_match)
+        policy, params = self._need_policy(), load_path_or_dict
+        if isinstance(params, (str, os.PathLike)) or hasattr(params, "read"):
+            params = {"policy": _build_policy(*read_model_file(params), str(params)).state_dict()}
+        if not (isinstance(params, dict) and isinstance(params.get("policy"), dict)):
+            raise ValueError("expected a path, or a dict {'policy': {name: array}} as "
+                             "get_parameters() returns")
+        if set(params) - {"policy"}:
+            raise ValueError(f"unknown parameter groups {sorted(set(params) - {'policy'})}: an ARS "
+                             f"model has only 'policy'")
+        policy.load_state_dict(params["policy"], strict=exact_match)
 
-    def save(
-        self,
-        path: str | os.PathLike | io.IOBase,
-        exclude: Sequence[str] | None = None,
-        include: Sequence[str] | None = None,
-    ) -> Path | None:
+    def save(self, path: Any, exclude: Sequence[str] | None = None,
+             include: Sequence[str] | None = None) -> Path | None:
         """Write the model as plain arrays and JSON (an ``.npz``, itself a zip), atomically.
 
         A path without a suffix gets ``.zip``, as in SB3. ``exclude`` drops settings (they
@@ -1348,16 +1227,9 @@ class ARS:
         return save_model(self, path, exclude=exclude, include=include)
 
     @classmethod
-    def load(
-        cls,
-        path: str | os.PathLike | io.IOBase,
-        env: Any = None,
-        device: Any = "auto",
-        custom_objects: dict[str, Any] | None = None,
-        print_system_info: bool = False,
-        force_reset: bool = True,
-        **kwargs: Any,
-    ) -> ARS:
+    def load(cls, path: str | os.PathLike | io.IOBase, env: Any = None, device: Any = "auto",
+             custom_objects: dict[str, Any] | None = None, print_system_info: bool = False,
+             force_reset: bool = True, **kwargs: Any) -> ARS:
         """A model from a file of :meth:`save` (or sb3-contrib's ``ARS.save``); ``learn``
         continues from it. ``custom_objects`` and ``kwargs`` override saved settings.
         ``device`` falls back to the CPU as in the constructor; ``force_reset`` is accepted
@@ -1370,31 +1242,15 @@ class StopTraining(Exception):
     """Raised inside a rollout when a per-step callback returns False."""
 
 
-def _check_env_argument(value: Any, where: str, keyword: str) -> None:
-    """A positional argument in the other API's order, refused with the keyword to use: an
-    int as ``ARS``'s env (the seed's n_delta), an env as ``learn``'s callback (the seed's)."""
-    if keyword == "n_delta" and is_int(value):
-        raise TypeError(f"env must be an env id, a gymnasium.Env, an SB3 VecEnv or a function "
-                        f"returning one; got int {value} (ARS takes its settings by keyword: "
-                        f"n_delta={value})")  # fmt: skip
-    if keyword == "env" and (isinstance(value, (str, gym.Env)) or _is_vec_env(value)):
-        raise TypeError(f"callback must be a function, an SB3 callback or a list of them; got "
-                        f"the env {value!r:.60} (learn takes it by keyword: env=...)")  # fmt: skip
-
-
 def _spaces_of(holder: Any) -> tuple[spaces.Space, spaces.Space]:
     return holder.observation_space, holder.action_space
 
 
-def _check_same_spaces(
-    found: tuple, expected: tuple, what: str = "the policy", built_for: str = "the model"
-) -> None:
+def _check_same_spaces(found, expected, what="the policy", built_for="the model") -> None:
     """A ValueError unless ``what``'s (observation, action) spaces are those expected."""
     if found != expected:
-        raise ValueError(
-            f"{what} has observation space {found[0]} and action space {found[1]}, but "
-            f"{built_for} was built for {expected[0]} and {expected[1]}"
-        )
+        raise ValueError(f"{what} has observation space {found[0]} and action space {found[1]}, "
+                         f"but {built_for} was built for {expected[0]} and {expected[1]}")
 
 
 _DEVICE_WARNED: list[bool] = []
@@ -1402,13 +1258,30 @@ _DEVICE_WARNED: list[bool] = []
 
 def _check_device(device: Any) -> None:
     """Any device is accepted; a GPU falls back to the CPU with one warning, as SB3 does."""
-    kind = str(getattr(device, "type", device)).split(":")[0]
-    if kind not in ("cpu", "auto") and not _DEVICE_WARNED:
+    if (
+        str(getattr(device, "type", device)).split(":")[0] not in ("cpu", "auto")
+        and not _DEVICE_WARNED
+    ):
         _DEVICE_WARNED.append(True)
-        warnings.warn(
-            f"device={device!r}: ars computes with NumPy on the CPU, so it uses the CPU",
-            stacklevel=4,
-        )
+        warnings.warn(f"device={device!r}: ars computes with NumPy, so it uses the CPU",
+                      stacklevel=4)
+
+
+GENERIC_SETTINGS: dict[str, Any] = dict(  # for envs the paper did not run
+    policy="LinearPolicy", net_arch=None, learning_rate=0.02, delta_std=0.03, n_delta=8,
+    n_top=None, alive_bonus_offset=0.0, normalize_obs=True, zero_policy=True,
+    common_random_numbers=True, n_eval_episodes=1, total_timesteps=1_000_000,
+)
+
+
+def settings_for(env_id: str) -> dict[str, Any]:
+    """The paper's hyper-parameters for ``env_id`` (any version), else generic ones.
+
+    >>> settings_for("Hopper-v5")["n_delta"]
+    8
+    """
+    task = env_id.split("/")[-1].rsplit("-v", 1)[0]
+    return {**GENERIC_SETTINGS, **PAPER_SETTINGS.get(task, {})}
 
 
 def paper_model(env_id: str, env: Any = None, **overrides: Any) -> ARS:
@@ -1422,30 +1295,11 @@ def paper_model(env_id: str, env: Any = None, **overrides: Any) -> ARS:
     config = {**settings_for(env_id), **overrides}
     config.pop("total_timesteps")
     net_arch = config.pop("net_arch")
+    if net_arch and config["policy"] == "LinearPolicy":
+        raise ValueError(f"net_arch={net_arch} needs policy='MlpPolicy' (LinearPolicy has none)")
     if net_arch:
-        if config["policy"] == "LinearPolicy":
-            raise ValueError(
-                f"net_arch={net_arch} needs policy='MlpPolicy' (LinearPolicy has no hidden layer)"
-            )
         config["policy_kwargs"] = {**(config.get("policy_kwargs") or {}), "net_arch": net_arch}
     return ARS(config.pop("policy"), env=env if env is not None else env_id, **config)
-
-
-GENERIC_SETTINGS: dict[str, Any] = dict(  # for envs the paper did not run
-    policy="LinearPolicy", net_arch=None, learning_rate=0.02, delta_std=0.03, n_delta=8,
-    n_top=None, alive_bonus_offset=0.0, normalize_obs=True, zero_policy=True,
-    common_random_numbers=True, n_eval_episodes=1, total_timesteps=1_000_000,
-)  # fmt: skip
-
-
-def settings_for(env_id: str) -> dict[str, Any]:
-    """The paper's hyper-parameters for ``env_id`` (any version), else generic ones.
-
-    >>> settings_for("Hopper-v5")["n_delta"]
-    8
-    """
-    task = env_id.split("/")[-1].rsplit("-v", 1)[0]
-    return {**GENERIC_SETTINGS, **PAPER_SETTINGS.get(task, {})}
 
 
 # == Evaluators: where the rollouts run ===========================================================
@@ -1453,9 +1307,9 @@ def settings_for(env_id: str) -> dict[str, Any]:
 # An evaluator turns ``(Iteration, jobs)`` into one Result per job, in job order, each by the
 # core's run_job: ``evaluate(it, jobs, on_step=None)``. Training, the statistics warm-up,
 # evaluations, videos and the seed's ``send_jobs`` all go through it. The iteration goes to
-# each worker once, then jobs of a few integers each: the workers rebuild each candidate
-# from its direction's stream, so a result never depends on who ran it. ``on_step`` is
-# called after every env step by the evaluator of this process; workers cannot.
+# each worker once, then jobs of a few integers each: workers rebuild each candidate from
+# its direction's stream, so a result never depends on who ran it. ``on_step`` hears of
+# every env step when the rollouts run in this process.
 
 DEFAULT_JOB_TIMEOUT = 600.0  # seconds without a finished job: a stuck env, not a long episode
 DEFAULT_START_TIMEOUT = 120.0  # seconds for a worker to start and build its env
@@ -1464,11 +1318,9 @@ WARM_UP_BATCH = 8  # normalization_samples episodes per round: fixed, not from t
 
 
 def batch_sizes(n_jobs: int, n_workers: int) -> list[int]:
-    """Guided self-scheduling: each batch is the jobs left over twice the workers.
-
-    Large batches first keep the messages few; ever smaller ones at the end keep every
-    worker busy until the last job (for 460 jobs on 2 workers: 115, 87, 65, ..., 1).
-    """
+    """Guided self-scheduling: each batch is the jobs left over twice the workers. Large
+    batches first keep the messages few; ever smaller ones at the end keep every worker busy
+    until the last job (for 460 jobs on 2 workers: 115, 87, 65, ..., 1)."""
     sizes, left = [], n_jobs
     while left:
         sizes.append(min(left, max(1, -(-left // (2 * n_workers)))))
@@ -1485,49 +1337,31 @@ def make_env(env: Any) -> gym.Env:
             try:
                 return gym.make(env)
             except gym.error.DependencyNotInstalled as error:
-                if "mujoco" in str(error).lower():
-                    raise ModuleNotFoundError(
-                        f"{env} needs MuJoCo: pip install 'gymnasium[mujoco]' "
-                        "(ars's 'mujoco' extra)"
-                    ) from error
-                raise
+                if "mujoco" not in str(error).lower():
+                    raise
+                raise ModuleNotFoundError(f"{env} needs MuJoCo: pip install 'gymnasium[mujoco]' "
+                                          "(ars's 'mujoco' extra)") from error
     made = env() if callable(env) and not isinstance(env, gym.Env) and not _is_vec_env(env) else env
     if _is_vec_env(made):
         return unwrap_vec_env(made)[0]
     if not isinstance(made, gym.Env):
-        raise TypeError(
-            f"expected an env id, a gymnasium.Env, an SB3 VecEnv or a function "
-            f"returning one; got {type(made).__name__} {made!r:.60}"
-        )
+        raise TypeError(f"expected an env id, a gymnasium.Env, an SB3 VecEnv or a function "
+                        f"returning one; got {type(made).__name__} {made!r:.60}")
     return made
 
 
 def evaluation_seeds(seed: int, n_episodes: int) -> np.ndarray:
-    """The env seeds of evaluation episodes: the seed's EVALUATION stream, never a training
-    one's."""
+    """The env seeds of evaluation episodes: the seed's EVALUATION stream, never training's."""
     return np.array([env_seed(seed, EVALUATION, e) for e in range(n_episodes)], np.uint64)
 
 
-def evaluate_episodes(
-    policy: ARSPolicy,
-    evaluator: Any,
-    seeds: Sequence[int],
-    max_episode_steps: int | None = None,
-    vec_normalize: Any = None,
-    on_step: Callable | None = None,
-) -> list[Result]:
-    """One deterministic episode of ``policy`` per env seed, through ``evaluator``: the path
+def evaluate_episodes(policy: ARSPolicy, evaluator: Any, seeds: Sequence[int],
+                      max_episode_steps: int | None = None, vec_normalize: Any = None,
+                      on_step: Callable | None = None) -> list[Result]:
+    """One deterministic episode of ``policy`` per env seed, run by ``evaluator``: the path
     of every evaluation (EvalCallback, evaluate_policy, videos, the command line)."""
-    it = Iteration(
-        policy.network(),
-        policy.parameters_to_vector(),
-        policy.obs_rms,
-        0.0,
-        0,
-        0,
-        False,
-        max_episode_steps,
-    )
+    it = Iteration(policy.network(), policy.parameters_to_vector(), policy.obs_rms, 0.0, 0, 0,
+                   False, max_episode_steps)
     jobs = [Job(e, 0, 0, np.array([s], np.uint64)) for e, s in enumerate(seeds)]
     return evaluator.evaluate(_observed_through(vec_normalize, it, training=False), jobs, on_step)
 
@@ -1547,14 +1381,16 @@ class _Evaluator:
         self._options: list[dict | None] = [None] * self.n_workers
         self._lock = threading.Lock()
 
+    @contextlib.contextmanager
     def _exclusive(self) -> Any:
         """One caller at a time: a second thread gets a clear error, not corrupted messages."""
         if not self._lock.acquire(blocking=False):
-            raise RuntimeError(
-                f"this {type(self).__name__} is in use by another thread; give "
-                "each thread its own evaluator"
-            )
-        return _Release(self._lock)
+            raise RuntimeError(f"this {type(self).__name__} is in use by another thread; give "
+                               "each thread its own evaluator")
+        try:
+            yield
+        finally:
+            self._lock.release()
 
     def _record_visited(self, worker: int, result: Result) -> None:
         if result.visited is not None:  # an empty RunningMeanStd takes the shape of the first
@@ -1568,9 +1404,8 @@ class _Evaluator:
         self._obs_rms = None if policy is None or policy.obs_rms is None else policy.obs_rms.copy()
         self._visited = [self._no_statistics() for _ in range(self.n_workers)]
 
-    def send_jobs(
-        self, candidate_weights: Any, pop_size: int | None = None, episode_seeds: Any = None
-    ) -> None:
+    def send_jobs(self, candidate_weights: Any, pop_size: int | None = None,
+                  episode_seeds: Any = None) -> None:
         """Queue the evaluation of the first ``pop_size`` rows of ``candidate_weights``.
 
         Parameters
@@ -1581,32 +1416,24 @@ class _Evaluator:
             How many rows to evaluate (default: all), as in sb3-contrib.
         episode_seeds : array_like, optional
             ``(pop_size, n_eval_episodes)`` env seeds; by default they come from the
-            :meth:`seed`'s evaluation stream and a count of the calls.
+            evaluation stream of :meth:`seed`'s seed and a count of the calls.
         """
+        name = type(self).__name__
         if self.closed:
-            raise RuntimeError(f"this {type(self).__name__} is closed")
+            raise RuntimeError(f"this {name} is closed")
         if self._pending is not None:
-            raise RuntimeError(
-                "send_jobs was called twice without get_results in between: "
-                "call get_results() to collect the first jobs"
-            )
+            raise RuntimeError("send_jobs was called twice: get_results() collects the first jobs")
         if self._network is None:
-            raise ValueError(
-                f"this {type(self).__name__} has no policy: pass train_policy, or set_policy()"
-            )
+            raise ValueError(f"this {name} has no policy: pass train_policy, or set_policy()")
         weights, n_params = _as_array(candidate_weights), self._network.n_params
         n = len(weights) if pop_size is None else int(pop_size)
         if weights.ndim != 2 or weights.shape[1] != n_params or not 0 < n <= len(weights):
-            raise ValueError(
-                f"candidate_weights must have shape (>= pop_size, {n_params}) with "
-                f"pop_size >= 1; got {weights.shape} and pop_size={pop_size}"
-            )
+            raise ValueError(f"candidate_weights must have shape (>= pop_size, {n_params}) with "
+                             f"pop_size >= 1; got {weights.shape} and pop_size={pop_size}")
         if episode_seeds is None:
-            episodes = range(self.n_eval_episodes)
-            episode_seeds = [
-                [env_seed(self._seed, EVALUATION, self._n_sends, c, e) for e in episodes]
-                for c in range(n)
-            ]
+            call, episodes = self._n_sends, range(self.n_eval_episodes)
+            episode_seeds = [[env_seed(self._seed, EVALUATION, call, c, e) for e in episodes]
+                             for c in range(n)]
         seeds = np.asarray(episode_seeds, dtype=np.uint64)
         if seeds.ndim != 2 or len(seeds) != n:
             raise ValueError(f"episode_seeds must have shape ({n}, n_episodes); got {seeds.shape}")
@@ -1660,17 +1487,6 @@ class _Evaluator:
         """Free what the evaluator holds. Idempotent."""
 
 
-class _Release:
-    def __init__(self, lock: threading.Lock):
-        self.lock = lock
-
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, *exc_info: Any) -> None:
-        self.lock.release()
-
-
 class InProcessEval(_Evaluator):
     """Evaluate candidates one after the other in this process (``learn``'s default).
 
@@ -1682,17 +1498,15 @@ class InProcessEval(_Evaluator):
     n_eval_episodes : int
     """
 
-    def __init__(
-        self, env: Any, train_policy: Any = None, n_eval_episodes: int = 1, missing: str = "an env"
-    ):
+    def __init__(self, env: Any, train_policy: Any = None, n_eval_episodes: int = 1,
+                 missing: str = "an env"):
         if env is None:
             raise ValueError(f"no env to evaluate on: pass {missing}")
         self.env = make_env(env)
         self._setup(train_policy, n_eval_episodes)
 
-    def evaluate(
-        self, it: Iteration, jobs: Sequence[Job], on_step: Any = None, record: bool = False
-    ) -> list[Result]:
+    def evaluate(self, it: Iteration, jobs: Sequence[Job], on_step: Any = None,
+                 record: bool = False) -> list[Result]:
         """One Result per job, in job order; ``on_step`` hears of every env step, and
         ``record`` adds the visited states to what :meth:`get_obs_rms` returns."""
         with self._exclusive():
@@ -1719,7 +1533,7 @@ def _worker(remote: Any, parent_remote: Any, env_fn_bytes: bytes) -> None:
     parent_remote.close()
     try:
         env = make_env(cloudpickle.loads(env_fn_bytes))
-        check_spaces(env.observation_space, env.action_space)
+        check_spaces(*_spaces_of(env))
         remote.send(("ready", None))
     except BaseException:
         remote.send(("error", (None, traceback.format_exc())))
@@ -1753,20 +1567,16 @@ def _worker(remote: Any, parent_remote: Any, env_fn_bytes: bytes) -> None:
 def _shutdown(processes: list[Any], remotes: list[Any]) -> None:
     """Stop the workers: ask, then terminate, then kill. Safe to call more than once."""
     for remote in remotes:
-        try:
+        with contextlib.suppress(OSError, ValueError):
             remote.send(("close", None))
-        except (OSError, ValueError):
-            pass
     deadline = time.monotonic() + 1.0  # idle workers exit at once; busy ones are terminated
     for process in processes:
         process.join(max(deadline - time.monotonic(), 0.0))
     for process in processes:
-        if process.is_alive():
-            process.terminate()
-            process.join(1.0)
-        if process.is_alive():
-            process.kill()
-            process.join()
+        for stop in (process.terminate, process.kill):
+            if process.is_alive():
+                stop()
+                process.join(1.0)
     for remote in remotes:
         remote.close()
 
@@ -1774,11 +1584,10 @@ def _shutdown(processes: list[Any], remotes: list[Any]) -> None:
 class AsyncEval(_Evaluator):
     """Evaluate candidates in worker processes, one env each, over ``multiprocessing`` Pipes.
 
-    Work is dealt in batches sized from the jobs left and the number of workers (see
+    Work is dealt in batches sized from the jobs left and the workers (see
     :func:`batch_sizes`), to whichever worker is free. ``learn(async_eval=...)`` gives the
-    same weights as the single-process run for any number of workers, and does not close
-    the evaluator: one AsyncEval serves many ``learn`` calls. Close it with :meth:`close`
-    or a ``with`` block (it also closes when garbage-collected or at exit).
+    weights of one process for any number of workers, and leaves the evaluator open for the
+    next ``learn``: close it with :meth:`close` or a ``with`` block (or let it be collected).
 
     Parameters
     ----------
@@ -1792,28 +1601,20 @@ class AsyncEval(_Evaluator):
         two, guard your script with ``if __name__ == "__main__":``.
     n_eval_episodes : int
         Episodes per candidate for ``send_jobs``.
-    job_timeout : float
-        Seconds a worker may take for one job before it is taken for stuck: the error
-        names the worker, the candidate and its env seeds, and the workers are stopped.
-    start_timeout : float
-        Seconds for each worker to start and build its env.
+    job_timeout, start_timeout : float
+        Seconds a worker may take for a job, and to start and build its env. Past them, the
+        error names the worker (and the candidate and its env seeds), and the workers stop.
 
     Examples
     --------
-    >>> model = ARS("LinearPolicy", "HalfCheetah-v4", n_delta=32, n_top=4)
     >>> with AsyncEval([lambda: make_env("HalfCheetah-v4")] * 2) as async_eval:
-    ...     model.learn(100_000, async_eval=async_eval)
+    ...     ARS("LinearPolicy", "HalfCheetah-v4").learn(100_000, async_eval=async_eval)
     """
 
-    def __init__(
-        self,
-        envs_fn: Sequence[Callable[[], Any]],
-        train_policy: Any = None,
-        start_method: str | None = None,
-        n_eval_episodes: int = 1,
-        job_timeout: float = DEFAULT_JOB_TIMEOUT,
-        start_timeout: float = DEFAULT_START_TIMEOUT,
-    ):
+    def __init__(self, envs_fn: Sequence[Callable[[], Any]], train_policy: Any = None,
+                 start_method: str | None = None, n_eval_episodes: int = 1,
+                 job_timeout: float = DEFAULT_JOB_TIMEOUT,
+                 start_timeout: float = DEFAULT_START_TIMEOUT):
         cloudpickle = _require("cloudpickle", "pip install cloudpickle")
         if not envs_fn:
             raise ValueError("envs_fn must hold at least one env function (one per worker)")
@@ -1834,11 +1635,10 @@ class AsyncEval(_Evaluator):
         for env_fn in envs_fn:
             remote, work_remote = ctx.Pipe()
             args = (work_remote, remote, cloudpickle.dumps(env_fn))
-            process = ctx.Process(target=_worker, args=args, daemon=True)
-            process.start()
+            self.processes.append(ctx.Process(target=_worker, args=args, daemon=True))
+            self.processes[-1].start()
             work_remote.close()
             self.remotes.append(remote)
-            self.processes.append(process)
         deadline = time.monotonic() + float(start_timeout)
         for i in range(self.n_workers):  # every env must build before any job is sent
             self._receive(i, "starting its env", deadline)
@@ -1860,42 +1660,30 @@ class AsyncEval(_Evaluator):
             kind, payload = remote.recv()
         except (EOFError, OSError) as error:
             process.join(1.0)
-            raise self._fail(
-                f"{name} died (exit code {process.exitcode}) while {doing} ({error!r})"
-            ) from error
+            message = f"{name} died (exit code {process.exitcode}) while {doing} ({error!r})"
+            raise self._fail(message) from error
         if kind == "error":
             candidate, trace = payload
             what = doing if candidate is None else f"evaluating candidate {candidate}"
             raise self._fail(f"AsyncEval worker {i} failed while {what}:\n{trace}")
         return payload
 
-    def _send(self, i: int, message: tuple) -> None:
-        try:
-            self.remotes[i].send(message)
-        except (OSError, ValueError) as error:
-            raise self._fail(
-                f"AsyncEval worker {i} (pid {self.processes[i].pid}) cannot be reached ({error!r})"
-            ) from error
-
     def _deal(self, i: int, queue: collections.deque, it_bytes: bytes | None) -> None:
         batch = [queue.popleft() for _ in range(batch_sizes(len(queue), self.n_workers)[0])]
         self._batches[i].extend(batch)
         self._deadlines[i] = time.monotonic() + self.job_timeout
-        self._send(i, ("run", (it_bytes, self._options[i], batch)))
-
-    def _drain(self) -> None:
-        """Collect and discard what an interrupted call left running in the workers."""
-        for i, batch in enumerate(self._batches):
-            while batch:
-                deadline = time.monotonic() + self.job_timeout
-                for _ in self._receive(i, "finishing an interrupted batch", deadline):
-                    batch.popleft()
+        try:
+            self.remotes[i].send(("run", (it_bytes, self._options[i], batch)))
+        except (OSError, ValueError) as error:
+            pid = self.processes[i].pid
+            raise self._fail(
+                f"AsyncEval worker {i} (pid {pid}) cannot be reached ({error!r})"
+            ) from error
 
     closed = property(lambda self: not self._closer.alive, doc="Whether :meth:`close` was called.")
 
-    def evaluate(
-        self, it: Iteration, jobs: Sequence[Job], on_step: Any = None, record: bool = False
-    ) -> list[Result]:
+    def evaluate(self, it: Iteration, jobs: Sequence[Job], on_step: Any = None,
+                 record: bool = False) -> list[Result]:
         """One Result per job, in job order, whoever ran it (``on_step`` cannot be called
         from the workers; see InProcessEval.evaluate)."""
         import cloudpickle
@@ -1903,18 +1691,20 @@ class AsyncEval(_Evaluator):
         if self.closed:
             raise RuntimeError("this AsyncEval is closed")
         with self._exclusive():
-            self._drain()
+            for i, batch in enumerate(self._batches):  # what an interrupted call left running
+                while batch:
+                    deadline = time.monotonic() + self.job_timeout
+                    for _ in self._receive(i, "finishing an interrupted batch", deadline):
+                        batch.popleft()
             it_bytes, queue, results = cloudpickle.dumps(it), collections.deque(jobs), {}
-            sent = [False] * self.n_workers
+            sent = [False] * self.n_workers  # whether a worker has this iteration yet
             for i in range(self.n_workers):
                 if queue:
                     self._deal(i, queue, it_bytes)
                     sent[i] = True
             while len(results) < len(jobs):
                 i = self._next_ready()
-                for candidate, result in self._receive(
-                    i, "evaluating candidates", time.monotonic() + 1.0
-                ):
+                for candidate, result in self._receive(i, "evaluating", time.monotonic() + 1.0):
                     self._batches[i].popleft()
                     results[candidate] = result
                     if record:
@@ -1937,51 +1727,33 @@ class AsyncEval(_Evaluator):
                 if self.remotes[i] in ready or self.processes[i].sentinel in ready:
                     return i
             if time.monotonic() >= self._deadlines[late]:
-                job = self._batches[late][0]
-                raise self._fail(
-                    f"AsyncEval worker {late} (pid {self.processes[late].pid}) has not finished "
-                    f"candidate {job.candidate} (env seeds {[int(s) for s in job.seeds]}) in "
-                    f"{self.job_timeout:g} s: is the env stuck? Pass a larger job_timeout for "
-                    "longer episodes.",
-                    EvaluationTimeout,
-                )
+                job, pid = self._batches[late][0], self.processes[late].pid
+                raise self._fail(f"AsyncEval worker {late} (pid {pid}) has not finished candidate "
+                                 f"{job.candidate} (env seeds {[int(s) for s in job.seeds]}) in "
+                                 f"{self.job_timeout:g} s: is the env stuck? Pass a larger "
+                                 f"job_timeout for longer episodes.", EvaluationTimeout)
 
     def close(self) -> None:
         """Stop the workers and free their resources. Idempotent."""
         self._closer()
 
 
-class _TaskEnv(threading.local):
-    """An executor worker's env, per thread: built once for its env function, closed when
-    another function comes, and at exit."""
-
-    key: str | None = None
-    env: gym.Env | None = None
-
-    def get(self, env_fn_bytes: bytes) -> gym.Env:
-        import cloudpickle
-
-        key = hashlib.sha256(env_fn_bytes).hexdigest()
-        if self.key != key:
-            self.close()
-            self.env, self.key = make_env(cloudpickle.loads(env_fn_bytes)), key
-            atexit.register(self.close)
-        return self.env
-
-    def close(self) -> None:
-        if self.env is not None:
-            self.env.close()
-        self.env = self.key = None
-
-
-_TASK_ENV = _TaskEnv()
+_TASK_ENVS: dict[int, tuple[str, gym.Env]] = {}  # per worker thread: its env, and of what
 
 
 def _run_task(env_fn_bytes: bytes, it_bytes: bytes, jobs: list[Job], options: dict | None) -> list:
-    """One executor task: evaluate ``jobs`` with this worker's env."""
+    """One executor task: evaluate ``jobs`` with the env this worker (thread) keeps for the
+    env function; it is closed when another function comes, and at exit."""
     import cloudpickle
 
-    env, it = _TASK_ENV.get(env_fn_bytes), cloudpickle.loads(it_bytes)
+    key, thread = hashlib.sha256(env_fn_bytes).hexdigest(), threading.get_ident()
+    if _TASK_ENVS.get(thread, ("",))[0] != key:
+        if not _TASK_ENVS:
+            atexit.register(lambda: [env.close() for _, env in _TASK_ENVS.values()])
+        if thread in _TASK_ENVS:
+            _TASK_ENVS.pop(thread)[1].close()
+        _TASK_ENVS[thread] = (key, make_env(cloudpickle.loads(env_fn_bytes)))
+    env, it = _TASK_ENVS[thread][1], cloudpickle.loads(it_bytes)
     return [(job.candidate, run_job(env, it, job, options)) for job in jobs]
 
 
@@ -1991,8 +1763,8 @@ class ExecutorEval(_Evaluator):
     ProcessPoolExecutor, Dask (``client.get_executor(pure=False)``), mpi4py's
     MPIPoolExecutor, or Ray through a small adapter (``examples/ray_cluster.py``). Each
     task carries the iteration once and a batch of jobs; each worker process builds the
-    env once and keeps it. The workers must be able to ``import ars``. The executor
-    stays the caller's: :meth:`close` does not shut it down.
+    env once and keeps it. The workers must be able to ``import ars``. The executor stays
+    the caller's: :meth:`close` does not shut it down.
 
     Parameters
     ----------
@@ -2000,46 +1772,32 @@ class ExecutorEval(_Evaluator):
         Anything with ``submit(fn, *args) -> Future``.
     env_fn : callable or str
         Function returning the env (or an env id), sent to the workers with cloudpickle.
-    train_policy : ARSPolicy or ARS, optional
-    n_eval_episodes : int
-    jobs_per_task : int, optional
-        Fix the jobs per task; by default tasks are sized from the workers and the jobs
-        (:func:`batch_sizes`).
-    n_workers : int, optional
-        Workers behind the executor, for sizing tasks. By default read from the executor
-        at every evaluation where it says (ProcessPoolExecutor, Dask: a cluster that grows
-        is seen), else this machine's CPU count: pass it for Ray or MPI.
+    train_policy, n_eval_episodes
+        As for :class:`AsyncEval`.
+    jobs_per_task, n_workers : int, optional
+        Fix the jobs per task; or tasks are sized (:func:`batch_sizes`) from the workers,
+        read from the executor at each evaluation where it says (ProcessPoolExecutor, Dask,
+        whose cluster may grow), else the CPU count: pass ``n_workers`` for Ray or MPI.
     job_timeout : float
-        Seconds per job before a task that has not finished is taken for stuck; once tasks
-        have been timed, at most ``job_timeout`` plus 20 times the task's measured length.
-        The futures are cancelled, this evaluator closes and, for a ProcessPoolExecutor,
-        the pool's processes are ended (a stuck env cannot be interrupted otherwise; the
-        pool is then broken).
+        Seconds per job before an unfinished task is taken for stuck (once tasks have been
+        timed, at most ``job_timeout`` plus 20 times a task's measured length): the futures
+        are cancelled, this evaluator closes and a ProcessPoolExecutor's processes are ended.
     """
 
-    def __init__(
-        self,
-        executor: Any,
-        env_fn: Callable[[], Any] | str,
-        train_policy: Any = None,
-        n_eval_episodes: int = 1,
-        jobs_per_task: int | None = None,
-        n_workers: int | None = None,
-        job_timeout: float = DEFAULT_JOB_TIMEOUT,
-    ):
+    def __init__(self, executor: Any, env_fn: Callable[[], Any] | str, train_policy: Any = None,
+                 n_eval_episodes: int = 1, jobs_per_task: int | None = None,
+                 n_workers: int | None = None, job_timeout: float = DEFAULT_JOB_TIMEOUT):
         cloudpickle = _require("cloudpickle", "pip install cloudpickle")
         check_number("job_timeout", job_timeout, positive=True)
         if jobs_per_task is not None and not (is_int(jobs_per_task) and jobs_per_task >= 1):
             raise ValueError(
-                f"jobs_per_task must be a positive integer or None; got {jobs_per_task!r}"
+                f"jobs_per_task must be an integer >= 1 or None; got {jobs_per_task!r}"
             )
-        self.executor, self.jobs_per_task = executor, jobs_per_task
-        self.job_timeout = float(job_timeout)
+        self.executor, self.jobs_per_task, self.job_timeout = executor, jobs_per_task, job_timeout
         self._given_workers = n_workers  # else read from the executor at every evaluate
         self.n_workers = int(n_workers or _executor_workers(executor))
         self._setup(train_policy, n_eval_episodes)
-        self._env_fn_bytes = cloudpickle.dumps(env_fn)
-        self.closed = False
+        self._env_fn_bytes, self.closed = cloudpickle.dumps(env_fn), False
         self._job_seconds: float | None = None  # the slowest measured seconds per job
 
     def set_options(self, options: dict | None = None) -> list[None]:
@@ -2049,9 +1807,8 @@ class ExecutorEval(_Evaluator):
         self._options = [options] * self.n_workers
         return [None]
 
-    def evaluate(
-        self, it: Iteration, jobs: Sequence[Job], on_step: Any = None, record: bool = False
-    ) -> list[Result]:
+    def evaluate(self, it: Iteration, jobs: Sequence[Job], on_step: Any = None,
+                 record: bool = False) -> list[Result]:
         """One Result per job, in job order (see AsyncEval.evaluate)."""
         import concurrent.futures
 
@@ -2061,12 +1818,8 @@ class ExecutorEval(_Evaluator):
             raise RuntimeError("this ExecutorEval is closed")
         if not self._given_workers:  # a cluster may have grown since the last iteration
             self.n_workers = _executor_workers(self.executor)
-        per_task = self.jobs_per_task
-        sizes = (
-            [per_task] * -(-len(jobs) // per_task)
-            if per_task
-            else batch_sizes(len(jobs), self.n_workers)
-        )
+        per_task, n = self.jobs_per_task, len(jobs)
+        sizes = [per_task] * -(-n // per_task) if per_task else batch_sizes(n, self.n_workers)
         it_bytes, tasks, start = cloudpickle.dumps(it), {}, 0
         with self._exclusive():
             try:
@@ -2084,18 +1837,17 @@ class ExecutorEval(_Evaluator):
 
     def _timeout(self, n_jobs: int) -> float:
         """Seconds to wait for a task of ``n_jobs``: generous, but hours only if measured."""
-        timeout = self.job_timeout * n_jobs
-        if self._job_seconds is not None:
-            timeout = min(timeout, self.job_timeout + 20 * self._job_seconds * n_jobs)
+        timeout, measured = self.job_timeout * n_jobs, self._job_seconds
+        if measured is not None:
+            timeout = min(timeout, self.job_timeout + 20 * measured * n_jobs)
         return timeout
 
-    def _collect(self, tasks: dict, futures_module: Any, record: bool) -> dict[int, Result]:
+    def _collect(self, tasks: dict, futures: Any, record: bool) -> dict[int, Result]:
+        """The tasks' results as they finish; a task late by its timeout raises."""
         pending, results, start = set(tasks), {}, time.monotonic()
         while pending:
             timeout = self._timeout(max(len(tasks[f]) for f in pending))
-            done, pending = futures_module.wait(
-                pending, timeout=timeout, return_when="FIRST_COMPLETED"
-            )
+            done, pending = futures.wait(pending, timeout=timeout, return_when="FIRST_COMPLETED")
             if not done:
                 jobs = tasks[next(iter(pending))]
                 raise EvaluationTimeout(
@@ -2110,11 +1862,9 @@ class ExecutorEval(_Evaluator):
                 try:
                     out = future.result()
                 except BaseException as error:
-                    raise RuntimeError(
-                        f"an executor task failed (candidates from "
-                        f"{tasks[future][0].candidate}): {type(error).__name__}: "
-                        f"{error}"
-                    ) from error
+                    first = tasks[future][0].candidate
+                    raise RuntimeError(f"an executor task failed (candidates from {first}): "
+                                       f"{type(error).__name__}: {error}") from error
                 for candidate, result in out:
                     results[candidate] = result
                     if record:
@@ -2133,10 +1883,7 @@ def _executor_workers(executor: Any) -> int:
     client = getattr(executor, "_client", None)
     if client is not None and hasattr(client, "nthreads"):
         if getattr(client, "status", "running") in ("closed", "closing"):
-            raise RuntimeError(
-                "the Dask client behind this executor is closed: create a new "
-                "client and ExecutorEval"
-            )
+            raise RuntimeError("the Dask client of this executor is closed: make a new client")
         return max(1, sum(client.nthreads().values()))
     return int(getattr(executor, "n_workers", None) or os.cpu_count() or 1)
 
@@ -2172,8 +1919,7 @@ def _as_rms(obs_rms: Any) -> RunningMeanStd:
 
 # == Logging and callbacks, in the shapes Stable-Baselines3 users know ============================
 
-# The columns of progress.csv known up front, so the file never needs a wider header.
-LOG_KEYS = tuple(
+LOG_KEYS = tuple(  # the columns of progress.csv known up front: no wider header needed later
     "rollout/ep_rew_mean rollout/ep_len_mean rollout/return_std train/iterations "
     "train/delta_std train/learning_rate train/step_size eval/mean_reward eval/std_reward "
     "eval/mean_ep_length eval/best_mean_reward time/fps time/time_elapsed "
@@ -2187,27 +1933,17 @@ class Logger:
     A row goes to the screen as a table (``verbose >= 1``), to ``folder/progress.csv`` (one
     write per row, so a killed run never leaves half a row), and, with ``tensorboard``, to
     TensorBoard event files when a writer is installed (torch's or tensorboardX).
-
-    Parameters
-    ----------
-    verbose : int
-    folder : str, optional
-    tensorboard : bool
     """
 
-    def __init__(
-        self, verbose: int = 0, folder: str | os.PathLike | None = None, tensorboard: bool = False
-    ):
+    def __init__(self, verbose: int = 0, folder: Any = None, tensorboard: bool = False):
         self.verbose, self.values, self._columns, self._writer = verbose, {}, [], None
         self.dir = None if folder is None else Path(folder)
         if self.dir is not None:
             self.dir.mkdir(parents=True, exist_ok=True)
-            path = self.dir / "progress.csv"
-            if path.exists():  # a resumed run goes on with its file
-                with path.open(newline="") as f:
+            if (self.dir / "progress.csv").exists():  # a resumed run goes on with its file
+                with (self.dir / "progress.csv").open(newline="") as f:
                     self._columns = next(csv.reader(f), [])
-            if tensorboard:
-                self._writer = _tensorboard_writer(self.dir)
+            self._writer = _tensorboard_writer(self.dir) if tensorboard else None
 
     def record(self, key: str, value: Any, exclude: Any = None) -> None:
         """Set ``key`` for the next :meth:`dump` (``exclude`` is accepted for SB3 callbacks)."""
@@ -2226,25 +1962,24 @@ class Logger:
         if self.verbose >= 1:
             print(_table(self.values), flush=True)
         if self.dir is not None:
-            self._append_row()
+            path, new = (
+                self.dir / "progress.csv",
+                [k for k in self.values if k not in self._columns],
+            )
+            if new:  # a new column: the file is rewritten whole, atomically, never in place
+                rows = _read_csv(path) if self._columns else []
+                self._columns = list(dict.fromkeys([*self._columns, *LOG_KEYS, *sorted(new)]))
+                _write_csv_atomic(path, self._columns, rows)
+            line = io.StringIO()
+            csv.DictWriter(line, self._columns).writerow(self.values)
+            with path.open("a", newline="") as f:  # one write: a row is all there or not at all
+                f.write(line.getvalue())
+        for key, value in self.values.items() if self._writer is not None else ():
+            if isinstance(value, (int, float, np.number)):
+                self._writer.add_scalar(key, value, step)
         if self._writer is not None:
-            for key, value in self.values.items():
-                if isinstance(value, (int, float, np.number)):
-                    self._writer.add_scalar(key, value, step)
             self._writer.flush()
         self.values = {}
-
-    def _append_row(self) -> None:
-        path = self.dir / "progress.csv"
-        new = [k for k in self.values if k not in self._columns]
-        if new:  # a new column: the file is rewritten whole, atomically, never in place
-            rows = _read_csv(path) if self._columns else []
-            self._columns = list(dict.fromkeys([*self._columns, *LOG_KEYS, *sorted(new)]))
-            _write_csv_atomic(path, self._columns, rows)
-        line = io.StringIO()
-        csv.DictWriter(line, self._columns).writerow(self.values)
-        with path.open("a", newline="") as f:  # one write: a row is all there or not at all
-            f.write(line.getvalue())
 
     def close(self) -> None:
         """Close the TensorBoard writer, if any."""
@@ -2257,11 +1992,9 @@ def _table(values: dict[str, Any]) -> str:
     rows: list[tuple[str, str]] = []
     for group in sorted({k.split("/")[0] for k in values}, key=lambda g: (g in values, g)):
         keys = sorted(k for k in values if k.split("/")[0] == group)
-        if keys != [group]:
-            rows.append((f"{group}/", ""))
+        rows += [] if keys == [group] else [(f"{group}/", "")]
         for key in keys:
-            value = values[key]
-            text = f"{value:<.4g}" if isinstance(value, float) else str(value)
+            text = f"{values[key]:<.4g}" if isinstance(values[key], float) else str(values[key])
             rows.append((key if "/" not in key else "    " + key.split("/", 1)[1], text))
     width_k, width_v = max(len(k) for k, _ in rows), max(len(v) for _, v in rows)
     line = "-" * (width_k + width_v + 7)
@@ -2286,48 +2019,13 @@ _TB_WARNED: list[bool] = []
 def _tensorboard_writer(folder: Path) -> Any:
     """A TensorBoard SummaryWriter (torch's or tensorboardX), or None with a note once."""
     for module in ("torch.utils.tensorboard", "tensorboardX"):
-        try:
-            return __import__(module, fromlist=["SummaryWriter"]).SummaryWriter(str(folder))
-        except ImportError:
-            continue
+        with contextlib.suppress(ImportError):
+            return importlib.import_module(module).SummaryWriter(str(folder))
     if not _TB_WARNED:
         _TB_WARNED.append(True)
-        warnings.warn(
-            "tensorboard_log: no TensorBoard writer is installed, so only progress.csv "
-            "is written (pip install tensorboard)",
-            stacklevel=4,
-        )
+        warnings.warn("tensorboard_log: no TensorBoard writer is installed, so only progress.csv "
+                      "is written (pip install tensorboard)", stacklevel=4)
     return None
-
-
-def _log_dir(model: ARS, root_dir: Any, tb_log_name: str, reset: bool) -> Path | None:
-    """``root_dir`` as it is, or ``tensorboard_log/<tb_log_name>_<n>`` as SB3 numbers runs."""
-    if root_dir is not None:
-        return Path(root_dir)
-    if model.tensorboard_log is None:
-        return None
-    root = Path(model.tensorboard_log)
-    taken = [p.name.rsplit("_", 1)[1] for p in root.glob(f"{tb_log_name}_*")]
-    last = max((int(n) for n in taken if n.isdigit()), default=0)
-    return root / f"{tb_log_name}_{last if (last and not reset) else last + 1}"
-
-
-def _dump_logs(model: ARS) -> None:
-    logger, episodes = model.logger, model.ep_info_buffer
-    if episodes:
-        logger.record("rollout/ep_rew_mean", float(np.mean([e["r"] for e in episodes])))
-        logger.record("rollout/ep_len_mean", float(np.mean([e["l"] for e in episodes])))
-    elapsed = max(time.perf_counter() - model._start_time, 1e-9)
-    logger.record("time/fps", int((model.num_timesteps - model._start_steps) / elapsed))
-    logger.record("time/time_elapsed", int(elapsed), exclude="tensorboard")
-    logger.record("time/total_timesteps", model.num_timesteps, exclude="tensorboard")
-    logger.dump(model.num_timesteps)
-
-
-def _null_logger(model: ARS) -> Logger:
-    """Before ``learn``: a logger without a folder, so callbacks can record from the start."""
-    model._logger = Logger(model.verbose)
-    return model._logger
 
 
 def _is_sb3_callback(callback: Any) -> bool:
@@ -2344,32 +2042,22 @@ class _Callbacks:
         items = [cb for cb in items if cb is not None] + ([_ProgressBar()] if progress_bar else [])
         for cb in items:
             if not (_is_sb3_callback(cb) or hasattr(cb, "on_iteration") or callable(cb)):
-                raise TypeError(
-                    f"callback must be a function f(locals, globals), an SB3 callback "
-                    f"or ars's EvalCallback; got {cb!r:.100}"
-                )
+                raise TypeError(f"callback must be a function f(locals, globals), an SB3 callback "
+                                f"or ars's EvalCallback; got {cb!r:.100}")
         self.model, self.items = model, items
         self.per_step = [cb for cb in items if _is_sb3_callback(cb)]
+        self.stateful = [
+            cb for cb in items if hasattr(cb, "state_dict") and cb not in self.per_step
+        ]
         for cb in items:
             if hasattr(cb, "init_callback"):
                 cb.init_callback(model)
 
-    def _hook(self, name: str, *args: Any) -> None:
+    def hook(self, name: str, *args: Any) -> None:
+        """Call ``name`` (``on_training_start``, ``on_rollout_end``, ...) of those that have it."""
         for cb in self.items:
             if hasattr(cb, name):
                 getattr(cb, name)(*args)
-
-    def on_training_start(self, locals_: dict, globals_: dict) -> None:
-        self._hook("on_training_start", locals_, globals_)
-
-    def on_rollout_start(self) -> None:
-        self._hook("on_rollout_start")
-
-    def on_rollout_end(self) -> None:
-        self._hook("on_rollout_end")
-
-    def on_training_end(self) -> None:
-        self._hook("on_training_end")
 
     def step_reporter(self) -> _StepReporter | None:
         """What evaluators tell about env steps; None (the fast path) without SB3 callbacks."""
@@ -2381,22 +2069,19 @@ class _Callbacks:
         for cb in self.items:
             if hasattr(cb, "on_iteration"):
                 keep_going &= cb.on_iteration() is not False
-            elif not _is_sb3_callback(cb):
+            elif cb not in self.per_step:
                 keep_going &= cb(locals_, globals()) is not False
         return keep_going
 
-    def _stateful(self) -> list[Any]:
-        return [cb for cb in self.items if hasattr(cb, "state_dict") and not _is_sb3_callback(cb)]
+    def state_dict(self) -> dict[str, Any]:
+        """The state of the callbacks that have one, by class name (saved in checkpoints)."""
+        return {type(cb).__name__: cb.state_dict() for cb in self.stateful}
 
     def load_state_dict(self, states: dict[str, Any]) -> None:
         """Restore :meth:`state_dict`."""
-        for cb in self._stateful():
+        for cb in self.stateful:
             if type(cb).__name__ in states:
                 cb.load_state_dict(states[type(cb).__name__])
-
-    def state_dict(self) -> dict[str, Any]:
-        """The state of the callbacks that have one, by class name (saved in checkpoints)."""
-        return {type(cb).__name__: cb.state_dict() for cb in self._stateful()}
 
 
 class _StepReporter:
@@ -2410,14 +2095,9 @@ class _StepReporter:
         """After one env step in this process."""
         obs, reward, terminated, truncated, info = transition
         self.model.num_timesteps += 1
-        locals_ = dict(
-            actions=np.asarray(action)[None],
-            new_obs=np.asarray(obs)[None],
-            rewards=np.array([reward]),
-            dones=np.array([terminated or truncated]),
-            infos=[info],
-        )
-        self._step(locals_)
+        self._step(dict(actions=np.asarray(action)[None], new_obs=np.asarray(obs)[None],
+                        rewards=np.array([reward]), dones=np.array([terminated or truncated]),
+                        infos=[info]))
 
     def after(self, results: Sequence[Result], n_workers: int) -> None:
         """After rollouts in worker processes, as sb3-contrib's AsyncEval does: one call per
@@ -2427,10 +2107,9 @@ class _StepReporter:
             self._step({})
 
     def _step(self, extra: dict[str, Any]) -> None:
-        locals_ = {"self": self.model, **extra}
         for cb in self.callbacks:
             if hasattr(cb, "update_locals"):
-                cb.update_locals(locals_)
+                cb.update_locals({"self": self.model, **extra})
             if cb.on_step() is False:
                 raise StopTraining
 
@@ -2439,8 +2118,7 @@ class _ProgressBar:
     """``learn(progress_bar=True)``: a tqdm bar over the timesteps."""
 
     def init_callback(self, model: ARS) -> None:
-        self.model = model
-        self.tqdm = _require("tqdm", "pip install tqdm (ars's 'progress' extra)")
+        self.model, self.tqdm = model, _require("tqdm", "pip install tqdm (ars's 'progress' extra)")
 
     def on_training_start(self, locals_: dict, globals_: dict) -> None:
         self.start = self.model.num_timesteps
@@ -2457,82 +2135,45 @@ class _ProgressBar:
 class EvalCallback:
     """Evaluate the policy every ``eval_freq`` timesteps on a separate env; keep the best model.
 
-    SB3's parameters, with ARS's protocol: evaluations happen between iterations (the
-    first when training starts), are deterministic, use the env's own rewards (no
-    ``alive_bonus_offset``) and fixed episode seeds of their own, so successive
-    evaluations compare like with like. Results go to the log (``eval/...``), to
-    ``self.evaluations`` as ``(timesteps, train_seconds, mean, std)`` (``train_seconds``
-    leaves out the evaluations' time), and with ``log_path`` to ``evaluations.npz``.
-
-    Parameters
-    ----------
-    eval_env : str, gymnasium.Env, SB3 VecEnv or callable
-        An id or a function is needed for ``eval_concurrency > 1``.
-    callback_on_new_best : callback, optional
-        Called (``on_step``) when the mean return improves; False stops training.
-    callback_after_eval : callback, optional
-        Called after every evaluation; False stops training.
-    n_eval_episodes : int
-    eval_freq : int
-        Timesteps between evaluations, checked after each iteration.
-    log_path : str, optional
-        Folder for ``evaluations.npz`` (SB3's ``timesteps``, ``results``, ``ep_lengths``).
-    best_model_save_path : str, optional
-        Folder for ``best_model.zip`` (or ``best_model_name``), rewritten on every improvement.
-    deterministic : bool
-        Accepted for SB3 compatibility: ARS policies are deterministic.
-    render : bool
-        Render the evaluation env at every step.
-    verbose : int
-        1 prints each evaluation.
-    warn : bool
-        Accepted for SB3 compatibility (there is no Monitor wrapper to warn about).
-    eval_concurrency : int
-        Worker processes for the evaluation episodes (1: this process).
-    seed : int, optional
-        The evaluation episodes' env seeds come from its EVALUATION stream (default: the
-        model's seed).
-    best_model_name : str
-        File name of the best model in ``best_model_save_path``.
+    SB3's parameters, with ARS's protocol: evaluations happen between iterations (the first
+    when training starts), are deterministic, use the env's own rewards (no
+    ``alive_bonus_offset``) and episode seeds of their own: the EVALUATION stream of
+    ``seed`` (default: the model's). Results go to the log (``eval/...``), to
+    ``evaluations`` as ``(timesteps, train_seconds, mean, std)`` (the training time, without
+    the evaluations'), to ``best_model_save_path`` and, with ``log_path``, to
+    ``evaluations.npz``. ``eval_concurrency`` runs the episodes in that many worker
+    processes (the eval env is then an id or a function). ``deterministic`` and ``warn``
+    are accepted for SB3 compatibility.
     """
 
-    def __init__(
-        self,
-        eval_env: Any,
-        callback_on_new_best: Any = None,
-        callback_after_eval: Any = None,
-        n_eval_episodes: int = 5,
-        eval_freq: int = 10_000,
-        log_path: str | os.PathLike | None = None,
-        best_model_save_path: str | os.PathLike | None = None,
-        deterministic: bool = True,
-        render: bool = False,
-        verbose: int = 1,
-        warn: bool = True,
-        eval_concurrency: int = 1,
-        seed: int | None = None,
-        best_model_name: str = "best_model.zip",
-    ):
-        for name in ("n_eval_episodes", "eval_freq", "eval_concurrency"):
-            if not (is_int(locals()[name]) and locals()[name] >= 1):
-                raise ValueError(f"{name} must be an integer of at least 1; got {locals()[name]!r}")
+    def __init__(self, eval_env: Any, callback_on_new_best: Any = None,
+                 callback_after_eval: Any = None, n_eval_episodes: int = 5, eval_freq: int = 10_000,
+                 log_path: str | os.PathLike | None = None,
+                 best_model_save_path: str | os.PathLike | None = None, deterministic: bool = True,
+                 render: bool = False, verbose: int = 1, warn: bool = True,
+                 eval_concurrency: int = 1, seed: int | None = None,
+                 best_model_name: str = "best_model.zip"):
+        for name, value in (("n_eval_episodes", n_eval_episodes), ("eval_freq", eval_freq),
+                            ("eval_concurrency", eval_concurrency)):
+            if not (is_int(value) and value >= 1):
+                raise ValueError(f"{name} must be an integer of at least 1; got {value!r}")
         if eval_concurrency > 1 and (isinstance(eval_env, gym.Env) or render):
-            raise ValueError(
-                "eval_concurrency > 1 needs the eval env as an id or a function, to "
-                "build it in each worker, and cannot render"
-            )
+            raise ValueError("eval_concurrency > 1 needs the eval env as an id or a function, to "
+                             "build it in each worker, and cannot render")
         self.eval_env, self.eval_freq, self.n_eval_episodes = eval_env, eval_freq, n_eval_episodes
         self.callback_on_new_best, self.callback_after_eval = (
             callback_on_new_best,
             callback_after_eval,
         )
         self.log_path = None if log_path is None else Path(log_path)
-        self.best_model_save_path = (
-            None if best_model_save_path is None else Path(best_model_save_path)
+        self.best_model_save_path = best_model_save_path and Path(best_model_save_path)
+        self.best_model_name, self.render, self.verbose, self.seed = (
+            best_model_name,
+            render,
+            verbose,
+            seed,
         )
-        self.best_model_name, self.render, self.verbose = best_model_name, render, verbose
         self.deterministic, self.warn, self.eval_concurrency = deterministic, warn, eval_concurrency
-        self.seed = seed
         self.evaluations: list[tuple[int, float, float, float]] = []
         self.evaluations_results: list[list[float]] = []
         self.evaluations_length: list[list[int]] = []
@@ -2541,13 +2182,12 @@ class EvalCallback:
 
     def init_callback(self, model: ARS) -> None:
         self.model = model
-        if self._evaluator is None:
-            if self.eval_concurrency > 1:
-                env = self.eval_env
-                env_fn = env if callable(env) else functools.partial(make_env, env)
-                self._evaluator = AsyncEval([env_fn] * self.eval_concurrency)
-            else:
-                self._evaluator = InProcessEval(self.eval_env)
+        if self._evaluator is None and self.eval_concurrency > 1:
+            env = self.eval_env
+            env_fn = env if callable(env) else functools.partial(make_env, env)
+            self._evaluator = AsyncEval([env_fn] * self.eval_concurrency)
+        elif self._evaluator is None:
+            self._evaluator = InProcessEval(self.eval_env)
         for child in (self.callback_on_new_best, self.callback_after_eval):
             if child is not None:
                 child.parent = self
@@ -2566,96 +2206,64 @@ class EvalCallback:
         """Evaluate now and log it; False when a child callback asks to stop training."""
         self._train_seconds += time.perf_counter() - self._mark
         model, env = self.model, getattr(self._evaluator, "env", None)
-        seed = model.seed if self.seed is None else self.seed
+        seeds = evaluation_seeds(model.seed if self.seed is None else self.seed,
+                                 self.n_eval_episodes)
         render = (lambda *_: env.render()) if self.render else None
-        results = evaluate_episodes(
-            model.policy,
-            self._evaluator,
-            evaluation_seeds(seed, self.n_eval_episodes),
-            model.max_episode_steps,
-            model.get_vec_normalize_env(),
-            render,
-        )
+        results = evaluate_episodes(model.policy, self._evaluator, seeds, model.max_episode_steps,
+                                    model.get_vec_normalize_env(), render)
         returns = np.array([r.returns[0] for r in results])
-        lengths = np.array([int(r.lengths[0]) for r in results])
+        lengths = [int(r.lengths[0]) for r in results]
         mean, std = float(returns.mean()), float(returns.std())
         self.last_mean_reward = mean
         self.evaluations.append((model.num_timesteps, self._train_seconds, mean, std))
         self.evaluations_results.append(returns.tolist())
-        self.evaluations_length.append(lengths.tolist())
+        self.evaluations_length.append(lengths)
         while self._next <= model.num_timesteps:  # the schedule: 0, f, 2f, ... as reached
             self._next += self.eval_freq
         if self.log_path is not None:
-            self._write_log()
-        for key, value in (
-            ("mean_reward", mean),
-            ("std_reward", std),
-            ("mean_ep_length", float(lengths.mean())),
-        ):
+            with _atomic_file(self.log_path / "evaluations.npz", "wb") as f:
+                np.savez(f, timesteps=np.array([e[0] for e in self.evaluations]),
+                         results=np.array(self.evaluations_results),
+                         ep_lengths=np.array(self.evaluations_length))
+        new_best = mean > self.best_mean_reward
+        self.best_mean_reward = max(mean, self.best_mean_reward)
+        for key, value in (("mean_reward", mean), ("std_reward", std), ("mean_ep_length",
+                           float(np.mean(lengths))), ("best_mean_reward", self.best_mean_reward)):
             model.logger.record(f"eval/{key}", value)
-        keep_going = True
-        if mean > self.best_mean_reward:
-            self.best_mean_reward = mean
-            if self.best_model_save_path is not None:
-                model.save(self.best_model_save_path / self.best_model_name)
-            if self.callback_on_new_best is not None:
-                keep_going &= self.callback_on_new_best.on_step() is not False
-        model.logger.record("eval/best_mean_reward", self.best_mean_reward)
+        if new_best and self.best_model_save_path is not None:
+            model.save(self.best_model_save_path / self.best_model_name)
         if self.verbose >= 1:
-            print(
-                f"Eval num_timesteps={model.num_timesteps}, episode_reward={mean:.2f} +/- "
-                f"{std:.2f}, best {self.best_mean_reward:.2f}",
-                flush=True,
-            )
-        if self.callback_after_eval is not None:
-            keep_going &= self.callback_after_eval.on_step() is not False
+            print(f"Eval num_timesteps={model.num_timesteps}, episode_reward={mean:.2f} +/- "
+                  f"{std:.2f}, best {self.best_mean_reward:.2f}", flush=True)
+        children = [self.callback_on_new_best] * new_best + [self.callback_after_eval]
+        keep_going = all([child.on_step() is not False for child in children if child is not None])
         self._mark = time.perf_counter()
         return keep_going
 
-    def _write_log(self) -> None:
-        arrays = dict(
-            timesteps=np.array([e[0] for e in self.evaluations]),
-            results=np.array(self.evaluations_results),
-            ep_lengths=np.array(self.evaluations_length),
-        )
-        with _atomic_file(self.log_path / "evaluations.npz", "wb") as f:
-            np.savez(f, **arrays)
-
     def state_dict(self) -> dict[str, Any]:
         """Plain data to resume the schedule and the best score exactly (checkpoints)."""
-        return dict(
-            next=self._next,
-            train_seconds=self._train_seconds,
-            best_mean_reward=self.best_mean_reward,
-            evaluations=[list(e) for e in self.evaluations],
-            results=[list(r) for r in self.evaluations_results],
-            lengths=[list(n) for n in self.evaluations_length],
-        )
+        return dict(next=self._next, train_seconds=self._train_seconds,
+                    best_mean_reward=self.best_mean_reward,
+                    evaluations=[list(e) for e in self.evaluations],
+                    results=self.evaluations_results, lengths=self.evaluations_length)
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         """Restore :meth:`state_dict` (from a checkpoint); a ValueError if it is not one."""
-        lists = ("evaluations", "results", "lengths")
         numbers = lambda rows: (
             isinstance(rows, list)
-            and all(isinstance(r, list) and all(map(_is_number, r)) for r in rows)
+            and all(isinstance(row, list) and all(map(_is_number, row)) for row in rows)
         )
-        if not (
-            isinstance(state, dict)
-            and is_int(state.get("next"))
-            and _is_number(state.get("train_seconds"))
-            and isinstance(state.get("best_mean_reward"), (int, float))
-            and all(numbers(state.get(key)) for key in lists)
-        ):
-            raise ValueError(
-                "the EvalCallback state must hold next, train_seconds, "
-                "best_mean_reward and lists of numbers evaluations, results, "
-                f"lengths; got {state!r:.200}"
-            )
+        if not (isinstance(state, dict) and is_int(state.get("next"))
+                and _is_number(state.get("train_seconds"))
+                and isinstance(state.get("best_mean_reward"), (int, float))
+                and all(numbers(state.get(key)) for key in ("evaluations", "results", "lengths"))):
+            raise ValueError("the EvalCallback state must hold next, train_seconds, "
+                             "best_mean_reward and lists of numbers evaluations, results, "
+                             f"lengths; got {state!r:.200}")
         self._next, self._train_seconds = int(state["next"]), float(state["train_seconds"])
         self.best_mean_reward = float(state["best_mean_reward"])
         self.evaluations = [tuple(e) for e in state["evaluations"]]
-        self.evaluations_results = [list(r) for r in state["results"]]
-        self.evaluations_length = [list(n) for n in state["lengths"]]
+        self.evaluations_results, self.evaluations_length = state["results"], state["lengths"]
 
     def on_training_end(self) -> None:
         if isinstance(self._evaluator, AsyncEval):
@@ -2683,9 +2291,8 @@ def evaluate_policy(
     ``callback(locals, globals)`` runs after every step; ``render`` renders every step;
     ``reward_threshold`` raises below it.
     """
-    policy = _policy_of(model)
     gym_env, _, vec_normalize = resolve_env(env)
-    seed = getattr(model, "seed", 0) if seed is None else seed
+    seeds = evaluation_seeds(getattr(model, "seed", 0) if seed is None else seed, n_eval_episodes)
 
     def on_step(action: Any, transition: tuple) -> None:
         if render:
@@ -2695,33 +2302,26 @@ def evaluate_policy(
 
     hook = on_step if (render or callback is not None) else None
     max_steps = getattr(model, "max_episode_steps", None)
-    results = evaluate_episodes(
-        policy,
-        InProcessEval(gym_env),
-        evaluation_seeds(seed, n_eval_episodes),
-        max_steps,
-        vec_normalize,
-        hook,
-    )
-    returns = np.array([r.returns[0] for r in results])
-    mean = float(returns.mean())
-    if reward_threshold is not None and mean < reward_threshold:
-        raise AssertionError(f"mean reward below threshold: {mean:.2f} < {reward_threshold:.2f}")
+    results = evaluate_episodes(_policy_of(model), InProcessEval(gym_env), seeds, max_steps,
+                                vec_normalize, hook)
+    returns = [float(r.returns[0]) for r in results]
+    if reward_threshold is not None and np.mean(returns) < reward_threshold:
+        raise AssertionError(f"mean reward below threshold: {np.mean(returns):.2f} < "
+                             f"{reward_threshold:.2f}")
     if return_episode_rewards:
-        return returns.tolist(), [int(r.lengths[0]) for r in results]
-    return mean, float(returns.std())
+        return returns, [int(r.lengths[0]) for r in results]
+    return float(np.mean(returns)), float(np.std(returns))
 
 
-# == Model files: plain arrays and JSON in an .npz (a zip archive), never pickle ==================
+# == Files: models as plain arrays and JSON in an .npz (a zip), never pickle; demonstrations ======
 #
-# Reading checks what is cheap first: the member names, the metadata's size, and every
-# size the metadata implies (spaces, parameters, arrays) against the caps, before anything
-# is decompressed, built or allocated. The model is then built by the constructors that
-# build any model, so a file's settings, policy options and weights pass the same checks
-# as the arguments of ARS(). Settings that name paths (tensorboard_log) are never read.
+# Reading checks what is cheap first: the member names, the metadata's size, and every size
+# the metadata implies (spaces, parameters, arrays) against the caps, before anything is
+# decompressed, built or allocated. The model is then built by the constructors that build
+# any model, so a file's settings, policy options and weights pass the checks that the
+# arguments of ARS() pass. Settings that name paths (tensorboard_log) are never read.
 
-FORMAT, FORMAT_VERSION = "ars-numpy", 2
-MAX_METADATA_BYTES = 4 << 20
+FORMAT, FORMAT_VERSION, MAX_METADATA_BYTES = "ars-numpy", 2, 4 << 20
 SAVED = tuple(
     k for k in HPARAMS if k not in ("policy_kwargs", "tensorboard_log", "verbose", "device")
 )
@@ -2744,15 +2344,17 @@ class _atomic_file:
     def __init__(self, path: Path, mode: str):
         self.path, self.mode = Path(path), mode
 
+    def _error(self, error: OSError) -> OSError:
+        return OSError(error.errno, f"could not write {self.path}: {error.strerror}")
+
     def __enter__(self) -> Any:
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            fd, self.tmp = tempfile.mkstemp(
-                dir=self.path.parent, prefix=f".{self.path.name}.", suffix=".tmp"
-            )
+            prefix = f".{self.path.name}."
+            fd, self.tmp = tempfile.mkstemp(dir=self.path.parent, prefix=prefix, suffix=".tmp")
         except OSError as error:
-            raise OSError(error.errno, f"could not write {self.path}: {error.strerror}") from None
-        self.file = os.fdopen(fd, self.mode, **({"newline": ""} if "b" not in self.mode else {}))
+            raise self._error(error) from None
+        self.file = os.fdopen(fd, self.mode, **({} if "b" in self.mode else {"newline": ""}))
         return self.file
 
     def __exit__(self, kind: Any, error: Any, trace: Any) -> None:
@@ -2768,28 +2370,21 @@ class _atomic_file:
                 os.replace(self.tmp, self.path)
         except OSError as failure:
             Path(self.tmp).unlink(missing_ok=True)
-            raise OSError(
-                failure.errno, f"could not write {self.path}: {failure.strerror}"
-            ) from failure
+            raise self._error(failure) from failure
         finally:
             if kind is not None:
                 Path(self.tmp).unlink(missing_ok=True)
         if isinstance(error, OSError) and not str(error).startswith("could not write"):
-            raise OSError(error.errno, f"could not write {self.path}: {error.strerror}") from error
-
-
-def _model_path(path: str | os.PathLike) -> Path:
-    """SB3's rule: a path without a suffix gets ``.zip``."""
-    path = Path(path)
-    return path if path.suffix else path.with_suffix(".zip")
+            raise self._error(error) from error
 
 
 def _write_npz(target: Any, arrays: dict[str, np.ndarray]) -> Path | None:
-    """``np.savez`` to a file object, or atomically to a path (returned)."""
+    """``np.savez`` to a file object, or atomically to a path (returned). SB3's rule: a
+    path without a suffix gets ``.zip``."""
     if hasattr(target, "write"):
         np.savez(target, **arrays)
         return None
-    path = _model_path(target)
+    path = Path(target) if Path(target).suffix else Path(target).with_suffix(".zip")
     with _atomic_file(path, "wb") as f:
         np.savez(f, **arrays)
     return path
@@ -2802,28 +2397,17 @@ def _space_to_json(space: spaces.Space) -> dict[str, Any]:
         return {"type": "MultiDiscrete", "nvec": space.nvec.tolist(), "start": space.start.tolist()}
     if isinstance(space, spaces.MultiBinary):
         return {"type": "MultiBinary", "n": np.asarray(space.n).tolist()}
-
-    def bound(values: np.ndarray) -> Any:  # one number when all are equal: files stay small
-        flat = values.reshape(-1)
-        return flat[0].item() if len(flat) and (flat == flat[0]).all() else values.tolist()
-
-    return {
-        "type": "Box",
-        "low": bound(space.low),
-        "high": bound(space.high),
-        "shape": list(space.shape),
-        "dtype": str(space.dtype),
-    }
+    bound = lambda v: v.flat[0].item() if v.size and (v == v.flat[0]).all() else v.tolist()
+    return {"type": "Box", "low": bound(space.low), "high": bound(space.high),  # one number
+            "shape": list(space.shape), "dtype": str(space.dtype)}  # when all agree
 
 
 def _space_size(data: Any, where: str) -> int:
     """The flat size of a space's JSON (``spaces.flatdim``), computed without building it."""
     kinds = {"Box": "shape", "Discrete": "n", "MultiDiscrete": "nvec", "MultiBinary": "n"}
     if not isinstance(data, dict) or data.get("type") not in kinds:
-        raise ValueError(
-            f"{where} must be a Box, Discrete, MultiDiscrete or MultiBinary space; "
-            f"got {data!r:.200}"
-        )
+        raise ValueError(f"{where} must be a Box, Discrete, MultiDiscrete or MultiBinary space; "
+                         f"got {data!r:.200}")
     sizes = data.get(kinds[data["type"]])
     sizes = np.asarray(sizes if isinstance(sizes, list) else [sizes], dtype=object).reshape(-1)
     if not (len(sizes) <= 10**6 and all(is_int(n) and 0 <= n <= MAX_PARAMETERS for n in sizes)):
@@ -2839,15 +2423,13 @@ def _space_size(data: Any, where: str) -> int:
 def _space_from_json(data: dict[str, Any], where: str) -> spaces.Space:
     """A space from its JSON, whose sizes :func:`_space_size` has checked."""
     try:
-        kind = data["type"]
-        if kind == "Discrete":
+        if data["type"] == "Discrete":
             return spaces.Discrete(data["n"], start=data.get("start", 0))
-        if kind == "MultiBinary":
+        if data["type"] == "MultiBinary":
             return spaces.MultiBinary(data["n"])
-        if kind == "MultiDiscrete":
-            return spaces.MultiDiscrete(
-                np.array(data["nvec"], np.int64), start=np.array(data["start"], np.int64)
-            )
+        if data["type"] == "MultiDiscrete":
+            nvec, start = (np.array(data[k], np.int64) for k in ("nvec", "start"))
+            return spaces.MultiDiscrete(nvec, start=start)
         shape, dtype = tuple(data["shape"]), np.dtype(data["dtype"])
         if dtype.kind not in "fiu" or len(shape) > 32:
             raise ValueError(f"dtype {dtype} and shape {shape}: a number type, at most 32 axes")
@@ -2871,43 +2453,31 @@ def _bounds(value: Any, shape: tuple, dtype: np.dtype) -> np.ndarray:
 def _metadata(model: ARS | ARSPolicy, kind: str = "model") -> dict[str, Any]:
     """The plain-data description of a model (or, with ``kind="policy"``, of its policy)."""
     policy = model.policy if isinstance(model, ARS) else model
-    linear = isinstance(policy, ARSLinearPolicy)
-    config = policy.config()
+    linear, config = isinstance(policy, ARSLinearPolicy), policy.config()
     meta = dict(
-        format=FORMAT,
-        format_version=FORMAT_VERSION,
-        kind=kind,
-        ars_version=__version__,
+        format=FORMAT, format_version=FORMAT_VERSION, kind=kind, ars_version=__version__,
         policy="LinearPolicy" if linear else "MlpPolicy",
         policy_kwargs={k: config[k] for k in ("with_bias", "squash_output")} if linear else config,
         observation_space=_space_to_json(policy.observation_space),
-        action_space=_space_to_json(policy.action_space),
-        system_info=_system_info(),
+        action_space=_space_to_json(policy.action_space), system_info=_system_info(),
     )
     if kind == "model":
-        hparams = {k: model.hparams[k] for k in SAVED}
-        hparams.update({k: model._schedule_value(k) for k in ("learning_rate", "delta_std")})
-        meta.update(
-            hparams=hparams,
-            env_id=model.env_id,
-            num_timesteps=model.num_timesteps,
-            n_updates=model._n_updates,
-            schedules=[k for k in ("learning_rate", "delta_std") if callable(model.hparams[k])],
-            ep_info_buffer=[[e["r"], e["l"]] for e in model.ep_info_buffer],
-        )
+        schedules = [k for k in ("learning_rate", "delta_std") if callable(model.hparams[k])]
+        hparams = {
+            **{k: model.hparams[k] for k in SAVED},
+            **{k: model._schedule_value(k) for k in schedules},
+        }
+        episodes = [[e["r"], e["l"]] for e in model.ep_info_buffer]
+        meta.update(hparams=hparams, env_id=model.env_id, num_timesteps=model.num_timesteps,
+                    n_updates=model._n_updates, schedules=schedules, ep_info_buffer=episodes)
     return meta
 
 
 def _system_info() -> dict[str, str]:
     import platform
 
-    return {
-        "ars": __version__,
-        "python": platform.python_version(),
-        "numpy": np.__version__,
-        "gymnasium": gym.__version__,
-        "os": platform.platform(),
-    }
+    return {"ars": __version__, "python": platform.python_version(), "numpy": np.__version__,
+            "gymnasium": gym.__version__, "os": platform.platform()}
 
 
 def _arrays(policy: ARSPolicy, meta: dict[str, Any]) -> dict[str, np.ndarray]:
@@ -2915,11 +2485,7 @@ def _arrays(policy: ARSPolicy, meta: dict[str, Any]) -> dict[str, np.ndarray]:
     arrays = {"parameters": policy.parameters_to_vector(), "metadata": np.array(json.dumps(meta))}
     if policy.obs_rms is not None:
         rms = policy.obs_rms
-        arrays.update(
-            obs_rms_mean=rms.mean.copy(),
-            obs_rms_var=rms.var.copy(),
-            obs_rms_count=np.array(rms.count),
-        )
+        arrays.update(obs_rms_mean=rms.mean, obs_rms_var=rms.var, obs_rms_count=np.array(rms.count))
     return arrays
 
 
@@ -2929,54 +2495,30 @@ def _own_attributes() -> frozenset[str]:
     return frozenset(dir(ARS)) | frozenset(vars(ARS("LinearPolicy", seed=0))) | frozenset(HPARAMS)
 
 
-def save_model(
-    model: ARS,
-    path: Any,
-    exclude: Sequence[str] | None = None,
-    include: Sequence[str] | None = None,
-    callbacks: Any = None,
-) -> Path | None:
-    """Write ``model`` as plain arrays and JSON (see :meth:`ARS.save`); ``callbacks``' state
-    goes in a checkpoint, so that a resumed run repeats exactly."""
+def save_model(model: ARS, path: Any, exclude: Sequence[str] | None = None,
+               include: Sequence[str] | None = None, callbacks: Any = None) -> Path | None:
+    """Write ``model`` as plain arrays and JSON (see :meth:`ARS.save`); a checkpoint also
+    holds the ``callbacks``' state, so that a resumed run repeats exactly."""
     model._need_policy()
-    meta = _metadata(model)
+    meta, included = _metadata(model), {}
     for name in exclude or ():  # SB3's meaning: an excluded setting loads as its default
         meta["hparams"].pop(name, None)
         if name == "ep_info_buffer":
             meta.pop(name)
-    included = {}
     for name in include or ():
         if name in HPARAMS or name in meta:  # saved anyway
             continue
         if name in _own_attributes():
             raise ValueError(f"include={name!r}: it is part of every ARS model, not an extra")
-        value = getattr(model, name)
+        included[name] = getattr(model, name)
         try:
-            json.dumps(value)
+            json.dumps(included[name])
         except TypeError:
-            raise ValueError(
-                f"include={name!r}: {type(value).__name__} is not plain data (JSON)"
-            ) from None
-        included[name] = value
-    if included:
-        meta["included"] = included
-    if callbacks is not None:
-        meta["callbacks"] = callbacks.state_dict()
+            raise ValueError(f"include={name!r}: {type(included[name]).__name__} is not plain "
+                             "data (JSON)") from None
+    meta.update({"included": included} if included else {})
+    meta.update({"callbacks": callbacks.state_dict()} if callbacks is not None else {})
     return _write_npz(path, _arrays(model.policy, meta))
-
-
-def _open_source(source: Any) -> tuple[Any, str]:
-    """A readable binary file for a path (SB3's suffix rule) or file object, and its name."""
-    if hasattr(source, "read"):
-        return source, getattr(source, "name", "the given file object")
-    path = Path(source)
-    if not path.exists() and not path.suffix:
-        path = next(
-            (p for p in (path.with_suffix(".zip"), path.with_suffix(".npz")) if p.exists()), path
-        )
-    if not path.exists():
-        raise FileNotFoundError(f"no model file at {path}")
-    return path.open("rb"), str(path)
 
 
 def _read_member(archive: zipfile.ZipFile, name: str, limit: int, where: str) -> bytes:
@@ -2997,50 +2539,44 @@ def _npy(data: bytes, shape: tuple[int, ...], kinds: str, where: str, name: str)
         version = np.lib.format.read_magic(f)
         if version not in ((1, 0), (2, 0)):
             raise ValueError(f"npy format {version}")
-        read_header = getattr(np.lib.format, f"read_array_header_{version[0]}_0")
-        found, _, dtype = read_header(f)
+        found, _, dtype = getattr(np.lib.format, f"read_array_header_{version[0]}_0")(f)
     except (ValueError, TypeError, SyntaxError, EOFError) as error:
         raise ValueError(f"{where}: {name} is not a valid array ({error})") from error
     if dtype.hasobject or dtype.kind not in kinds or found != shape:
-        raise ValueError(
-            f"{where}: {name} holds {found} of {dtype}; expected {shape} of kind "
-            f"{kinds!r} (object arrays are never loaded)"
-        )
+        raise ValueError(f"{where}: {name} holds {found} of {dtype}; expected {shape} of kind "
+                         f"{kinds!r} (object arrays are never loaded)")
     if math.prod(found) * dtype.itemsize > len(data):
         raise ValueError(f"{where}: {name} is truncated")
     f.seek(0)
     return np.lib.format.read_array(f, allow_pickle=False)
 
 
-def read_model_file(source: Any) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+def read_model_file(source: Any) -> tuple[dict[str, Any], dict[str, Any]]:
     """The checked metadata (spaces built) and arrays of a file of :meth:`ARS.save` or
     :meth:`ARSPolicy.save`, or (converted) of sb3-contrib's ``ARS.save``. Nothing in the
     file is ever unpickled, and nothing is allocated before its size is checked."""
-    f, where = _open_source(source)
+    if hasattr(source, "read"):
+        f, where = source, getattr(source, "name", "the given file object")
+    else:
+        path = Path(source)  # SB3's rule: a name without a suffix may mean .zip
+        path = next((p for p in (path, path.with_suffix(".zip"), path.with_suffix(".npz"))
+                     if p.exists() and (p == path or not path.suffix)), path)
+        if not path.exists():
+            raise FileNotFoundError(f"no model file at {path}")
+        f, where = path.open("rb"), str(path)
     try:
         with zipfile.ZipFile(f) as archive:
             names = set(archive.namelist())
             if {"data", "policy.pth"} <= names:
                 return _read_sb3_zip(archive, where)
             if "metadata.npy" not in names or names - {f"{k}.npy" for k in ("metadata", *ARRAYS)}:
-                raise ValueError(
-                    f"{where} is a zip archive but not a model written by ars or "
-                    f"sb3-contrib (members: {sorted(names)[:8]})"
-                )
+                raise ValueError(f"{where} is a zip archive but not a model written by ars or "
+                                 f"sb3-contrib (members: {sorted(names)[:8]})")
             meta = _read_metadata(archive, where)
             return meta, _read_arrays(archive, names, meta, where)
-    except zipfile.BadZipFile as error:
-        raise ValueError(
-            f"{where} is not a readable ars model file ({error}); is it truncated, "
-            "or written by another program?"
-        ) from error
-    except (OSError, EOFError, zlib.error, UnicodeDecodeError) as error:
-        if isinstance(error, FileNotFoundError):
-            raise
-        raise ValueError(
-            f"{where} is not a readable ars model file ({type(error).__name__}: "
-            f"{error}); is it truncated, or written by another program?"
-        ) from error
+    except (zipfile.BadZipFile, OSError, EOFError, zlib.error, UnicodeDecodeError) as error:
+        raise ValueError(f"{where} is not a readable ars model file ({type(error).__name__}: "
+                         f"{error}); is it truncated, or written by another program?") from error
     finally:
         if not hasattr(source, "read"):
             f.close()
@@ -3054,13 +2590,8 @@ def _json(text: str | bytes, where: str) -> Any:
         raise ValueError(f"{where} is not valid JSON ({error})") from None
 
 
-def _need(ok: bool, where: str, field: str, what: str, value: Any) -> None:
-    if not ok:
-        raise ValueError(f"{where}: metadata field {field!r} must be {what}; got {value!r:.200}")
-
-
 def _read_metadata(archive: zipfile.ZipFile, where: str) -> dict[str, Any]:
-    """The metadata, its fields of the right types and its sizes within the caps; what the
+    """The metadata: its fields of the right types, and its sizes within the caps. What the
     constructors check (settings, policy options) is left to them."""
     raw = _read_member(archive, "metadata.npy", MAX_METADATA_BYTES, where)
     meta = _json(str(_npy(raw, (), "U", where, "metadata")), f"{where}: the metadata")
@@ -3071,115 +2602,83 @@ def _read_metadata(archive: zipfile.ZipFile, where: str) -> dict[str, Any]:
         raise ValueError(f"{where}: format_version must be a positive integer; got {version!r}")
     if version > FORMAT_VERSION:
         raise ValueError(f"{where} was written by a newer ars (format {version}); upgrade ars")
-    unknown = set(meta) - METADATA_FIELDS
-    if unknown:
-        raise ValueError(f"{where}: the metadata holds fields ars does not know: {sorted(unknown)}")
-    need = lambda field, ok, what: _need(ok, where, field, what, meta.get(field))
-    kind = meta.setdefault("kind", "model")
+    if set(meta) - METADATA_FIELDS:
+        raise ValueError(f"{where}: the metadata holds fields ars does not know: "
+                         f"{sorted(set(meta) - METADATA_FIELDS)}")
+
+    def need(field: str, ok: bool, what: str) -> None:
+        if not ok:
+            raise ValueError(f"{where}: metadata field {field!r} must be {what}; got "
+                             f"{meta.get(field)!r:.200}")
+
+    kind, kwargs = meta.setdefault("kind", "model"), meta.get("policy_kwargs")
     need("kind", kind in ("model", "policy"), '"model" or "policy"')
     need("policy", meta.get("policy") in POLICY_CLASSES, f"one of {list(POLICY_CLASSES)}")
-    kwargs = meta.get("policy_kwargs")
     arch = kwargs.get("net_arch", []) if isinstance(kwargs, dict) else None
-    need(
-        "policy_kwargs",
-        isinstance(arch, list)
-        and len(arch) <= 100
-        and all(is_int(n) and 1 <= n <= MAX_PARAMETERS for n in arch),
-        "a dict whose net_arch is a list of positive integers",
-    )
+    sizes_ok = isinstance(arch, list) and len(arch) <= 100
+    sizes_ok = sizes_ok and all(is_int(n) and 1 <= n <= MAX_PARAMETERS for n in arch)
+    need("policy_kwargs", sizes_ok, "a dict whose net_arch is a list of layer sizes")
     sizes = [
         _space_size(meta.get(k), f"{where}: {k}") for k in ("observation_space", "action_space")
     ]
     _parameter_count(meta["policy"], kwargs, *sizes, where)
     for key in ("observation_space", "action_space"):
         meta[key] = _space_from_json(meta[key], f"{where}: {key}")
-    if kind == "model":
-        hparams = meta.get("hparams")
-        need("hparams", isinstance(hparams, dict), "a dict")
-        for name in set(hparams) - set(SAVED):  # e.g. a path (tensorboard_log): never from a file
-            raise ValueError(f"{where}: hparams holds {name!r}, which a model file may not set")
-        for field in ("num_timesteps", "n_updates"):
-            need(field, is_int(meta.get(field)) and 0 <= meta[field] < 2**63, "an integer >= 0")
-        env_id = meta.get("env_id")
-        need(
-            "env_id",
-            env_id is None or isinstance(env_id, str) and re.fullmatch(r"[\w./-]{1,200}", env_id),
-            "a registered env id such as 'Hopper-v4' or null (never 'module:Env', which imports)",
-        )
-        need("schedules", isinstance(meta.get("schedules", []), list), "a list")
-        episodes = meta.get("ep_info_buffer", [])
-        need(
-            "ep_info_buffer",
-            isinstance(episodes, list)
-            and all(
-                isinstance(e, list)
-                and len(e) == 2
-                and _is_number(e[0])
-                and is_int(e[1])
-                and 0 <= e[1] < 2**63
-                for e in episodes
-            ),
-            "a list of [return, length]",
-        )
-        need("callbacks", isinstance(meta.get("callbacks", {}), dict), "a dict")
-        included = meta.get("included", {})
-        need(
-            "included",
-            isinstance(included, dict)
-            and all(str(k).isidentifier() and not str(k).startswith("_") for k in included),
-            "a dict of public extra attributes",
-        )
+    if kind == "policy":
+        return meta
+    need("hparams", isinstance(meta.get("hparams"), dict), "a dict")
+    for name in set(meta["hparams"]) - set(SAVED):  # a path (tensorboard_log): never from a file
+        raise ValueError(f"{where}: hparams holds {name!r}, which a model file may not set")
+    env_id = meta.get("env_id")
+    plain = isinstance(env_id, str) and re.fullmatch(r"[\w./-]{1,200}", env_id)
+    need("env_id", env_id is None or plain, "an env id such as 'Hopper-v4', or null (never "
+         "'module:Env', which imports)")
+    need("schedules", isinstance(meta.get("schedules", []), list), "a list")
+    need("callbacks", isinstance(meta.get("callbacks", {}), dict), "a dict")
+    included = meta.get("included", {})
+    need("included", isinstance(included, dict) and all(
+        str(k).isidentifier() and not str(k).startswith("_") for k in included),
+        "a dict of public extra attributes")
     return meta
 
 
 def _parameter_count(policy: str, kwargs: dict, obs_dim: int, n_outputs: int, where: str) -> int:
     """The parameters the metadata implies (the core's layout), refused above the cap."""
     arch = kwargs.get("net_arch", POLICIES[policy]["net_arch"])
-    bias = kwargs.get("with_bias", POLICIES[policy]["with_bias"])
-    n_params = sum(o * i + o * bool(bias) for o, i in layer_shapes(obs_dim, arch, n_outputs))
+    bias = bool(kwargs.get("with_bias", POLICIES[policy]["with_bias"]))
+    n_params = sum(o * i + o * bias for o, i in layer_shapes(obs_dim, arch, n_outputs))
     if n_params > MAX_PARAMETERS:
-        raise ValueError(
-            f"{where}: the metadata describes a policy of {n_params:,} parameters; "
-            f"ars takes at most {MAX_PARAMETERS:,}"
-        )
+        raise ValueError(f"{where}: the metadata describes a policy of {n_params:,} parameters; "
+                         f"ars takes at most {MAX_PARAMETERS:,}")
     return n_params
 
 
 def _read_arrays(archive: zipfile.ZipFile, names: set[str], meta: dict, where: str) -> dict:
     """The arrays, each checked against the shape the metadata implies before it is read."""
-    obs_dim = spaces.flatdim(meta["observation_space"])
-    n_outputs = spaces.flatdim(meta["action_space"])
+    obs_dim, n_outputs = (spaces.flatdim(meta[k]) for k in ("observation_space", "action_space"))
     n_params = _parameter_count(meta["policy"], meta["policy_kwargs"], obs_dim, n_outputs, where)
     expected = {"parameters": ((n_params,), "f")}
     if "obs_rms_mean.npy" in names:
-        expected.update(
-            obs_rms_mean=((obs_dim,), "f"), obs_rms_var=((obs_dim,), "f"), obs_rms_count=((), "iu")
-        )
+        rms = {"obs_rms_mean": ((obs_dim,), "f"), "obs_rms_var": ((obs_dim,), "f")}
+        expected.update(rms, obs_rms_count=((), "iu"))
     if {f"{k}.npy" for k in expected} != names - {"metadata.npy"}:
         found = sorted(n[:-4] for n in names - {"metadata.npy"})
         raise ValueError(f"{where}: expected the arrays {sorted(expected)}; the file holds {found}")
-    return {
-        name: _npy(
-            _read_member(archive, f"{name}.npy", 8 * math.prod(shape) + 4096, where),
-            shape,
-            kinds,
-            where,
-            name,
-        )
-        for name, (shape, kinds) in expected.items()
-    }
+    read = lambda name, shape: _read_member(
+        archive, f"{name}.npy", 8 * math.prod(shape) + 4096, where
+    )
+    return {name: _npy(read(name, shape), shape, kinds, where, name)
+            for name, (shape, kinds) in expected.items()}
 
 
-def _build_policy(
-    meta: dict[str, Any], arrays: dict[str, Any], where: str, policy: ARSPolicy | None = None
-) -> ARSPolicy:
+def _build_policy(meta: dict[str, Any], arrays: dict[str, Any], where: str,
+                  policy: ARSPolicy | None = None) -> ARSPolicy:
     """The file's policy, built as any policy is, then given the file's arrays: finite
     weights, and V2's statistics exactly when the policy normalises."""
     try:
         if policy is None:
-            policy = POLICY_CLASSES[meta["policy"]](
-                meta["observation_space"], meta["action_space"], **meta["policy_kwargs"]
-            )
+            cls, spaces_ = POLICY_CLASSES[meta["policy"]], _spaces_of_meta(meta, where)
+            policy = cls(*spaces_, **meta["policy_kwargs"])
             policy.obs_rms = RunningMeanStd((policy.obs_dim,)) if "obs_rms_mean" in arrays else None
         if "state_dict" in arrays:  # sb3-contrib's: checked name by name and shape by shape
             policy.load_state_dict(arrays["state_dict"])
@@ -3187,28 +2686,35 @@ def _build_policy(
         if not np.isfinite(arrays["parameters"]).all():
             raise ValueError("the policy's parameters hold NaN or infinite values")
         policy.load_from_vector(arrays["parameters"].astype(np.float64))
-        if (policy.obs_rms is None) != ("obs_rms_mean" not in arrays):
-            raise ValueError(
-                f"normalize_obs is {policy.obs_rms is not None} but the file "
-                f"{'holds' if 'obs_rms_mean' in arrays else 'lacks'} observation statistics"
-            )
-        if policy.obs_rms is not None:
+        has = "obs_rms_mean" in arrays
+        if (policy.obs_rms is not None) != has:
+            raise ValueError(f"normalize_obs is {not has} but the file "
+                             f"{'holds' if has else 'lacks'} observation statistics")
+        if has:
             mean, var, count = (arrays[f"obs_rms_{k}"] for k in ("mean", "var", "count"))
-            if not (np.isfinite([mean, var]).all() and (var >= 0).all() and int(count) >= 0):
-                raise ValueError(
-                    "the observation statistics must be finite, with variances and a count >= 0"
-                )
-            policy.obs_rms = RunningMeanStd.from_moments(
-                mean.astype(float), var.astype(float), int(count)
-            )
+            if not (np.isfinite([mean, var]).all() and (var >= 0).all() and count >= 0):
+                raise ValueError("the observation statistics must be finite, variances and count "
+                                 ">= 0")
+            policy.obs_rms = RunningMeanStd.from_moments(mean.astype(float), var.astype(float),
+                                                         int(count))
         return policy
     except (ValueError, TypeError, NotImplementedError) as error:
         raise ValueError(f"{where}: {error}") from None
 
 
-def load_model(
-    path: Any, env: Any, device: Any, overrides: dict[str, Any], print_system_info: bool
-) -> ARS:
+def _spaces_of_meta(meta: dict[str, Any], where: str, env: Any = None) -> tuple:
+    """The file's spaces; where they could not be read (sb3-contrib abbreviates the bounds
+    of large Boxes), those of ``env``."""
+    if meta["observation_space"] is not None and meta["action_space"] is not None:
+        return meta["observation_space"], meta["action_space"]
+    if env is None:
+        raise ValueError(f"{where}: its spaces cannot be read (sb3-contrib abbreviates large "
+                         "bounds with '...'): pass env= to load it")
+    return _spaces_of(resolve_env(env)[0])
+
+
+def load_model(path: Any, env: Any, device: Any, overrides: dict[str, Any],
+               print_system_info: bool) -> ARS:
     """See :meth:`ARS.load`: the model is built by ``ARS(...)`` from the file's settings."""
     meta, arrays = read_model_file(path)
     where = str(getattr(path, "name", path))
@@ -3216,37 +2722,36 @@ def load_model(
         raise ValueError(f"{where} holds a policy alone: load it with ARSPolicy.load")
     if print_system_info:
         print("== saved with:", meta.get("system_info"), "\n== now:", _system_info())
-    unknown = set(overrides) - set(HPARAMS)
-    if unknown:
-        raise TypeError(f"ARS.load got settings it does not know: {sorted(unknown)}")
-    for name in [*meta.get("schedules", []), *meta.get("unreadable", [])]:
+    if set(overrides) - set(HPARAMS):
+        raise TypeError(f"ARS.load got settings it does not know: "
+                        f"{sorted(set(overrides) - set(HPARAMS))}")
+    schedules = meta.get("schedules", [])
+    for name in (*schedules, *meta.get("unreadable", [])):
         if name not in overrides:
-            how = (
-                "was a schedule, saved as its last value"
-                if name in meta.get("schedules", [])
-                else "is a schedule sb3-contrib stored as a pickle, which ars never loads; using"
-            )
-            warnings.warn(
-                f"{where}: {name} {how} {meta['hparams'].get(name, DEFAULTS[name])}; "
-                f"pass {name}= to ARS.load",
-                stacklevel=3,
-            )
-    settings = {**meta["hparams"], "policy_kwargs": meta["policy_kwargs"], **overrides}
+            how = "is a schedule sb3-contrib stored as a pickle, which ars never loads; using"
+            how = "was a schedule, saved as its last value" if name in schedules else how
+            warnings.warn(f"{where}: {name} {how} {meta['hparams'].get(name, DEFAULTS[name])}; "
+                          f"pass {name}= to ARS.load", stacklevel=3)
+    counters = meta.get("num_timesteps"), meta.get("n_updates")
+    episodes = meta.get("ep_info_buffer", [])
     try:
+        if not all(is_int(n) and 0 <= n < 2**63 for n in counters):
+            raise ValueError(f"num_timesteps and n_updates must be integers >= 0; got {counters}")
+        pair = lambda e: isinstance(e, list) and len(e) == 2 and _is_number(e[0]) and is_int(e[1])
+        if not isinstance(episodes, list) or not all(pair(e) and 0 <= e[1] < 2**63
+                                                     for e in episodes):
+            raise ValueError(f"ep_info_buffer must be a list of [return, length]; got "
+                             f"{episodes!r:.100}")
+        settings = {**meta["hparams"], "policy_kwargs": meta["policy_kwargs"], **overrides}
         model = ARS(meta["policy"], _init_setup_model=False, device=device, **settings)
-    except (ValueError, TypeError) as error:
-        raise ValueError(f"{where}: {error}") from None
-    model.observation_space, model.action_space = meta["observation_space"], meta["action_space"]
-    model.env_id = meta.get("env_id")
-    try:
+        model.observation_space, model.action_space = _spaces_of_meta(meta, where, env)
+        model.env_id = meta.get("env_id")
         model._setup_model()
-    except (ValueError, TypeError) as error:
+    except (ValueError, TypeError, NotImplementedError) as error:
         raise ValueError(f"{where}: {error}") from None
     _build_policy(meta, arrays, where, model.policy)
-    model.num_timesteps, model._n_updates = meta["num_timesteps"], meta["n_updates"]
-    model.ep_info_buffer.extend(
-        {"r": float(r), "l": int(n)} for r, n in meta.get("ep_info_buffer", [])
-    )
+    model.num_timesteps, model._n_updates = counters
+    model.ep_info_buffer.extend({"r": float(r), "l": int(n)} for r, n in episodes)
     for name, value in meta.get("included", {}).items():
         if name in _own_attributes():  # a file adds attributes; never replaces the model's own
             raise ValueError(f"{where}: included {name!r} would replace part of the model")
@@ -3276,14 +2781,11 @@ def load_demonstrations(path: str | os.PathLike) -> tuple[np.ndarray, np.ndarray
                     observations.append(data["observations"])
                     actions.append(data["actions"])
         except (OSError, EOFError, ValueError, zipfile.BadZipFile) as error:  # ValueError: pickles
-            raise ValueError(
-                f"{file} is not a readable .npz trajectory of plain arrays "
-                f"({type(error).__name__}: {error})"
-            ) from error
+            raise ValueError(f"{file} is not a readable .npz trajectory of plain arrays "
+                             f"({type(error).__name__}: {error})") from error
         if not {"observations", "actions"} <= names:
-            raise ValueError(
-                f"{file} must hold arrays 'observations' and 'actions'; it has {sorted(names)}"
-            )
+            raise ValueError(f"{file} must hold arrays 'observations' and 'actions'; it has "
+                             f"{sorted(names)}")
     try:
         return np.concatenate(observations), np.concatenate(actions)
     except ValueError as error:
@@ -3307,57 +2809,51 @@ def warm_start(model: ARS, demonstrations: Any, ridge: float = 1e-3) -> None:
     """
     policy = model.policy
     if policy is None or policy.net_arch:
-        raise ValueError(
-            "warm_start fits linear policies (LinearPolicy, or MlpPolicy with net_arch=[])"
-        )
+        raise ValueError("warm_start fits linear policies (LinearPolicy, or MlpPolicy with "
+                         "net_arch=[])")
     if isinstance(demonstrations, (str, os.PathLike)):
         demonstrations = load_demonstrations(demonstrations)
     check_number("ridge", ridge, low=0.0)
     observations, actions = (_as_array(x, None) for x in demonstrations)
-    shape = policy.observation_space.shape
+    shape, space = policy.observation_space.shape, policy.action_space
     if (
         observations.ndim != len(shape) + 1
         or observations.shape[1:] != shape
         or not len(observations)
     ):
-        raise ValueError(
-            f"demonstration observations must have shape (n >= 1, *{shape}); got "
-            f"{observations.shape}"
-        )
-    observations = flattener(policy.observation_space)(observations)
+        raise ValueError(f"demonstration observations must have shape (n >= 1, *{shape}); got "
+                         f"{observations.shape}")
+    observations = flattener(policy.observation_space)(observations).astype(np.float64)
     if len(actions) != len(observations):
         raise ValueError(f"got {len(observations)} observations but {len(actions)} actions")
     if not np.isfinite(observations).all() or not np.isfinite(actions.astype(np.float64)).all():
         raise ValueError("the demonstrations hold non-finite values (nan or inf)")
-    space = policy.action_space
     if isinstance(space, spaces.Discrete):
         index = actions.reshape(-1) - int(space.start)
         if (actions.reshape(-1) % 1 != 0).any() or index.min() < 0 or index.max() >= space.n:
-            raise ValueError(
-                f"demonstration actions must be integers in {space}; got values from "
-                f"{actions.min()} to {actions.max()}"
-            )
+            raise ValueError(f"demonstration actions must be integers in {space}; got values from "
+                             f"{actions.min()} to {actions.max()}")
         targets = -np.ones((len(actions), policy.action_dim))
         targets[np.arange(len(actions)), index.astype(np.int64)] = 1.0
     else:
-        targets = actions.astype(np.float64).reshape(len(actions), -1)
-        low, high = policy._low, policy._high
+        targets, low, high = (
+            actions.astype(np.float64).reshape(len(actions), -1),
+            policy._low,
+            policy._high,
+        )
         if targets.shape[1] != policy.action_dim or (targets < low).any() or (targets > high).any():
-            raise ValueError(
-                f"demonstration actions must lie in {space}; got shape "
-                f"{actions.shape} and values from {actions.min()} to {actions.max()}"
-            )
+            raise ValueError(f"demonstration actions must lie in {space}; got shape "
+                             f"{actions.shape} and values from {actions.min()} to {actions.max()}")
         if policy.squash_output:
-            center, scale = (high + low) / 2, (high - low) / 2
-            targets = np.arctanh(np.clip((targets - center) / scale, -0.999, 0.999))
-    inputs = observations
+            targets = np.arctanh(np.clip((2 * targets - high - low) / (high - low), -0.999, 0.999))
     if policy.obs_rms is not None:  # regress on what the first layer sees: normalised inputs
-        policy.obs_rms = policy.obs_rms.copy().update(observations)
-        var = policy.obs_rms.var
-        inverse_std = np.where(var < MIN_VARIANCE, 0.0, 1 / np.sqrt(np.maximum(var, MIN_VARIANCE)))
-        inputs = (observations - policy.obs_rms.mean) * inverse_std
-    if policy.with_bias:
-        inputs = np.hstack([inputs, np.ones((len(inputs), 1))])
+        rms = policy.obs_rms = policy.obs_rms.copy().update(observations)
+        observations = (observations - rms.mean) * inverse_std(rms.var)
+    inputs = (
+        np.hstack([observations, np.ones((len(observations), 1))])
+        if policy.with_bias
+        else observations
+    )
     gram = inputs.T @ inputs + ridge * np.eye(inputs.shape[1])
     solution = np.linalg.solve(gram, inputs.T @ targets).T
     weight, bias = (solution[:, :-1], solution[:, -1]) if policy.with_bias else (solution, None)
@@ -3387,22 +2883,16 @@ def unwrap_vec_env(venv: Any) -> tuple[gym.Env, Any]:
         if name == "VecNormalize":
             vec_normalize = vec_normalize or layer
         elif name != "VecMonitor":
-            raise ValueError(
-                f"ARS cannot see through {name}: give it the env, a DummyVecEnv, or "
-                "VecNormalize or VecMonitor around one"
-            )
+            raise ValueError(f"ARS cannot see through {name}: give it the env, a DummyVecEnv, or "
+                             "VecNormalize or VecMonitor around one")
         layer = layer.venv
     if not hasattr(layer, "envs"):
-        raise ValueError(
-            f"{type(layer).__name__} runs its envs in other processes; ARS steps one "
-            "env here. Pass a DummyVecEnv (make_vec_env(..., n_envs=1)); for "
-            "parallel rollouts use AsyncEval"
-        )
+        raise ValueError(f"{type(layer).__name__} runs its envs in other processes; ARS steps one "
+                         "env here. Pass a DummyVecEnv (make_vec_env(..., n_envs=1)); for "
+                         "parallel rollouts use AsyncEval")
     if layer.num_envs != 1:
-        raise ValueError(
-            f"the VecEnv holds {layer.num_envs} envs; ARS steps one (n_envs=1). For "
-            "parallel rollouts, use AsyncEval with one env function per worker"
-        )
+        raise ValueError(f"the VecEnv holds {layer.num_envs} envs; ARS steps one (n_envs=1). For "
+                         "parallel rollouts, use AsyncEval with one env function per worker")
     return layer.envs[0], vec_normalize
 
 
@@ -3449,146 +2939,17 @@ def _update_vec_normalize(vec_normalize: Any, visited: Sequence[RunningMeanStd |
         shape = np.shape(vec_normalize.obs_rms.mean)
         for rms in visited:
             if rms is not None and rms.count:
-                vec_normalize.obs_rms.update_from_moments(
-                    rms.mean.reshape(shape), rms.var.reshape(shape), rms.count
-                )
+                vec_normalize.obs_rms.update_from_moments(rms.mean.reshape(shape),
+                                                          rms.var.reshape(shape), rms.count)
 
 
 def _check_vec_normalize(model: ARS) -> None:
     vec_normalize = model.get_vec_normalize_env()
     if model.normalize_obs and vec_normalize is not None and vec_normalize.norm_obs:
-        raise ValueError(
-            "the env is an SB3 VecNormalize, which already normalises observations: "
-            "use normalize_obs=False (V1 on its observations, as sb3-contrib), or "
-            "drop VecNormalize"
-        )
+        raise ValueError("the env is an SB3 VecNormalize, which already normalises observations: "
+                         "use normalize_obs=False (V1 on its observations, as sb3-contrib), or "
+                         "drop VecNormalize")
 
-
-class _VecEnvView:
-    """A gymnasium env seen as SB3's VecEnv of one env: batched ``reset``/``step``,
-    auto-reset with ``terminal_observation``. Used when SB3 itself is not imported."""
-
-    num_envs = 1
-
-    def __init__(self, env: gym.Env):
-        self.envs, self.observation_space, self.action_space = [env], *_spaces_of(env)
-        self._seed: int | None = None
-
-    def reset(self) -> np.ndarray:
-        obs, _ = self.envs[0].reset(seed=self._seed)
-        self._seed = None
-        return np.asarray(obs)[None]
-
-    def step(self, actions: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[dict]]:
-        obs, reward, terminated, truncated, info = self.envs[0].step(np.asarray(actions)[0])
-        info = dict(info, **{"TimeLimit.truncated": truncated and not terminated})
-        if terminated or truncated:
-            info["terminal_observation"] = obs
-            obs, _ = self.envs[0].reset()
-        done = np.array([terminated or truncated])
-        return np.asarray(obs)[None], np.array([reward], np.float32), done, [info]
-
-    def step_async(self, actions: Any) -> None:
-        self._actions = actions
-
-    def step_wait(self) -> tuple:
-        return self.step(self._actions)
-
-    def seed(self, seed: int | None = None) -> list[int | None]:
-        self._seed = seed
-        return [seed]
-
-    def render(self, mode: str | None = None) -> Any:
-        return self.envs[0].render()
-
-    def close(self) -> None:
-        self.envs[0].close()
-
-
-def _vec_env_view(model: ARS) -> Any:
-    """``model.env``: the user's VecEnv, else a VecEnv over ``gym_env`` (SB3's DummyVecEnv
-    when SB3 is imported, so SB3's callbacks see the type they expect)."""
-    if model._vec_env is not None or model.gym_env is None:
-        return model._vec_env
-    if model._env_view is None:
-        sb3, env = sys.modules.get("stable_baselines3.common.vec_env"), model.gym_env
-        model._env_view = sb3.DummyVecEnv([lambda: env]) if sb3 is not None else _VecEnvView(env)
-    return model._env_view
-
-
-def _policy_state_dict(policy: ARSPolicy) -> dict[str, np.ndarray]:
-    """``action_net.<2i>.weight`` and ``.bias`` per layer (torch's layout), plus V2's statistics."""
-    state = {}
-    for i, (weight, bias) in enumerate(policy.layers(policy.parameters_to_vector())):
-        state[f"action_net.{2 * i}.weight"] = weight
-        if bias is not None:
-            state[f"action_net.{2 * i}.bias"] = bias
-    if policy.obs_rms is not None:
-        rms = policy.obs_rms
-        state.update(
-            {
-                "obs_rms.mean": rms.mean.copy(),
-                "obs_rms.var": rms.var.copy(),
-                "obs_rms.count": np.array(rms.count),
-            }
-        )
-    return state
-
-
-def _load_policy_state_dict(policy: ARSPolicy, state_dict: dict[str, Any], strict: bool) -> None:
-    """Check every key, shape and number first, then set all at once: never half a policy."""
-    given = {}
-    for key, value in state_dict.items():
-        if key in ("action_net.weight", "action_net.bias"):  # sb3-contrib < 1.7's LinearPolicy
-            key = key.replace("action_net.", "action_net.0.")
-        given[key] = _as_array(value, None)
-    expected = _policy_state_dict(policy)
-    unknown, missing = sorted(set(given) - set(expected)), sorted(set(expected) - set(given))
-    if unknown or (strict and missing):
-        raise ValueError(
-            f"parameters do not match the policy: unknown {unknown}, missing "
-            f"{missing if strict else []}; expected {sorted(expected)}"
-        )
-    for key, value in given.items():
-        if value.shape != expected[key].shape:
-            raise ValueError(
-                f"parameter {key!r} has shape {value.shape}, the policy expects "
-                f"{expected[key].shape}"
-            )
-        if value.dtype.kind not in "fiu" or not np.isfinite(value.astype(np.float64)).all():
-            raise ValueError(f"parameter {key!r} must hold finite real numbers; got {value.dtype}")
-    if "obs_rms.var" in given and (given["obs_rms.var"] < 0).any():
-        raise ValueError("obs_rms.var must be >= 0")
-    if "obs_rms.count" in given and not (
-        given["obs_rms.count"] >= 0 and given["obs_rms.count"] % 1 == 0
-    ):
-        raise ValueError("obs_rms.count must be a whole number >= 0")
-    merged = {**expected, **given}
-    layers = [
-        merged[k].astype(np.float64).reshape(-1) for k in expected if k.startswith("action_net")
-    ]
-    policy.load_from_vector(np.concatenate(layers))
-    if policy.obs_rms is not None:
-        mean, var = (merged[f"obs_rms.{k}"].astype(np.float64) for k in ("mean", "var"))
-        policy.obs_rms = RunningMeanStd.from_moments(mean, var, int(merged["obs_rms.count"]))
-
-
-def _set_parameters(model: ARS, load_path_or_dict: Any, exact_match: bool) -> None:
-    policy = model._need_policy()
-    if isinstance(load_path_or_dict, (str, os.PathLike)) or hasattr(load_path_or_dict, "read"):
-        meta, arrays = read_model_file(load_path_or_dict)
-        source = _build_policy(meta, arrays, str(load_path_or_dict))
-        load_path_or_dict = {"policy": source.state_dict()}
-    if not (
-        isinstance(load_path_or_dict, dict) and isinstance(load_path_or_dict.get("policy"), dict)
-    ):
-        raise ValueError(
-            "expected a path, or a dict {'policy': {name: array}} as get_parameters() returns"
-        )
-    unknown = sorted(set(load_path_or_dict) - {"policy"})
-    if unknown:
-        raise ValueError(f"unknown parameter groups {unknown}: an ARS model has only 'policy'")
-    policy.load_state_dict(load_path_or_dict["policy"], strict=exact_match)
 
 
 def _read_sb3_zip(archive: zipfile.ZipFile, where: str) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -3630,18 +2991,11 @@ def _read_sb3_zip(archive: zipfile.ZipFile, where: str) -> tuple[dict[str, Any],
             hparams[name] = float(value.group(1))
         else:  # any other exists only as a pickle: never read
             unreadable.append(name)
-    meta = dict(
-        kind="model",
-        policy="LinearPolicy" if linear else "MlpPolicy",
-        policy_kwargs=kwargs,
-        hparams=hparams,
-        env_id=None,
-        observation_space=_sb3_space(data.get("observation_space")),
-        action_space=_sb3_space(data.get("action_space")),
-        unreadable=unreadable,
-        num_timesteps=data.get("num_timesteps", 0),
-        n_updates=data.get("_n_updates", 0),
-    )
+    meta = dict(kind="model", policy="LinearPolicy" if linear else "MlpPolicy",
+                policy_kwargs=kwargs, hparams=hparams, env_id=None,
+                observation_space=_sb3_space(data.get("observation_space")),
+                action_space=_sb3_space(data.get("action_space")), unreadable=unreadable,
+                num_timesteps=data.get("num_timesteps", 0), n_updates=data.get("_n_updates", 0))
     state = {k: v.detach().numpy() if _is_torch(v) else v for k, v in state.items()}
     return meta, {"state_dict": state}
 
@@ -3679,9 +3033,8 @@ def _policy_to_torch(policy: ARSPolicy) -> Any:
     layers = policy.layers(policy.parameters_to_vector(), policy.obs_rms)
     activations = {"relu": nn.ReLU, "tanh": nn.Tanh, "sigmoid": nn.Sigmoid, "identity": nn.Identity}
     for i, (weight, bias) in enumerate(layers):
-        linear = nn.Linear(
-            weight.shape[1], weight.shape[0], bias=bias is not None, dtype=torch.float64
-        )
+        linear = nn.Linear(weight.shape[1], weight.shape[0], bias=bias is not None,
+                           dtype=torch.float64)
         with torch.no_grad():
             linear.weight.copy_(torch.from_numpy(weight))
             if bias is not None:
@@ -3720,59 +3073,52 @@ def _policy_to_torch(policy: ARSPolicy) -> Any:
 GIF_FPS = 10  # frames per second of a GIF; MP4s keep every frame
 
 
-def record_video(
-    model: Any,
-    path: str | os.PathLike,
-    env: Any = None,
-    seed: int | None = None,
-    max_steps: int | None = None,
-    width: int = 200,
-) -> tuple[float, int]:
+def record_video(model: Any, path: str | os.PathLike, env: Any = None, seed: int | None = None,
+                 max_steps: int | None = None, width: int = 200) -> tuple[float, int]:
     """Record one deterministic episode of ``model`` (an ARS or a policy) to an MP4 or GIF.
 
-    The clip plays in real time at the env's frame rate (``metadata["render_fps"]``). An
-    MP4 keeps every frame at the env's size; a GIF keeps 10 frames per second, ``width``
-    pixels square (MuJoCo envs), 48 colors, a coarser floor checker, and only what changes
-    from frame to frame: a 10-second clip of a MuJoCo walker is a few hundred KB. Needs
-    ``pip install imageio-ffmpeg`` (ars's ``video`` extra; it ships ffmpeg), and pygame
-    for classic-control envs. MuJoCo renders without a display through ``MUJOCO_GL=egl``,
-    which is set when nothing else is. The file is written whole or not at all.
-
-    Parameters
-    ----------
-    model : ARS or ARSPolicy
-    path : str or path
-        ``.mp4`` or ``.gif``.
-    env : str, Env or callable, optional
-        The env id (default: the one saved with the model), made with
-        ``render_mode="rgb_array"``; or an env (or a function returning one) made so.
-    seed : int, optional
-        The episode's env seed (default: the model's first evaluation seed).
-    max_steps : int, optional
-        Stop the clip after this many steps (default: the model's ``max_episode_steps``).
-    width : int
-        A GIF's width and height in pixels, for MuJoCo envs (others keep their size).
-
-    Returns
-    -------
-    (float, int)
-        The episode's return and the number of frames rendered (one per step, and the
-        first); a GIF keeps ``GIF_FPS`` of them a second.
+    ``env``: an id (default: the model's), made with ``render_mode="rgb_array"``, or an env
+    (or a function returning one) made so. ``seed``: the episode's env seed (default: the
+    model's first evaluation seed). ``max_steps``: the clip's length at most (default: the
+    model's ``max_episode_steps``). The clip plays in real time at the env's frame rate. An
+    MP4 keeps every frame; a GIF keeps ``GIF_FPS`` a second, ``width`` pixels square
+    (MuJoCo), 48 colors, a coarser floor checker, and only what changes from frame to
+    frame: 10 seconds of a MuJoCo walker take a few hundred KB. Frames stream to ffmpeg
+    (``pip install imageio-ffmpeg``, ars's ``video`` extra), so memory stays flat; the file
+    is written whole or not at all. MuJoCo renders without a display through
+    ``MUJOCO_GL=egl``, set when nothing else is. Returns the episode's return and the
+    number of frames (one per step, and the first).
     """
     path = Path(path)
-    if path.suffix.lower() not in (".mp4", ".gif"):
-        raise ValueError(f"a video file must end in .mp4 or .gif; got {str(path)!r}")
+    if path.suffix.lower() not in (".mp4", ".gif") or path.is_dir():
+        raise ValueError(f"a video must be an .mp4 or .gif file; got {str(path)!r}")
     ffmpeg = _require("imageio_ffmpeg", "pip install imageio-ffmpeg (ars's 'video' extra)")
     gif = path.suffix.lower() == ".gif"
-    if max_steps is None:
-        max_steps = getattr(model, "max_episode_steps", None)
     target = _atomic_file(path, "wb")
-    with target:  # a target that cannot be written fails before the episode is rendered
-        frames, fps, total = _render_episode(
-            model, env, seed, max_steps, "rgb_array", width if gif else None
-        )
-        _encode(ffmpeg.get_ffmpeg_exe(), target.tmp, path, frames, fps)
-    return total, len(frames)
+    with target:  # a target that cannot be written fails before anything is rendered
+        render_env = _rendering_env(model, env, "rgb_array", width if gif else None)
+        fps = float(render_env.metadata.get("render_fps") or 30)
+        encoder = _Encoder(ffmpeg.get_ffmpeg_exe(), target.tmp, path, fps)
+        try:
+            total, n_frames = _play(model, render_env, seed, max_steps, encoder)
+        except BaseException:
+            encoder.close(failed=True)
+            raise
+        encoder.close()
+    return total, n_frames
+
+
+def _rendering_env(model: Any, env: Any, render_mode: str, size: int | None = None) -> gym.Env:
+    """The env to film or show ``model`` in: made from an id, or given (made so)."""
+    env = env or getattr(model, "env_id", None)
+    if isinstance(env, str):
+        return _render_env(env, render_mode, size)
+    if env is None:
+        raise ValueError("recording needs an env: pass env='Hopper-v4' (or a model saving it)")
+    made = env() if callable(env) and not isinstance(env, gym.Env) else env
+    if getattr(made, "render_mode", None) != render_mode:
+        raise ValueError(f"the env must be made with render_mode={render_mode!r}")
+    return made
 
 
 def _render_env(env_id: str, render_mode: str, size: int | None = None) -> gym.Env:
@@ -3800,22 +3146,16 @@ def _render_env(env_id: str, render_mode: str, size: int | None = None) -> gym.E
             _follow_the_agent(env, render_mode)
         return env
     except Exception as error:  # GL and display errors come from several libraries
-        fix = (
-            "set MUJOCO_GL=egl (or osmesa) and check that its library is installed"
-            if mujoco
-            else "pip install pygame (gymnasium's 'classic-control' extra)"
-        )
+        fix = "set MUJOCO_GL=egl (or osmesa) and check that its library is installed"
+        fix = fix if mujoco else "pip install pygame (gymnasium's 'classic-control' extra)"
         raise RuntimeError(
             f"cannot render {env_id}: {type(error).__name__}: {error}; {fix}"
         ) from error
 
 
 def _follow_the_agent(env: gym.Env, render_mode: str) -> None:
-    """Make MuJoCo's camera follow the agent.
-
-    gymnasium's locomotion envs ask their free camera to track a body, which MuJoCo only
-    does for a tracking camera: without this, the agent soon walks out of the picture.
-    """
+    """Make MuJoCo's camera follow the agent: gymnasium's locomotion envs ask their free
+    camera to track a body, which MuJoCo only does for a tracking camera."""
     import mujoco
 
     renderer = env.unwrapped.mujoco_renderer
@@ -3825,69 +3165,65 @@ def _follow_the_agent(env: gym.Env, render_mode: str) -> None:
     camera.trackbodyid = int(renderer.default_cam_config.get("trackbodyid", 1) or 1)
 
 
-def _render_episode(
-    model: Any,
-    env: Any,
-    seed: int | None,
-    max_steps: int | None,
-    render_mode: str,
-    size: int | None = None,
-) -> tuple[list, float, float]:
-    """The frames (for ``rgb_array``), frame rate and return of one deterministic episode."""
-    policy = _policy_of(model)
-    env = env or getattr(model, "env_id", None)
-    if isinstance(env, str):
-        render_env = _render_env(env, render_mode, size)
-    elif env is not None:
-        render_env = env() if callable(env) and not isinstance(env, gym.Env) else env
-        if getattr(render_env, "render_mode", None) != render_mode:
-            raise ValueError(f"the env must be made with render_mode={render_mode!r}")
-    else:
-        raise ValueError("recording needs an env: pass env='Hopper-v4' (or a model saving it)")
-    _check_same_spaces(_spaces_of(render_env), _spaces_of(policy), "the env", "the policy")
+def _play(
+    model: Any, env: gym.Env, seed: int | None, max_steps: int | None, show: Callable
+) -> tuple:
+    """One deterministic episode of ``model`` on ``env``, the first frame and one per step
+    given to ``show`` as rendered: its return and its number of frames."""
+    policy, frames = _policy_of(model), [0]
+    _check_same_spaces(_spaces_of(env), _spaces_of(policy), "the env", "the policy")
     seed = int(evaluation_seeds(getattr(model, "seed", 0), 1)[0]) if seed is None else seed
-    render_env.reset(seed=seed)
-    frames = [render_env.render()]
-    grab = lambda action, transition: frames.append(render_env.render())
-    result = evaluate_episodes(policy, InProcessEval(render_env), [seed], max_steps, on_step=grab)[
-        0
-    ]
-    fps = float(render_env.metadata.get("render_fps") or 30)
-    render_env.close()
-    return [f for f in frames if f is not None], fps, float(result.returns[0])
+    max_steps = getattr(model, "max_episode_steps", None) if max_steps is None else max_steps
+
+    def frame(*_: Any) -> None:
+        show(env.render())
+        frames[0] += 1
+
+    env.reset(seed=seed)
+    frame()
+    result = evaluate_episodes(policy, InProcessEval(env), [seed], max_steps, on_step=frame)[0]
+    env.close()
+    return float(result.returns[0]), frames[0]
 
 
-def _encode(ffmpeg: str, tmp: str, path: Path, frames: list, fps: float) -> None:
-    """Encode ``frames`` (RGB arrays) into ``tmp`` with ffmpeg; an OSError naming ``path``."""
-    frames = [np.ascontiguousarray(f, dtype=np.uint8) for f in frames if f is not None]
-    height, width = frames[0].shape[:2]
-    if path.suffix.lower() == ".mp4":  # H.264 needs even sides
-        codec = ["-vf", "pad=ceil(iw/2)*2:ceil(ih/2)*2", "-vcodec", "libx264", "-crf", "25"]
-        codec += ["-pix_fmt", "yuv420p"]
-    else:  # one palette for the clip, and only the changed rectangle of each frame
-        graph = (
-            f"fps={min(fps, GIF_FPS)},split[a][b];"
-            "[a]palettegen=max_colors=48[p];[b][p]paletteuse=dither=none:diff_mode=rectangle"
-        )
-        codec = ["-filter_complex", graph, "-vcodec", "gif", "-pix_fmt", "pal8", "-qscale:v", "16"]
-    rate = str(Fraction(fps).limit_denominator())
-    command = [ffmpeg, "-y", "-v", "error", "-f", "rawvideo", "-pix_fmt", "rgb24"]
-    container = ["-f", path.suffix.lower()[1:]]  # the temporary file's name ends in .tmp
-    command += ["-s", f"{width}x{height}", "-r", rate, "-i", "-", *codec, *container, f"file:{tmp}"]
-    process = subprocess.Popen(
-        command, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
-    )
-    try:
-        for frame in frames:
-            process.stdin.write(frame.tobytes())
-    except BrokenPipeError:
-        pass  # ffmpeg stopped early: its own message follows
-    _, errors = process.communicate()
-    if process.returncode != 0:
-        lines = errors.decode(errors="replace").strip().splitlines() or [
-            f"exit {process.returncode}"
-        ]
-        raise OSError(f"could not write {path}: ffmpeg: {lines[-1]}")
+class _Encoder:
+    """ffmpeg, fed one frame at a time, writing ``tmp`` (the file that becomes ``path``)."""
+
+    def __init__(self, ffmpeg: str, tmp: str, path: Path, fps: float):
+        self.path, self.process, rate = path, None, str(Fraction(fps).limit_denominator())
+        if path.suffix.lower() == ".mp4":  # H.264 needs even sides
+            codec = ["-vf", "pad=ceil(iw/2)*2:ceil(ih/2)*2", "-vcodec", "libx264", "-crf", "25"]
+            codec += ["-pix_fmt", "yuv420p"]
+        else:  # one palette for the clip, and only the changed rectangle of each frame
+            graph = f"fps={min(fps, GIF_FPS)},split[a][b];[a]palettegen=max_colors=48[p];"
+            graph += "[b][p]paletteuse=dither=none:diff_mode=rectangle"
+            codec = ["-filter_complex", graph, "-vcodec", "gif", "-pix_fmt", "pal8"]
+        self.command = [ffmpeg, "-y", "-v", "error", "-f", "rawvideo", "-pix_fmt", "rgb24",
+                        "-r", rate, "-i", "-", *codec, "-f", path.suffix.lower()[1:], f"file:{tmp}"]
+
+    def __call__(self, frame: Any) -> None:
+        if not isinstance(frame, np.ndarray) or frame.ndim != 3:
+            raise RuntimeError(f"the env's render() gave {type(frame).__name__}, not an RGB image: "
+                               "make it with render_mode='rgb_array'")
+        if self.process is None:  # the size is the first frame's
+            size = ["-s", f"{frame.shape[1]}x{frame.shape[0]}"]
+            command = self.command[:8] + size + self.command[8:]
+            self.process = subprocess.Popen(command, stdin=subprocess.PIPE,
+                                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        with contextlib.suppress(BrokenPipeError):  # ffmpeg stopped early: its message follows
+            self.process.stdin.write(np.ascontiguousarray(frame, dtype=np.uint8).tobytes())
+
+    def close(self, failed: bool = False) -> None:
+        """Finish the file, or stop ffmpeg if the episode failed; an OSError naming the file
+        if ffmpeg did."""
+        if self.process is None:
+            return
+        if failed:
+            self.process.kill()
+        _, errors = self.process.communicate()
+        if self.process.returncode != 0 and not failed:
+            lines = errors.decode(errors="replace").strip().splitlines()
+            raise OSError(f"could not write {self.path}: ffmpeg: {(lines or ['failed'])[-1]}")
 
 
 # == The command line =============================================================================
@@ -3907,7 +3243,9 @@ def _number(kind: type, low: float | None = None) -> Callable[[str], Any]:
         except ValueError:
             raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
         if not math.isfinite(value) or (kind is int and value != int(value)):
-            raise argparse.ArgumentTypeError(f"{text!r} must be finite" + " and whole" * (kind is int))
+            raise argparse.ArgumentTypeError(
+                f"{text!r} must be finite" + " and whole" * (kind is int)
+            )
         if low is not None and value < low:
             raise argparse.ArgumentTypeError(f"{text!r} must be at least {low:g}")
         return kind(value)
@@ -3922,39 +3260,48 @@ def _net_arch(text: str) -> list[int]:
     return sizes
 
 
-_SWITCH = argparse.BooleanOptionalAction
-FLAGS = [  # flag, argparse keywords, help; the flags of a run's settings come first
-    ("--env", {}, "gymnasium env id (default CartPole-v1; with --eval, the env saved in the model)"),
+POSITIVE, COUNT, REAL = (
+    {"type": _number(int, 1)},
+    {"type": _number(int, 0)},
+    {"type": _number(float)},
+)
+SWITCH, FLAG = {"action": argparse.BooleanOptionalAction}, {"action": "store_true"}
+FLAGS = [  # flag, argparse keywords, help
+    ("--env", {}, "gymnasium env id (default CartPole-v1; with --eval, the model's)"),
     ("--policy", {"choices": list(POLICY_CLASSES)}, "LinearPolicy (the paper's) or MlpPolicy"),
     ("--net-arch", {"type": _net_arch}, "MlpPolicy hidden sizes, e.g. 64,64 (selects MlpPolicy)"),
-    ("--n-delta", {"type": _number(int, 1)}, "N: directions per iteration"),
-    ("--n-top", {"type": _number(int, 1)}, "b: best directions kept for the update (default N)"),
-    ("--learning-rate", {"type": _number(float)}, "alpha: step size"),
-    ("--delta-std", {"type": _number(float)}, "nu: exploration noise"),
-    ("--alive-bonus-offset", {"type": _number(float)}, "added to every training reward (e.g. -1 for Hopper)"),
-    ("--normalize-obs", {"action": _SWITCH}, "V2 observation normalisation"),
-    ("--zero-policy", {"action": _SWITCH}, "start from zero parameters"),
-    ("--common-random-numbers", {"action": _SWITCH}, "same env seeds for the +/- rollouts of a direction (default on)"),
-    ("--n-eval-episodes", {"type": _number(int, 1)}, "episodes per candidate (default 1)"),
-    ("--total-timesteps", {"type": _number(int, 1)}, "env steps to train for (on --resume: a new, larger total)"),
-    ("--seed", {"type": _number(int, 0)}, "random seed (default: drawn, and saved in config.json)"),
-    ("--max-episode-steps", {"type": _number(int, 1)}, "end episodes after this many steps (with --video: the clip's length)"),
-    ("--normalization-samples", {"type": _number(int, 0), "default": 0}, "V2: steps of the initial policy to estimate the statistics from"),
-    ("--eval-freq", {"type": _number(int, 1)}, "timesteps between evaluations (default: total / 20)"),
-    ("--eval-episodes", {"type": _number(int, 1), "default": 10}, "episodes per evaluation, during training and at the end (default 10)"),
-    ("--checkpoint-interval", {"type": _number(int, 1), "default": 10}, "iterations between checkpoints (default 10)"),
-    ("--demos", {"metavar": "PATH"}, "warm start: fit the linear policy to demonstrations (.npz or a folder)"),
-    ("--workers", {"type": _number(int)}, "worker processes for the rollouts (default: one per core for MuJoCo tasks, else 0: this process)"),
-    ("--job-timeout", {"type": _number(float), "default": DEFAULT_JOB_TIMEOUT}, f"seconds a worker may spend on one candidate before it is taken for stuck (default {DEFAULT_JOB_TIMEOUT:g})"),
-    ("--start-timeout", {"type": _number(float), "default": DEFAULT_START_TIMEOUT}, f"seconds for a worker to start and build its env (default {DEFAULT_START_TIMEOUT:g})"),
-    ("--run-dir", {}, "output folder (default runs/<env>-<date>-<time>-<seed>)"),
-    ("--overwrite", {"action": "store_true"}, "start a new run in a --run-dir that holds one"),
-    ("--resume", {"metavar": "RUN_DIR"}, "continue an interrupted run from its checkpoint, exactly"),
+    ("--n-delta", POSITIVE, "N: directions per iteration"),
+    ("--n-top", POSITIVE, "b: best directions kept for the update (default N)"),
+    ("--learning-rate", REAL, "alpha: step size"),
+    ("--delta-std", REAL, "nu: exploration noise"),
+    ("--alive-bonus-offset", REAL, "added to every training reward (e.g. -1 for Hopper)"),
+    ("--normalize-obs", SWITCH, "V2 observation normalisation"),
+    ("--zero-policy", SWITCH, "start from zero parameters"),
+    ("--common-random-numbers", SWITCH, "same env seeds for a direction's +/- rollouts (on)"),
+    ("--n-eval-episodes", POSITIVE, "episodes per candidate (default 1)"),
+    ("--total-timesteps", POSITIVE, "env steps to train for (on --resume: a new total)"),
+    ("--seed", COUNT, "random seed (default: drawn, and saved in config.json)"),
+    ("--max-episode-steps", POSITIVE, "end episodes after this many steps (--video: the clip)"),
+    ("--normalization-samples", {**COUNT, "default": 0}, "V2: statistics from this many steps"
+     " of the initial policy"),
+    ("--eval-freq", POSITIVE, "timesteps between evaluations (default: total / 20)"),
+    ("--eval-episodes", {**POSITIVE, "default": 10}, "episodes per evaluation (default 10)"),
+    ("--checkpoint-interval", {**POSITIVE, "default": 10}, "iterations between checkpoints"),
+    ("--demos", {"metavar": "PATH"}, "warm start: fit the linear policy to demonstrations"),
+    ("--workers", {"type": _number(int)}, "worker processes for the rollouts (default: one per"
+     " core for MuJoCo tasks, else 0: this process)"),
+    ("--job-timeout", {**REAL, "default": DEFAULT_JOB_TIMEOUT}, "seconds a worker may spend on"
+     f" one candidate before it is taken for stuck (default {DEFAULT_JOB_TIMEOUT:g})"),
+    ("--start-timeout", {**REAL, "default": DEFAULT_START_TIMEOUT}, "seconds for a worker to"
+     f" start and build its env (default {DEFAULT_START_TIMEOUT:g})"),
+    ("--run-dir", {}, "output folder (default runs/<env>-<date>-<time>)"),
+    ("--overwrite", FLAG, "start a new run in a --run-dir that holds one"),
+    ("--resume", {"metavar": "RUN_DIR"}, "continue an interrupted run from its checkpoint"),
     ("--eval", {"metavar": "MODEL"}, "evaluate a saved model instead of training"),
-    ("--video", {"metavar": "FILE"}, "with --eval: record one deterministic episode (.mp4 or .gif)"),
-    ("--render", {"action": "store_true"}, "with --eval: show one episode in a window"),
-    ("--verbose", {"type": _number(int, 0), "default": 0}, "1: print the full log table each iteration"),
-]  # fmt: skip
+    ("--video", {"metavar": "FILE"}, "with --eval: record one episode (.mp4 or .gif)"),
+    ("--render", FLAG, "with --eval: show one episode in a window"),
+    ("--verbose", {**COUNT, "default": 0}, "1: print the full log table each iteration"),
+]
 RUN_FLAGS = set(  # flags whose value defines a run: on --resume, refused unless unchanged
     "env policy net_arch n_delta n_top learning_rate delta_std alive_bonus_offset normalize_obs "
     "zero_policy common_random_numbers n_eval_episodes seed eval_freq eval_episodes "
@@ -3972,8 +3319,8 @@ def _parser() -> argparse.ArgumentParser:
         "id) or a generic default.",
         epilog="examples:\n  python ars.py                        CartPole-v1 to 500 in seconds\n"
         "  python ars.py --env Hopper-v4        the paper's Hopper run\n"
-        "  python ars.py --eval runs/Hopper-v4-20261129-101500-7/model.npz\n"
-        "  python ars.py --resume runs/Hopper-v4-20261129-101500-7",
+        "  python ars.py --eval runs/Hopper-v4-20261129-101500/model.npz\n"
+        "  python ars.py --resume runs/Hopper-v4-20261129-101500",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     for flag, keywords, text in FLAGS:
@@ -3984,35 +3331,19 @@ def _parser() -> argparse.ArgumentParser:
 def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p = _parser()
     args = p.parse_args(argv)
-    problems = [
-        (
-            args.workers is not None and not 0 <= args.workers <= MAX_WORKERS,
-            f"--workers must be from 0 to {MAX_WORKERS}",
-        ),
+    video = args.video is not None
+    for wrong, message in [
+        (not 0 <= (args.workers or 0) <= MAX_WORKERS, f"--workers must be from 0 to {MAX_WORKERS}"),
         (args.env is not None and not args.env.strip(), "--env needs an env id, e.g. CartPole-v1"),
-        (
-            (args.video is not None or args.render) and not args.eval,
-            "--video and --render show a saved model: add --eval MODEL",
-        ),
-        (
-            args.video is not None and (args.render or not args.video.strip()),
-            "--video needs a file name (.mp4 or .gif), and goes without --render",
-        ),
-        (
-            args.job_timeout <= 0 or args.start_timeout <= 0,
-            "--job-timeout and --start-timeout must be positive",
-        ),
-        (
-            args.resume and (args.run_dir or args.overwrite),
-            "--resume continues the run in its own folder: it goes without --run-dir and --overwrite",
-        ),
-    ]
-    for wrong, message in problems:
+        ((video or args.render) and not args.eval, "--video and --render: add --eval MODEL"),
+        (video and (args.render or not args.video.strip()), "--video needs a file, no --render"),
+        (min(args.job_timeout, args.start_timeout) <= 0, "timeouts must be positive"),
+        (args.resume and (args.run_dir or args.overwrite), "--resume goes without --run-dir "
+         "and --overwrite: it continues the run in its own folder"),
+    ]:
         if wrong:
             p.error(message)
-    args.explicit = {
-        f for f in vars(args) if f in RUN_FLAGS and getattr(args, f) != p.get_default(f)
-    }
+    args.explicit = {f for f in RUN_FLAGS if getattr(args, f) != p.get_default(f)}
     return args
 
 
@@ -4023,19 +3354,14 @@ class _Interrupts:
     def __init__(self) -> None:
         self.requested = self.discarded = False
         self.training = True  # afterwards, signals are noted but the final files are written
-        self.previous = {
-            sig: signal.signal(sig, self._handle) for sig in (signal.SIGINT, signal.SIGTERM)
-        }
+        self.previous = {s: signal.signal(s, self._handle) for s in (signal.SIGINT, signal.SIGTERM)}
 
     def _handle(self, signum: int, frame: Any) -> None:
         if not self.training:  # the final files are being written: noted, acted on after
             self.requested = True
         elif signum == signal.SIGINT and not self.requested:
             self.requested = True
-            print(
-                "\nstopping after this iteration (Ctrl+C again to stop now, discarding it)",
-                flush=True,
-            )
+            print("\nstopping after this iteration (Ctrl+C again: now, discarding it)", flush=True)
         else:
             self.discarded = True
             raise KeyboardInterrupt
@@ -4063,10 +3389,8 @@ class _RunLock:
                 self.file.seek(0)
                 holder = self.file.read().strip() or "another process"
                 self.file.close()
-                raise ValueError(
-                    f"{run_dir} is in use by {holder}; wait for it to end, or pick "
-                    "another --run-dir"
-                ) from None
+                message = f"{run_dir} is in use by {holder}; wait for it, or pick another --run-dir"
+                raise ValueError(message) from None
             # The holder may have removed the file between our open and lock: then this lock
             # is on a file nobody else will open; take the new one instead.
             if path.exists() and os.stat(path).st_ino == os.fstat(self.file.fileno()).st_ino:
@@ -4088,24 +3412,18 @@ def _print_progress(total: int, evaluation: EvalCallback, interrupts: _Interrupt
     last = [0.0]
 
     def callback(locals_: dict[str, Any], globals_: dict[str, Any]) -> bool:
-        model: ARS = locals_["self"]
-        now = time.perf_counter()
-        if (
-            now - last[0] >= 2.0
-            or model.num_timesteps >= model._total_timesteps
-            or interrupts.requested
-        ):
-            last[0] = now
+        model, now = locals_["self"], time.perf_counter()
+        done = model.num_timesteps >= model._total_timesteps
+        if now - last[0] >= 2.0 or done or interrupts.requested:
+            last[0], episodes, evaluations = now, model.ep_info_buffer, evaluation.evaluations
             fps = (model.num_timesteps - model._start_steps) / max(now - model._start_time, 1e-9)
-            episodes = model.ep_info_buffer
             reward = np.mean([e["r"] for e in episodes]) if episodes else float("nan")
-            latest = evaluation.evaluations[-1][2] if evaluation.evaluations else float("nan")
-            eta = max(model._total_timesteps - model.num_timesteps, 0) / max(fps, 1e-9)
+            latest = evaluations[-1][2] if evaluations else float("nan")
+            eta = max(model._total_timesteps - model.num_timesteps, 0) / max(fps, 1e-9) / 60
             print(
                 f"{model.num_timesteps:>12,} / {total:,} steps | iter {model._n_updates:>6} | "
                 f"train return {reward:10.2f} | eval {latest:10.2f} (best "
-                f"{evaluation.best_mean_reward:10.2f}) | {fps:9,.0f} steps/s | eta "
-                f"{eta / 60:6.1f} min",
+                f"{evaluation.best_mean_reward:10.2f}) | {fps:9,.0f} steps/s | eta {eta:6.1f} min",
                 flush=True,
             )
         return not interrupts.requested
@@ -4113,69 +3431,34 @@ def _print_progress(total: int, evaluation: EvalCallback, interrupts: _Interrupt
     return callback
 
 
-def _trim_progress(path: Path, n_updates: int) -> None:
-    """Drop the rows a resumed run writes again (and a row cut short by a kill)."""
-    if path.exists():
-        with path.open(newline="") as f:
-            reader = csv.DictReader(f)
-            rows = [
-                r
-                for r in reader
-                if None not in r.values()
-                and None not in r
-                and r.get("train/iterations", "").isdigit()
-                and int(r["train/iterations"]) < n_updates
-            ]
-        _write_csv_atomic(path, reader.fieldnames or [], rows)
-
-
 RUN_CONFIG = set("env total_timesteps workers eval_freq eval_episodes checkpoint_interval".split())
-RUN_FILES = tuple(
-    "config.json progress.csv checkpoint.npz model.npz best_model.npz evaluations.npz".split()
-)
+RUN_FILES = "config.json progress.csv checkpoint.npz model.npz best_model.npz evaluations.npz"
 
 
 def _new_run(args: argparse.Namespace) -> tuple[ARS, dict[str, Any], Path]:
-    env_id = args.env or "CartPole-v1"
+    env_id, env = args.env or "CartPole-v1", make_env(args.env or "CartPole-v1")
     config = settings_for(env_id)
-    if args.net_arch and args.policy is None:
-        args.policy = "MlpPolicy"  # hidden layers mean an MLP
+    args.policy = args.policy or ("MlpPolicy" if args.net_arch else None)  # layers: an MLP
     config.update({k: v for k, v in vars(args).items() if k in config and v is not None})
-    env = make_env(env_id)
-    is_mujoco = "mujoco" in str(getattr(env.spec, "entry_point", ""))
-    config.update(
-        env=env_id,
-        eval_freq=args.eval_freq or max(config["total_timesteps"] // 20, 1),
-        workers=args.workers if args.workers is not None else (os.cpu_count() or 1) * is_mujoco,
-        eval_episodes=args.eval_episodes,
-        checkpoint_interval=args.checkpoint_interval,
-        demos=args.demos,
-        job_timeout=args.job_timeout,
-        start_timeout=args.start_timeout,
-        normalization_samples=args.normalization_samples,
-        max_episode_steps=args.max_episode_steps,
-    )
     settings = {k: v for k, v in config.items() if k in GENERIC_SETTINGS}
-    model = paper_model(
-        env_id,
-        env,
-        **settings,
-        seed=args.seed,
-        verbose=args.verbose,
-        normalization_samples=args.normalization_samples,
-        max_episode_steps=args.max_episode_steps,
-    )
+    mujoco = "mujoco" in str(getattr(env.spec, "entry_point", ""))
+    run = {k: getattr(args, k) for k in "eval_episodes checkpoint_interval demos job_timeout "
+           "start_timeout normalization_samples max_episode_steps".split()}
+    eval_freq = args.eval_freq or max(config["total_timesteps"] // 20, 1)
+    workers = (os.cpu_count() or 1) * mujoco if args.workers is None else args.workers
+    config.update(run, env=env_id, eval_freq=eval_freq, workers=workers)
+    model = paper_model(env_id, env, **settings, seed=args.seed, verbose=args.verbose,
+                        normalization_samples=args.normalization_samples,
+                        max_episode_steps=args.max_episode_steps)
     if args.demos:
         warm_start(model, args.demos)
     config.update(seed=model.seed, n_top=model.n_top, ars_version=__version__)
-    name = f"{env_id.replace('/', '_')}-{time.strftime('%Y%m%d-%H%M%S')}-{model.seed}"
+    name = f"{env_id.replace('/', '_')}-{time.strftime('%Y%m%d-%H%M%S')}"
     run_dir = Path(args.run_dir or Path("runs") / name)
-    existing = [name for name in RUN_FILES if (run_dir / name).exists()]
+    existing = [name for name in RUN_FILES.split() if (run_dir / name).exists()]
     if existing and not args.overwrite:
-        raise ValueError(
-            f"{run_dir} holds a run ({', '.join(existing)}): --resume {run_dir} to "
-            "continue it, or --overwrite to replace it"
-        )
+        raise ValueError(f"{run_dir} holds a run ({', '.join(existing)}): --resume {run_dir} to "
+                         f"continue it, or --overwrite to replace it")
     run_dir.mkdir(parents=True, exist_ok=True)
     return model, config, run_dir
 
@@ -4185,25 +3468,19 @@ def _resume(args: argparse.Namespace) -> tuple[ARS, dict[str, Any], Path]:
     if not (run_dir / "config.json").exists() or not (run_dir / "checkpoint.npz").exists():
         raise ValueError(f"{run_dir} has no config.json and checkpoint.npz to resume from")
     config = _json((run_dir / "config.json").read_text(), f"{run_dir / 'config.json'}")
-    missing = set(RUN_CONFIG) - set(config) if isinstance(config, dict) else RUN_CONFIG
-    if missing:
-        raise ValueError(f"{run_dir / 'config.json'} lacks {sorted(missing)}: it is not ars's")
+    if not isinstance(config, dict) or set(RUN_CONFIG) - set(config):
+        raise ValueError(f"{run_dir / 'config.json'} lacks {sorted(RUN_CONFIG)}: it is not ars's")
     for flag in sorted(args.explicit):
         if config.get(flag) != getattr(args, flag):
-            raise ValueError(
-                f"--{flag.replace('_', '-')} cannot change on --resume (the run has "
-                f"{config.get(flag)!r}); start a new run for other settings"
-            )
+            raise ValueError(f"--{flag.replace('_', '-')} cannot change on --resume (the run has "
+                             f"{config.get(flag)!r}); start a new run for other settings")
     model = ARS.load(run_dir / "checkpoint.npz", env=config["env"], verbose=args.verbose)
-    if args.total_timesteps is not None:
-        original = args.total_timesteps == config["total_timesteps"]  # a finished run: no-op
-        if args.total_timesteps < model.num_timesteps and not original:
-            raise ValueError(
-                f"--total-timesteps {args.total_timesteps:,} is below the "
-                f"{model.num_timesteps:,} steps this run has trained"
-            )
-        config["total_timesteps"] = args.total_timesteps
-    config["workers"] = args.workers if args.workers is not None else config["workers"]
+    total = args.total_timesteps
+    if total is not None and total < model.num_timesteps and total != config["total_timesteps"]:
+        raise ValueError(f"--total-timesteps {total:,} is below the {model.num_timesteps:,} steps "
+                         "this run has trained")
+    config["total_timesteps"] = config["total_timesteps"] if total is None else total
+    config["workers"] = config["workers"] if args.workers is None else args.workers
     config["job_timeout"], config["start_timeout"] = args.job_timeout, args.start_timeout
     return model, config, run_dir
 
@@ -4218,24 +3495,16 @@ def _evaluate_saved(args: argparse.Namespace) -> int:
         model.max_episode_steps = args.max_episode_steps
     if args.video:
         total, n_frames = record_video(model, args.video, env_id)
-        print(
-            f"{env_id}: return {total:.2f} in one episode of {n_frames - 1} steps, recorded in "
-            f"{args.video}"
-        )
-        return 0
-    if args.render:
-        total = _render_episode(
-            model, env_id, None, getattr(model, "max_episode_steps", None), "human"
-        )[2]
+        print(f"{env_id}: return {total:.2f} in {n_frames - 1} steps, recorded in {args.video}")
+    elif args.render:
+        total = _play(model, _rendering_env(model, env_id, "human"), None, None, lambda f: None)[0]
         print(f"{env_id}: return {total:.2f} in one episode")
-        return 0
-    env = make_env(env_id)
-    _check_same_spaces(_spaces_of(env), _spaces_of(_policy_of(model)), env_id, str(args.eval))
-    mean, std = evaluate_policy(model, env, args.eval_episodes)  # the model's evaluation seeds
-    print(
-        f"{env_id}: mean return {mean:.2f} +/- {std:.2f} over {args.eval_episodes} episodes "
-        f"({args.eval})"
-    )
+    else:
+        env, where = make_env(env_id), str(args.eval)
+        _check_same_spaces(_spaces_of(env), _spaces_of(_policy_of(model)), env_id, where)
+        mean, std = evaluate_policy(model, env, args.eval_episodes)  # the model's own seeds
+        print(f"{env_id}: mean return {mean:.2f} +/- {std:.2f} over {args.eval_episodes} "
+              f"episodes ({args.eval})")
     return 0
 
 
@@ -4247,61 +3516,66 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _evaluate_saved(args)
         model, config, run_dir = _resume(args) if args.resume else _new_run(args)
         lock = _RunLock(run_dir)  # before anything in the folder changes
-        evaluation = EvalCallback(
-            config["env"],
-            n_eval_episodes=config["eval_episodes"],
-            eval_freq=config["eval_freq"],
-            best_model_save_path=run_dir,
-            best_model_name="best_model.npz",
-            verbose=0,
-        )
+        evaluation = EvalCallback(config["env"], n_eval_episodes=config["eval_episodes"],
+                                  eval_freq=config["eval_freq"], best_model_save_path=run_dir,
+                                  best_model_name="best_model.npz", verbose=0)
+        checkpoint = run_dir / "checkpoint.npz"
         if args.resume:
             try:  # the evaluation schedule and best score where the checkpoint left them
-                evaluation.load_state_dict(
-                    checkpoint_state(run_dir / "checkpoint.npz").get("EvalCallback")
-                )
+                evaluation.load_state_dict(checkpoint_state(checkpoint).get("EvalCallback"))
             except ValueError as error:
-                raise ValueError(
-                    f"{run_dir / 'checkpoint.npz'} is not a checkpoint of ars.py ({error})"
-                ) from None
+                raise ValueError(f"{checkpoint} is not a checkpoint of ars.py ({error})") from None
             for stale in run_dir.glob(".*.tmp"):  # left by a kill in the middle of a write
                 stale.unlink(missing_ok=True)
             _trim_progress(run_dir / "progress.csv", model._n_updates)
-            print(
-                f"resuming {run_dir} at {model.num_timesteps:,} steps (iteration {model._n_updates})"
-            )
+            print(f"resuming {run_dir} at {model.num_timesteps:,} steps, iteration "
+                  f"{model._n_updates}")
         else:
-            for name in RUN_FILES:  # --overwrite: the old run's files go
+            for name in RUN_FILES.split():  # --overwrite: the old run's files go
                 (run_dir / name).unlink(missing_ok=True)
             with _atomic_file(run_dir / "config.json", "w") as f:
                 f.write(json.dumps(config, indent=2) + "\n")
             shown = {k: v for k, v in config.items() if k not in ("env", "ars_version")}
             print(f"ARS on {config['env']}: {json.dumps(shown)}")
-    except (
-        ModuleNotFoundError,
-        ValueError,
-        TypeError,
-        NotImplementedError,
-        OSError,
-        RuntimeError,
-        gym.error.Error,
-    ) as error:
-        print(f"error: {error}", file=sys.stderr)
+    except (ImportError, ValueError, TypeError, OSError, RuntimeError, gym.error.Error) as error:
+        print(f"error: {error}", file=sys.stderr)  # NotImplementedError is a RuntimeError
         if lock is not None:
             lock.release()
         return 2
     return _train(model, config, run_dir, evaluation, lock)
 
 
+def _trim_progress(path: Path, n_updates: int) -> None:
+    """Drop the rows a resumed run writes again (and a row cut short by a kill)."""
+    if path.exists():
+        with path.open(newline="") as f:
+            reader = csv.DictReader(f)
+            whole = lambda r: None not in r.values() and None not in r
+            rows = [r for r in reader if whole(r) and r.get("train/iterations", "").isdigit()
+                    and int(r["train/iterations"]) < n_updates]
+        _write_csv_atomic(path, reader.fieldnames or [], rows)
+
+
 def _train(
-    model: ARS, config: dict[str, Any], run_dir: Path, evaluation: EvalCallback, lock: _RunLock
+    model: ARS, config: dict, run_dir: Path, evaluation: EvalCallback, lock: _RunLock
 ) -> int:
-    env_id, total = config["env"], config["total_timesteps"]
-    interrupts, status = _Interrupts(), 0
+    """Train to the run's total (in worker processes if the config says so), then write the
+    final files and evaluate. Interrupts stop cleanly; the exit status says how it ended."""
+    env_id, total, workers = config["env"], config["total_timesteps"], config["workers"]
+    interrupts, status, async_eval = _Interrupts(), 0, None
     try:
         try:
             if total > model.num_timesteps:
-                _learn(model, config, run_dir, evaluation, interrupts)
+                where = f"in {workers} worker processes" if workers else "in this process"
+                print(f"writing to {run_dir}/; rollouts {where}")
+                if workers > 0:
+                    env_fns = [functools.partial(make_env, env_id)] * workers
+                    async_eval = AsyncEval(env_fns, job_timeout=config["job_timeout"],
+                                           start_timeout=config["start_timeout"])
+                model.learn(total - model.num_timesteps, async_eval=async_eval,
+                            reset_num_timesteps=False, default_root_dir=run_dir,
+                            callback=[evaluation, _print_progress(total, evaluation, interrupts)],
+                            checkpoint_interval=config["checkpoint_interval"])
             else:
                 print(f"the run has trained its {total:,} steps; --total-timesteps N for more")
         except KeyboardInterrupt:
@@ -4311,19 +3585,16 @@ def _train(
             return 1
         finally:
             interrupts.training = False  # from here a signal waits until the files are written
+            if async_eval is not None:
+                async_eval.close()
         save_model(model, run_dir / "checkpoint.npz", callbacks=_Callbacks([evaluation], model))
         path = save_model(model, run_dir / "model.npz")
         interrupts.restore()
         if status or interrupts.requested:
-            how = (
-                "discarded the unfinished iteration"
-                if interrupts.discarded
-                else "finished the current iteration"
-            )
-            print(
-                f"interrupted: {how}; {path} and the checkpoint hold iteration {model._n_updates} "
-                f"({model.num_timesteps:,} steps). Continue with: python ars.py --resume {run_dir}"
-            )
+            how = "discarded the unfinished" if interrupts.discarded else "finished the current"
+            print(f"interrupted: {how} iteration; {path} and the checkpoint hold iteration "
+                  f"{model._n_updates} ({model.num_timesteps:,} steps). Continue with: python "
+                  f"ars.py --resume {run_dir}")
             return 130
         print(f"saved {path} (best evaluation kept in {run_dir / 'best_model.npz'})")
         try:
@@ -4331,47 +3602,12 @@ def _train(
         except KeyboardInterrupt:
             print("final evaluation interrupted; the run's files are complete")
             return 130
-        print(
-            f"evaluation: mean return {mean:.2f} +/- {std:.2f} over {config['eval_episodes']} episodes"
-        )
+        print(f"evaluation: mean return {mean:.2f} +/- {std:.2f} over {config['eval_episodes']} "
+              f"episodes")
         return 0
     finally:
         interrupts.restore()
         lock.release()
-
-
-def _learn(
-    model: ARS,
-    config: dict[str, Any],
-    run_dir: Path,
-    evaluation: EvalCallback,
-    interrupts: _Interrupts,
-) -> None:
-    """Train to the run's total, in worker processes when the config asks for them."""
-    env_id, total, workers = config["env"], config["total_timesteps"], config["workers"]
-    print(
-        f"writing to {run_dir}/; rollouts "
-        + (f"in {workers} worker processes" if workers else "in this process")
-    )
-    async_eval = None
-    try:
-        if workers > 0:
-            async_eval = AsyncEval(
-                [functools.partial(make_env, env_id)] * workers,
-                job_timeout=config["job_timeout"],
-                start_timeout=config.get("start_timeout", DEFAULT_START_TIMEOUT),
-            )
-        model.learn(
-            total - model.num_timesteps,
-            async_eval=async_eval,
-            reset_num_timesteps=False,
-            callback=[evaluation, _print_progress(total, evaluation, interrupts)],
-            default_root_dir=run_dir,
-            checkpoint_interval=config["checkpoint_interval"],
-        )
-    finally:
-        if async_eval is not None:
-            async_eval.close()
 
 
 if __name__ == "__main__":

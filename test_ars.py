@@ -697,7 +697,7 @@ def test_set_parameters_checks_keys_and_shapes(tmp_path):
     other.set_parameters({"policy": {"action_net.0.weight": np.ones((1, 3))}}, exact_match=False)
     assert (other.policy.parameters_to_vector() == 1).all()
     with pytest.raises(
-        ValueError, match=r"'action_net.0.weight' has shape \(1, 4\), the policy expects \(1, 3\)"
+        ValueError, match=r"'action_net.0.weight' has shape \(1, 4\); expected \(1, 3\)"
     ):
         other.set_parameters(
             {"policy": {"action_net.0.weight": np.ones((1, 4))}}, exact_match=False
@@ -1621,7 +1621,9 @@ def test_one_honest_signature_and_positional_mistakes_name_the_keyword():
     sb3_style.learn(300, lambda locals_, globals_: calls.append(1), 1)  # (total, callback, ...)
     seed_style.learn(300, env="CartPole-v1", callback=lambda l, g: calls.append(2))
     assert calls[:1] == [1] and 2 in calls and seed_style.gym_env.spec.id == "CartPole-v1"
-    with pytest.raises(TypeError, match=r"got int 4 \(ARS takes its settings by keyword: n_delta=4"):
+    with pytest.raises(
+        TypeError, match=r"got int 4 \(ARS takes its settings by keyword: n_delta=4"
+    ):
         ARS("LinearPolicy", 4)  # the seed's positional n_delta
     with pytest.raises(TypeError, match="positional"):
         ARS("LinearPolicy", "CartPole-v1", 4)  # sb3-contrib's positional n_delta
@@ -2330,7 +2332,7 @@ def test_hostile_files_are_rejected_before_any_large_allocation(tmp_path):
         ("hparams", {"n_delta": "8"}, "n_delta must be an integer from 1"),
         ("hparams", {"n_delta": 10**15}, "n_delta must be an integer from 1"),
         ("hparams", {"normalize_obs": True}, "normalize_obs is True but the file lacks"),
-        ("num_timesteps", -5, "'num_timesteps' must be an integer >= 0"),
+        ("num_timesteps", -5, "num_timesteps and n_updates must be integers >= 0"),
         ("policy_kwargs", {"net_arch": "64"}, "net_arch is a list"),
         (
             "observation_space",
@@ -2344,8 +2346,8 @@ def test_hostile_files_are_rejected_before_any_large_allocation(tmp_path):
         ("run_this", "os.system", r"fields ars does not know: \['run_this'\]"),
         ("included", {"learn": 1}, "'learn' would replace part of the model"),
         ("env_id", "this:CartPole-v1", "never 'module:Env', which imports"),
-        ("num_timesteps", 10**30, "'num_timesteps' must be an integer >= 0"),
-        ("ep_info_buffer", [[1.0, 10**400]], "'ep_info_buffer' must be a list of"),
+        ("num_timesteps", 10**30, "num_timesteps and n_updates must be integers >= 0"),
+        ("ep_info_buffer", [[1.0, 10**400]], "ep_info_buffer must be a list of"),
         ("included", {"policy": None}, "'policy' would replace part of the model"),
     ],
 )
@@ -2912,6 +2914,7 @@ def test_benchmark_models_reach_their_recorded_return():
     pytest.importorskip("mujoco")
     sys.path.insert(0, str(HERE / "benchmarks"))
     import learning
+
     results = json.loads((HERE / "benchmarks" / "results" / "learning.json").read_text())
     checked = 0
     for path in sorted((HERE / "benchmarks" / "results" / "models").glob("*.npz")):
