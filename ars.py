@@ -10,10 +10,9 @@ with ``alpha = learning_rate`` and ``sigma_R`` the std of the ``2b`` kept return
 (arXiv 1803.07055, Algorithm 2). V2 also normalises each observation with the mean and
 variance of every state visited so far.
 
-The core comes first: the whole method on NumPy and gymnasium alone, up to the line "end
-of the core" (a copy cut there trains with the same weights). After it: the ``ARS`` class
-(the seed's and Stable-Baselines3's API), evaluators for worker processes and clusters,
-logging and callbacks, model files, SB3 adapters, videos, the command line.
+The core comes first: the whole method on NumPy and gymnasium alone, up to "end of the
+core" (a copy cut there trains with the same weights). Then the ``ARS`` class (the seed's and
+SB3's API), evaluators, logging and callbacks, files, SB3 adapters, videos, the command line.
 """
 
 from __future__ import annotations
@@ -150,8 +149,7 @@ def flattener(space: spaces.Space) -> Callable[[Any], np.ndarray]:
 
 
 def layer_shapes(obs_dim: int, net_arch: Sequence[int], n_outputs: int) -> list[tuple[int, int]]:
-    """``(outputs, inputs)`` of each layer. The parameter vector holds the layers in
-    order, each as its weight (row-major), then its bias."""
+    """``(outputs, inputs)`` per layer; theta holds each weight (row-major), then its bias."""
     sizes = [obs_dim, *net_arch, n_outputs]
     return list(zip(sizes[1:], sizes[:-1]))
 
@@ -253,9 +251,8 @@ class Network:
 
 # == Random streams ==============================================================================
 # Every random number of a run comes from a stream named by its coordinates, never from a
-# generator that advances: a direction or an env seed is the same whoever computes it, so
-# any number of workers gives the same run, and a worker rebuilds a candidate from a few
-# integers instead of receiving its parameters.
+# generator that advances: whoever draws a direction or an env seed gets the same, so any
+# number of workers gives the same run, and rebuilds a candidate from a few integers.
 
 ENV_SEEDS, DIRECTIONS, WARM_UP, EVALUATION = 0, 1, 2, 3  # first coordinates: never overlap
 
@@ -406,14 +403,12 @@ def run_job(
 
 def check_finite(result: Result, job: Job, index: int) -> None:
     """A NaN or inf reward or observation stops training, naming the candidate."""
-    rms = result.visited
-    bad_obs = rms is not None and not np.isfinite([rms.mean, rms.var]).all()
-    what = "reward" if not np.isfinite(result.returns).all() else "observation" * bad_obs
-    if what:
+    rms, sign, seeds = result.visited, "+-"[job.sign < 0], [int(s) for s in job.seeds]
+    what = "reward" if not np.isfinite(result.returns).all() else "observation"
+    if what == "reward" or (rms is not None and not np.isfinite([rms.mean, rms.var]).all()):
         raise FloatingPointError(
-            f"iteration {index}, candidate {job.candidate} (direction {job.k}, "
-            f"{'+-'[job.sign < 0]}): a non-finite {what} (nan or inf) in an episode with env "
-            f"seeds {[int(s) for s in job.seeds]}; the weights are as before this iteration"
+            f"iteration {index}, candidate {job.candidate} (direction {job.k}, {sign}): a "
+            f"non-finite {what} (nan or inf) with env seeds {seeds}; the weights are unchanged"
         )
 
 
@@ -1406,18 +1401,9 @@ class _Evaluator:
 
     def send_jobs(self, candidate_weights: Any, pop_size: int | None = None,
                   episode_seeds: Any = None) -> None:
-        """Queue the evaluation of the first ``pop_size`` rows of ``candidate_weights``.
-
-        Parameters
-        ----------
-        candidate_weights : array_like or torch.Tensor
-            ``(n, n_params)`` parameter vectors.
-        pop_size : int, optional
-            How many rows to evaluate (default: all), as in sb3-contrib.
-        episode_seeds : array_like, optional
-            ``(pop_size, n_eval_episodes)`` env seeds; by default they come from the
-            evaluation stream of :meth:`seed`'s seed and a count of the calls.
-        """
+        """Queue the evaluation of the first ``pop_size`` (default: all) rows of
+        ``candidate_weights`` (``(n, n_params)``, NumPy or torch), on ``episode_seeds``
+        (``(pop_size, n_eval_episodes)``; by default :meth:`seed`'s evaluation stream)."""
         name = type(self).__name__
         if self.closed:
             raise RuntimeError(f"this {name} is closed")
@@ -1488,15 +1474,9 @@ class _Evaluator:
 
 
 class InProcessEval(_Evaluator):
-    """Evaluate candidates one after the other in this process (``learn``'s default).
-
-    Parameters
-    ----------
-    env : str, gymnasium.Env, SB3 VecEnv or callable
-    train_policy : ARSPolicy or ARS, optional
-        For the seed's ``send_jobs``/``get_results``.
-    n_eval_episodes : int
-    """
+    """Evaluate candidates one after the other in this process (``learn``'s default), on
+    ``env`` (an id, an env, a VecEnv of one, or a function); ``train_policy`` and
+    ``n_eval_episodes`` are for the seed's ``send_jobs``."""
 
     def __init__(self, env: Any, train_policy: Any = None, n_eval_episodes: int = 1,
                  missing: str = "an env"):
@@ -1521,12 +1501,9 @@ class EvaluationTimeout(RuntimeError):
 
 
 def _worker(remote: Any, parent_remote: Any, env_fn_bytes: bytes) -> None:
-    """An AsyncEval worker: builds its env once, then evaluates the batches it receives.
-
-    The protocol alternates strictly: the main process sends a batch only when the
-    previous one's results are all in, so neither side ever blocks on a full pipe while
-    the other does too, whatever the size of the messages.
-    """
+    """An AsyncEval worker: builds its env once, then evaluates the batches it receives. The
+    protocol alternates strictly (a batch goes out only when the last one's results are all
+    in), so neither side can block on a full pipe while the other does, whatever the size."""
     import cloudpickle
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl+C is the main process's to handle

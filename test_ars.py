@@ -944,6 +944,43 @@ def test_cli_without_mujoco_prints_the_install_line(tmp_path):
 
 
 @pytest.mark.slow
+def test_the_core_alone_trains_with_the_same_weights_as_ars(tmp_path):
+    """Cut ars.py at "end of the core": what is left imports with NumPy and gymnasium alone
+    and trains CartPole (V1) and Pendulum (V2, b < N), bit for bit as ARS(...).learn does."""
+    lines = (HERE / "ars.py").read_text().splitlines(keepends=True)
+    cut = next(i for i, line in enumerate(lines) if "end of the core" in line) + 1
+    assert cut <= 500 and lines[cut - 1].startswith("#")
+    (tmp_path / "ars_core.py").write_text("".join(lines[:cut]))
+    code = (
+        "import sys, numpy as np, ars_core\n"
+        "hp = dict(n_delta=4, n_top=2, delta_std=0.1, normalize_obs=True, seed=5)\n"
+        "for env, kw in (('CartPole-v1', dict(n_delta=2, seed=3)), ('Pendulum-v1', hp)):\n"
+        "    theta, rms = ars_core.train(env, 3000, **kw)\n"
+        "    stats = [] if rms is None else [rms.mean.tolist(), rms.var.tolist()]\n"
+        "    print(repr([theta.tolist(), stats]))\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('cloudpickle', 'ars')))\n"
+    )
+    blocked = _blocker(tmp_path, ["cloudpickle", "torch", "ars"])
+    result = _run(["-c", code], tmp_path, env=blocked)
+    assert result.returncode == 0, result.stderr
+    *core, modules = result.stdout.strip().splitlines()
+    assert modules == "[]"
+    for line, (env, kw) in zip(
+        core,
+        (
+            ("CartPole-v1", dict(n_delta=2, seed=3)),
+            (
+                "Pendulum-v1",
+                {"n_delta": 4, "n_top": 2, "delta_std": 0.1, "normalize_obs": True, "seed": 5},
+            ),
+        ),
+    ):
+        model = ARS("LinearPolicy", env, **kw).learn(3000)
+        rms = model.policy.obs_rms
+        stats = [] if rms is None else [rms.mean.tolist(), rms.var.tolist()]
+        assert line == repr([model.policy.parameters_to_vector().tolist(), stats]), env
+
+
 def test_ars_py_alone_with_only_core_packages(tmp_path):
     shutil.copy(HERE / "ars.py", tmp_path / "ars.py")
     code = (
@@ -1619,7 +1656,7 @@ def test_one_honest_signature_and_positional_mistakes_name_the_keyword():
     calls = []
     sb3_style = ARS("LinearPolicy", "CartPole-v1", n_delta=4)  # sb3-contrib: env positional
     sb3_style.learn(300, lambda locals_, globals_: calls.append(1), 1)  # (total, callback, ...)
-    seed_style.learn(300, env="CartPole-v1", callback=lambda l, g: calls.append(2))
+    seed_style.learn(300, env="CartPole-v1", callback=lambda locals_, globals_: calls.append(2))
     assert calls[:1] == [1] and 2 in calls and seed_style.gym_env.spec.id == "CartPole-v1"
     with pytest.raises(
         TypeError, match=r"got int 4 \(ARS takes its settings by keyword: n_delta=4"
