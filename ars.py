@@ -1612,9 +1612,10 @@ class AsyncEval(_Evaluator):
         for env_fn in envs_fn:
             remote, work_remote = ctx.Pipe()
             args = (work_remote, remote, cloudpickle.dumps(env_fn))
-            self.processes.append(ctx.Process(target=_worker, args=args, daemon=True))
-            self.processes[-1].start()
+            process = ctx.Process(target=_worker, args=args, daemon=True)
+            process.start()
             work_remote.close()
+            self.processes.append(process)
             self.remotes.append(remote)
         deadline = time.monotonic() + float(start_timeout)
         for i in range(self.n_workers):  # every env must build before any job is sent
