@@ -68,6 +68,7 @@ ZOO = {  # rl-baselines3-zoo's published sb3-contrib ARS results (older env vers
     "Humanoid": "not published",
 }
 PAPER_SEEDS = [237, 759, 959]
+NOTES = "<!-- notes: kept when the table above is rebuilt -->"
 HERE = Path(__file__).resolve().parent
 RESULTS, RUNS = HERE / "results", HERE / "runs"
 
@@ -513,8 +514,9 @@ def main() -> None:
                     flush=True,
                 )
     prefix = "" if path.stem == "learning" else path.stem + "-"
-    table = report(results, path.parent, prefix)
-    path.with_suffix(".md").write_text(table + "\n")
+    table, md = report(results, path.parent, prefix), path.with_suffix(".md")
+    notes = md.read_text().partition(NOTES)[2] if md.exists() else ""  # written by hand: kept
+    md.write_text(table + "\n" + (f"\n{NOTES}{notes}" if notes else ""))
     print(table)
 
 

@@ -32,5 +32,5 @@ obs, _ = make_env(args.env).reset(seed=0)
 action, _ = loaded.predict(obs, deterministic=True)
 print(f"first action: {action}")
 
-mean, std = evaluate_policy(loaded, args.env, n_eval_episodes=10, seed=args.seed + 1)
+mean, std = evaluate_policy(loaded, args.env, n_eval_episodes=10)  # the model's own seeds
 print(f"{args.env}: mean return {mean:.1f} +/- {std:.1f} over 10 episodes")

@@ -1,0 +1,68 @@
+"""The HalfCheetah ablation of issue 19: each arm's episodes to the paper's threshold.
+
+    python benchmarks/ablation.py   # reads results/ablation_halfcheetah(_more).json, writes the .md
+
+The runs come from benchmarks/learning.py (same protocol: evaluations every 50k steps,
+stop at a confirmed 3430, a 12.5M-step budget), one key per arm. HalfCheetah's episodes
+always last 1,000 steps, so episodes = timesteps / 1,000, warm-up episodes included. A seed
+that never reached the threshold counts as infinitely many episodes; the medians and
+quartiles treat it so, and so does the one-sided Mann-Whitney U test of each arm against
+today's default (``ars:HalfCheetah-v4``): "fewer episodes than the default".
+"""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+from learning import NOTES, RESULTS, THRESHOLDS
+
+PATH, BASE, LENGTH = RESULTS / "ablation_halfcheetah.json", "ars:HalfCheetah-v4", 1000
+MORE = RESULTS / "ablation_halfcheetah_more.json"  # arms added later, run beside the first
+
+
+def episodes_to_threshold(run: dict) -> float:
+    """Episodes (timesteps / 1,000) at the first evaluation at the threshold, else inf."""
+    hit = next((e for e in run["evaluations"] if e[2] >= THRESHOLDS["HalfCheetah"]), None)
+    return hit[0] / LENGTH if hit else math.inf
+
+
+def table(results: dict) -> str:
+    from scipy.stats import mannwhitneyu
+
+    base = {s: episodes_to_threshold(r) for s, r in results[BASE].items()}
+    rows = [
+        "| arm | seeds reaching | median episodes | quartiles | p (fewer than default) |",
+        "|---|---|---|---|---|",
+    ]
+    for key, runs in sorted(results.items(), key=lambda kv: kv[0] != BASE):
+        episodes = {s: episodes_to_threshold(r) for s, r in runs.items()}
+        values = np.array(sorted(episodes.values()))
+        with np.errstate(invalid="ignore"):  # a quartile between inf and inf is inf
+            q1, median, q3 = (np.percentile(values, q) for q in (25, 50, 75))
+        shared = sorted(set(episodes) & set(base))  # the same seeds in both arms
+        arm, base_arm = [episodes[s] for s in shared], [base[s] for s in shared]
+        p = "" if key == BASE else mannwhitneyu(arm, base_arm, alternative="less").pvalue
+        show = lambda x: "not reached" if math.isinf(x) else f"{x:,.0f}"
+        name = key.removeprefix(BASE + ":") if key.startswith("ars") else key.split(":")[0]
+        rows.append(
+            f"| {'default (the paper)' if key == BASE else name} "
+            f"| {np.isfinite(values).sum()}/{len(values)} | {show(median)} "
+            f"| {show(q1)} to {show(q3)} | {p if p == '' else f'{p:.3f}'} |"
+        )
+    return "\n".join(rows)
+
+
+def main() -> None:
+    results = {
+        k: v for p in (PATH, MORE) if p.exists() for k, v in json.loads(p.read_text()).items()
+    }
+    text, md = table(results), PATH.with_suffix(".md")
+    notes = md.read_text().partition(NOTES)[2] if md.exists() else ""
+    md.write_text(text + "\n" + (f"\n{NOTES}{notes}" if notes else ""))
+    print(text)
+
+
+if __name__ == "__main__":
+    main()
