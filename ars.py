@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import math
 import threading
-import warnings
 from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
@@ -434,7 +433,7 @@ def iteration(
     )
 
     # Line 5: 2N rollouts of theta +- nu delta_k (candidates k and N + k), mu and Sigma
-    # frozen; with common random numbers, a direction's two rollouts share their env seeds.
+    # frozen; common random numbers (ars's, not the paper's): a direction's two share env seeds.
     def seeds(c: int) -> np.ndarray:
         key, episodes = c % n if hp["common_random_numbers"] else c, range(hp["n_eval_episodes"])
         return np.array([env_seed(seed, ENV_SEEDS, index, key, e) for e in episodes], np.uint64)
@@ -472,10 +471,11 @@ def train(env: str | gym.Env, total_timesteps: int, **hyper_parameters: Any) -> 
     """ARS on ``env`` for ``total_timesteps`` env steps (the last iteration may overshoot).
 
     ``hyper_parameters``: the names and defaults of :data:`DEFAULTS`, as in ``ARS``, whose
-    ``learn`` gives the same bits. Returns the parameters and V2's statistics (None for
-    V1); ``network.actor(theta, obs_rms)`` acts with them.
+    ``learn`` gives the same bits (``ARS`` also checks them; here they are trusted). Returns
+    the parameters, V2's statistics (None for V1) and the Network: ``network.actor(theta,
+    obs_rms)`` acts. Pass a seed to repeat a run: None draws one.
 
-    >>> theta, obs_rms = train("Pendulum-v1", 20_000, normalize_obs=True, seed=0)
+    >>> theta, obs_rms, network = train("Pendulum-v1", 20_000, normalize_obs=True, seed=0)
     """
     unknown = sorted(set(hyper_parameters) - set(DEFAULTS))
     if unknown:
@@ -493,7 +493,7 @@ def train(env: str | gym.Env, total_timesteps: int, **hyper_parameters: Any) -> 
     while steps < total_timesteps:  # Line 3: loop
         theta, obs_rms, info = iteration(theta, obs_rms, evaluate, network, index, hp)
         steps, index = steps + info["timesteps"], index + 1
-    return theta, obs_rms
+    return theta, obs_rms, network
 
 
 # --------------------------------------------------- end of the core: the rest is built on it
@@ -526,6 +526,7 @@ import tempfile
 import time
 import traceback
 import types
+import warnings
 import weakref
 import zipfile
 import zlib
@@ -559,9 +560,7 @@ def check_spaces(observation_space: spaces.Space, action_space: spaces.Space) ->
                                   f"observation spaces; got {observation_space} "
                                   f"(gymnasium.wrappers.FlattenObservation flattens others)")
     if not isinstance(action_space, (spaces.Box, spaces.Discrete)):
-        raise NotImplementedError(
-            f"ARS supports Box and Discrete action spaces; got {action_space}"
-        )
+        raise NotImplementedError(f"ARS supports Box and Discrete actions; got {action_space}")
 
 
 MULTI_SPACES = (spaces.MultiDiscrete, spaces.MultiBinary)
@@ -755,13 +754,12 @@ def _cpu_device() -> Any:
 # The settings of a model, kept in ``model.hparams`` (``model.n_delta`` reads them too): the
 # core's hyper-parameters but the policy, and those of the API around it.
 HPARAMS = tuple(k for k in DEFAULTS if k != "policy") + tuple(
-    "normalization_samples stats_window_size tensorboard_log verbose device".split()
-)
+    "normalization_samples stats_window_size tensorboard_log verbose device".split())
 INTEGERS = {  # name: (lowest, highest); beyond these a run is a mistake, not a plan
     "n_delta": (1, 10**6), "n_top": (1, 10**6), "n_eval_episodes": (1, 10**6),
     "seed": (0, 2**63 - 1), "normalization_samples": (0, 10**12),
-    "stats_window_size": (1, 10**7), "max_episode_steps": (1, 2**63 - 1),  # or None
-}
+    "stats_window_size": (1, 10**7), "max_episode_steps": (1, 2**63 - 1), "verbose": (0, 2),
+}  # max_episode_steps may also be None
 
 
 def check_number(name: str, value: Any, low: float = -math.inf, positive: bool = False) -> None:
@@ -799,9 +797,34 @@ def check_settings(hp: dict[str, Any]) -> dict[str, Any]:
         if not callable(hp[name]):
             check_number(name, hp[name], 0.0, positive=name == "delta_std")
     check_number("alive_bonus_offset", hp["alive_bonus_offset"])
-    if not isinstance(hp["policy_kwargs"], (dict, type(None))):
-        raise ValueError(f"policy_kwargs must be a dict or None; got {hp['policy_kwargs']!r:.100}")
+    _check_device(hp["device"])
+    for name, kinds in (("policy_kwargs", dict), ("tensorboard_log", (str, os.PathLike))):
+        if not isinstance(hp[name], (kinds, type(None))):
+            raise ValueError(f"{name} must be a {'dict' if kinds is dict else 'folder'} or None; "
+                             f"got {hp[name]!r:.100}")
     return hp
+
+
+def check_learn_arguments(args: dict[str, Any]) -> None:
+    """``learn``'s arguments, checked before anything runs; one given in the seed's order
+    (``learn(total, env, callback)``) is refused with the keyword to use."""
+    callback, log_interval = args["callback"], args["log_interval"]
+    if isinstance(callback, (str, gym.Env)) or _is_vec_env(callback):
+        raise TypeError(f"callback must be a function, an SB3 callback or a list of them; got "
+                        f"the env {callback!r:.60} (learn takes it by keyword: env=...)")
+    if callable(log_interval):
+        raise TypeError("log_interval got a function: learn takes the callback second, or by "
+                        "keyword (callback=...)")
+    check_number("total_timesteps", args["total_timesteps"], low=0)
+    for name in ("log_interval", "log_every_n_steps", "checkpoint_interval"):
+        if not (args[name] is None or is_int(args[name]) and args[name] >= 1):
+            raise ValueError(f"{name} must be an integer >= 1 or None; got {args[name]!r:.60}")
+    for name in ("reset_num_timesteps", "progress_bar"):
+        if not isinstance(args[name], (bool, np.bool_)):
+            raise ValueError(f"{name} must be True or False; got {args[name]!r:.60}")
+    if not (args["async_eval"] is None or hasattr(args["async_eval"], "evaluate")):
+        raise TypeError(f"async_eval must be an AsyncEval or ExecutorEval; got "
+                        f"{args['async_eval']!r:.60}")
 
 
 class ARS:
@@ -859,13 +882,12 @@ class ARS:
                  normalize_obs: bool = False, common_random_numbers: bool = True,
                  normalization_samples: int = 0, max_episode_steps: int | None = None):
         given = locals()
-        if is_int(env):  # the seed's ARS(policy, n_delta)
+        if _is_number(env):  # the seed's ARS(policy, n_delta, ...)
             raise TypeError(f"env must be an env id, a gymnasium.Env, an SB3 VecEnv or a function "
-                            f"returning one; got int {env} (ARS takes its settings by keyword: "
-                            f"n_delta={env})")
+                            f"returning one; got {env!r} (ARS takes its settings by keyword: "
+                            f"{'n_delta' if is_int(env) else 'learning_rate'}={env!r})")
         self.hparams = check_settings({name: given[name] for name in HPARAMS})
         self.hparams_initial = types.MappingProxyType(dict(self.hparams))
-        _check_device(device)
         self.policy_class, self.policy, self._logger, self._env_view = policy, None, None, None
         self.num_timesteps = self._n_updates = self._total_timesteps = 0
         self._current_progress_remaining = 1.0
@@ -901,11 +923,20 @@ class ARS:
                                  f"class or instance; got {policy!r:.100}")
             policy = cls(self.observation_space, self.action_space, **(self.policy_kwargs or {}))
         _check_same_spaces(_spaces_of(policy), _spaces_of(self))
-        if self.normalize_obs and policy.obs_rms is None:
-            policy.obs_rms = RunningMeanStd((policy.obs_dim,))
+        if policy is self.policy_class and policy.obs_rms is not None:  # an instance's V2
+            self.hparams["normalize_obs"] = True
+        self._match_normalization(policy)
         if self.zero_policy or policy is not self.policy_class:  # an instance keeps its own
             policy.load_from_vector(initial_parameters(policy, self.zero_policy, self.seed))
         self.policy = policy
+
+    def _match_normalization(self, policy: ARSPolicy) -> None:
+        """V2 exactly when ``normalize_obs``: the policy gets statistics if it lacks them."""
+        if self.normalize_obs and policy.obs_rms is None:
+            policy.obs_rms = RunningMeanStd((policy.obs_dim,))
+        if not self.normalize_obs and policy.obs_rms is not None:
+            raise ValueError("normalize_obs is False, but the policy normalises observations "
+                             "(V2): set normalize_obs=True, or start from a V1 policy")
 
     def _need_policy(self) -> ARSPolicy:
         if self.policy is None:
@@ -960,9 +991,7 @@ class ARS:
         ARS
             ``self``.
         """
-        if isinstance(callback, (str, gym.Env)) or _is_vec_env(callback):  # the seed's order
-            raise TypeError(f"callback must be a function, an SB3 callback or a list of them; got "
-                            f"the env {callback!r:.60} (learn takes it by keyword: env=...)")
+        check_learn_arguments(locals())
         if env is not None:
             self.set_env(env)
         if self.policy is None and self.observation_space is None:
@@ -971,7 +1000,7 @@ class ARS:
             self._setup_model()
         self.hparams = check_settings(self.hparams)
         _check_vec_normalize(self)
-        check_number("total_timesteps", total_timesteps, low=0)
+        self._match_normalization(self.policy)
         evaluator = async_eval or InProcessEval(self.gym_env, missing="an env or an async_eval")
         if reset_num_timesteps:
             self.num_timesteps = 0
@@ -1114,15 +1143,14 @@ class ARS:
         max_steps = self.max_episode_steps
         it = Iteration(policy.network(), weights[0], policy.obs_rms, 0.0, 0, 0, False, max_steps)
         episodes, index = range(self.n_eval_episodes), self._n_updates
-        seeds = [
-            [env_seed(self.seed, ENV_SEEDS, index, c, e) for e in episodes]
-            for c in range(len(weights))
-        ]
-        jobs = [
-            Job(c, 0, 0, np.array(s, np.uint64), w) for c, (s, w) in enumerate(zip(seeds, weights))
-        ]
+        seeds = [[env_seed(self.seed, ENV_SEEDS, index, c, e) for e in episodes]
+                 for c in range(len(weights))]
+        jobs = [Job(c, 0, 0, np.array(s, np.uint64), w)
+                for c, (s, w) in enumerate(zip(seeds, weights))]
         callbacks = callback if isinstance(callback, _Callbacks) else _Callbacks(callback, self)
-        results, shift = self._rollouts(evaluator, callbacks)(it, jobs), self.alive_bonus_offset
+        start, shift = self.num_timesteps, self.alive_bonus_offset
+        results = self._rollouts(evaluator, callbacks)(it, jobs)
+        self.num_timesteps = start + sum(int(r.lengths.sum()) for r in results)  # sb3-contrib's
         returns = np.array([np.mean(r.returns + shift * r.lengths) for r in results])
         return _like(candidate_weights, returns)
 
@@ -1195,9 +1223,8 @@ class ARS:
         """``{"policy": policy.state_dict()}``: sb3-contrib's names, NumPy arrays."""
         return {"policy": self._need_policy().state_dict()}
 
-    def set_parameters(
-        self, load_path_or_dict: Any, exact_match=True, device: Any = "auto"
-    ) -> None:
+    def set_parameters(self, load_path_or_dict: Any, exact_match: bool = True,
+                       device: Any = "auto") -> None:
         """Load parameters from a model file or a :meth:`get_parameters` dict, all or nothing
         (``device`` is accepted for SB3 compatibility: ars computes on the CPU)."""
         policy, params = self._need_policy(), load_path_or_dict
@@ -1252,11 +1279,11 @@ _DEVICE_WARNED: list[bool] = []
 
 
 def _check_device(device: Any) -> None:
-    """Any device is accepted; a GPU falls back to the CPU with one warning, as SB3 does."""
-    if (
-        str(getattr(device, "type", device)).split(":")[0] not in ("cpu", "auto")
-        and not _DEVICE_WARNED
-    ):
+    """A device name or torch.device; a GPU falls back to the CPU with one warning, as SB3's."""
+    kind = getattr(device, "type", device)
+    if not isinstance(kind, str):
+        raise ValueError(f"device must be a name such as 'cpu' or a torch.device; got {device!r}")
+    if kind.split(":")[0] not in ("cpu", "auto") and not _DEVICE_WARNED:
         _DEVICE_WARNED.append(True)
         warnings.warn(f"device={device!r}: ars computes with NumPy, so it uses the CPU",
                       stacklevel=4)
@@ -1347,6 +1374,8 @@ def make_env(env: Any) -> gym.Env:
 
 def evaluation_seeds(seed: int, n_episodes: int) -> np.ndarray:
     """The env seeds of evaluation episodes: the seed's EVALUATION stream, never training's."""
+    if not (is_int(n_episodes) and n_episodes >= 1):
+        raise ValueError(f"n_eval_episodes must be an integer >= 1; got {n_episodes!r:.60}")
     return np.array([env_seed(seed, EVALUATION, e) for e in range(n_episodes)], np.uint64)
 
 
@@ -1768,9 +1797,7 @@ class ExecutorEval(_Evaluator):
         cloudpickle = _require("cloudpickle", "pip install cloudpickle")
         check_number("job_timeout", job_timeout, positive=True)
         if jobs_per_task is not None and not (is_int(jobs_per_task) and jobs_per_task >= 1):
-            raise ValueError(
-                f"jobs_per_task must be an integer >= 1 or None; got {jobs_per_task!r}"
-            )
+            raise ValueError(f"jobs_per_task must be an integer >= 1 or None; got {jobs_per_task}")
         self.executor, self.jobs_per_task, self.job_timeout = executor, jobs_per_task, job_timeout
         self._given_workers = n_workers  # else read from the executor at every evaluate
         self.n_workers = int(n_workers or _executor_workers(executor))
@@ -1832,8 +1859,7 @@ class ExecutorEval(_Evaluator):
                     f"no executor task finished in {timeout:g} s; still waiting for the task of "
                     f"candidates {jobs[0].candidate}-{jobs[-1].candidate} (env seeds from "
                     f"{[int(s) for s in jobs[0].seeds]}) among others: is an env stuck, or are "
-                    "the workers gone? Pass a larger job_timeout for longer episodes."
-                )
+                    "the workers gone? Pass a larger job_timeout for longer episodes.")
             per_job = (time.monotonic() - start) / min(len(tasks[f]) for f in done)
             self._job_seconds = max(self._job_seconds or 0.0, per_job)
             for future in done:
@@ -1901,8 +1927,7 @@ LOG_KEYS = tuple(  # the columns of progress.csv known up front: no wider header
     "rollout/ep_rew_mean rollout/ep_len_mean rollout/return_std train/iterations "
     "train/delta_std train/learning_rate train/step_size eval/mean_reward eval/std_reward "
     "eval/mean_ep_length eval/best_mean_reward time/fps time/time_elapsed "
-    "time/total_timesteps".split()
-)
+    "time/total_timesteps".split())
 
 
 class Logger:
@@ -1914,13 +1939,13 @@ class Logger:
     """
 
     def __init__(self, verbose: int = 0, folder: Any = None, tensorboard: bool = False):
-        self.verbose, self.values, self._columns, self._writer = verbose, {}, [], None
+        self.verbose, self.values, self.columns, self._writer = verbose, {}, [], None
         self.dir = None if folder is None else Path(folder)
         if self.dir is not None:
             self.dir.mkdir(parents=True, exist_ok=True)
             if (self.dir / "progress.csv").exists():  # a resumed run goes on with its file
                 with (self.dir / "progress.csv").open(newline="") as f:
-                    self._columns = next(csv.reader(f), [])
+                    self.columns = next(csv.reader(f), [])
             self._writer = _tensorboard_writer(self.dir) if tensorboard else None
 
     def record(self, key: str, value: Any, exclude: Any = None) -> None:
@@ -1940,16 +1965,13 @@ class Logger:
         if self.verbose >= 1:
             print(_table(self.values), flush=True)
         if self.dir is not None:
-            path, new = (
-                self.dir / "progress.csv",
-                [k for k in self.values if k not in self._columns],
-            )
+            path, new = self.dir / "progress.csv", [k for k in self.values if k not in self.columns]
             if new:  # a new column: the file is rewritten whole, atomically, never in place
-                rows = _read_csv(path) if self._columns else []
-                self._columns = list(dict.fromkeys([*self._columns, *LOG_KEYS, *sorted(new)]))
-                _write_csv_atomic(path, self._columns, rows)
+                rows = _read_csv(path) if self.columns else []
+                self.columns = list(dict.fromkeys([*self.columns, *LOG_KEYS, *sorted(new)]))
+                _write_csv_atomic(path, self.columns, rows)
             line = io.StringIO()
-            csv.DictWriter(line, self._columns).writerow(self.values)
+            csv.DictWriter(line, self.columns).writerow(self.values)
             with path.open("a", newline="") as f:  # one write: a row is all there or not at all
                 f.write(line.getvalue())
         for key, value in self.values.items() if self._writer is not None else ():
@@ -2024,9 +2046,7 @@ class _Callbacks:
                                 f"or ars's EvalCallback; got {cb!r:.100}")
         self.model, self.items = model, items
         self.per_step = [cb for cb in items if _is_sb3_callback(cb)]
-        self.stateful = [
-            cb for cb in items if hasattr(cb, "state_dict") and cb not in self.per_step
-        ]
+        self.stateful = [c for c in items if hasattr(c, "state_dict") and c not in self.per_step]
         for cb in items:
             if hasattr(cb, "init_callback"):
                 cb.init_callback(model)
@@ -2139,18 +2159,12 @@ class EvalCallback:
             raise ValueError("eval_concurrency > 1 needs the eval env as an id or a function, to "
                              "build it in each worker, and cannot render")
         self.eval_env, self.eval_freq, self.n_eval_episodes = eval_env, eval_freq, n_eval_episodes
-        self.callback_on_new_best, self.callback_after_eval = (
-            callback_on_new_best,
-            callback_after_eval,
-        )
+        self.callback_on_new_best = callback_on_new_best
+        self.callback_after_eval = callback_after_eval
         self.log_path = None if log_path is None else Path(log_path)
         self.best_model_save_path = best_model_save_path and Path(best_model_save_path)
-        self.best_model_name, self.render, self.verbose, self.seed = (
-            best_model_name,
-            render,
-            verbose,
-            seed,
-        )
+        self.best_model_name, self.render, self.verbose, self.seed = (best_model_name, render,
+                                                                       verbose, seed)
         self.deterministic, self.warn, self.eval_concurrency = deterministic, warn, eval_concurrency
         self.evaluations: list[tuple[int, float, float, float]] = []
         self.evaluations_results: list[list[float]] = []
@@ -2227,10 +2241,8 @@ class EvalCallback:
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         """Restore :meth:`state_dict` (from a checkpoint); a ValueError if it is not one."""
-        numbers = lambda rows: (
-            isinstance(rows, list)
-            and all(isinstance(row, list) and all(map(_is_number, row)) for row in rows)
-        )
+        numbers = lambda rows: isinstance(rows, list) and all(
+            isinstance(row, list) and all(map(_is_number, row)) for row in rows)
         if not (isinstance(state, dict) and is_int(state.get("next"))
                 and _is_number(state.get("train_seconds"))
                 and isinstance(state.get("best_mean_reward"), (int, float))
@@ -2249,18 +2261,11 @@ class EvalCallback:
             self._evaluator = None
 
 
-def evaluate_policy(
-    model: Any,
-    env: Any,
-    n_eval_episodes: int = 10,
-    deterministic: bool = True,
-    render: bool = False,
-    callback: Callable[[dict, dict], Any] | None = None,
-    reward_threshold: float | None = None,
-    return_episode_rewards: bool = False,
-    warn: bool = True,
-    seed: int | None = None,
-) -> tuple[float, float] | tuple[list[float], list[int]]:
+def evaluate_policy(model: Any, env: Any, n_eval_episodes: int = 10, deterministic: bool = True,
+                    render: bool = False, callback: Callable[[dict, dict], Any] | None = None,
+                    reward_threshold: float | None = None, return_episode_rewards: bool = False,
+                    warn: bool = True, seed: int | None = None,
+                    ) -> tuple[float, float] | tuple[list[float], list[int]]:
     """Mean and std of the return of ``model`` (an ARS or a policy) over ``n_eval_episodes``.
 
     SB3's signature. Rewards are the env's own (no ``alive_bonus_offset``); the episodes'
@@ -2300,14 +2305,12 @@ def evaluate_policy(
 # arguments of ARS() pass. Settings that name paths (tensorboard_log) are never read.
 
 FORMAT, FORMAT_VERSION, MAX_METADATA_BYTES = "ars-numpy", 2, 4 << 20
-SAVED = tuple(
-    k for k in HPARAMS if k not in ("policy_kwargs", "tensorboard_log", "verbose", "device")
-)
+SAVED = tuple(k for k in HPARAMS
+              if k not in ("policy_kwargs", "tensorboard_log", "verbose", "device"))
 METADATA_FIELDS = set(
     "format format_version kind ars_version policy policy_kwargs observation_space action_space "
     "system_info hparams env_id num_timesteps n_updates schedules ep_info_buffer callbacks "
-    "included rng_state".split()  # rng_state: written by ars 0.1, not read
-)
+    "included rng_state".split())  # rng_state: written by ars 0.1, not read
 ARRAYS = ("parameters", "obs_rms_mean", "obs_rms_var", "obs_rms_count")
 
 
@@ -2389,9 +2392,7 @@ def _space_size(data: Any, where: str) -> int:
     sizes = data.get(kinds[data["type"]])
     sizes = np.asarray(sizes if isinstance(sizes, list) else [sizes], dtype=object).reshape(-1)
     if not (len(sizes) <= 10**6 and all(is_int(n) and 0 <= n <= MAX_PARAMETERS for n in sizes)):
-        raise ValueError(
-            f"{where} is not a valid space (sizes must be integers); got {data!r:.200}"
-        )
+        raise ValueError(f"{where} is not a valid space (sizes must be integers); got {data!r:.99}")
     size = int(sum(sizes)) if data["type"] == "MultiDiscrete" else math.prod(int(n) for n in sizes)
     if size > MAX_PARAMETERS:
         raise ValueError(f"{where} has {size:,} elements; ars takes at most {MAX_PARAMETERS:,}")
@@ -2441,10 +2442,8 @@ def _metadata(model: ARS | ARSPolicy, kind: str = "model") -> dict[str, Any]:
     )
     if kind == "model":
         schedules = [k for k in ("learning_rate", "delta_std") if callable(model.hparams[k])]
-        hparams = {
-            **{k: model.hparams[k] for k in SAVED},
-            **{k: model._schedule_value(k) for k in schedules},
-        }
+        hparams = {**{k: model.hparams[k] for k in SAVED},
+                   **{k: model._schedule_value(k) for k in schedules}}
         episodes = [[e["r"], e["l"]] for e in model.ep_info_buffer]
         meta.update(hparams=hparams, env_id=model.env_id, num_timesteps=model.num_timesteps,
                     n_updates=model._n_updates, schedules=schedules, ep_info_buffer=episodes)
@@ -2523,7 +2522,7 @@ def _npy(data: bytes, shape: tuple[int, ...], kinds: str, where: str, name: str)
     if dtype.hasobject or dtype.kind not in kinds or found != shape:
         raise ValueError(f"{where}: {name} holds {found} of {dtype}; expected {shape} of kind "
                          f"{kinds!r} (object arrays are never loaded)")
-    if math.prod(found) * dtype.itemsize > len(data):
+    if math.prod(found) * dtype.itemsize > len(data) - f.tell():  # after the header
         raise ValueError(f"{where}: {name} is truncated")
     f.seek(0)
     return np.lib.format.read_array(f, allow_pickle=False)
@@ -2594,11 +2593,12 @@ def _read_metadata(archive: zipfile.ZipFile, where: str) -> dict[str, Any]:
     need("policy", meta.get("policy") in POLICY_CLASSES, f"one of {list(POLICY_CLASSES)}")
     arch = kwargs.get("net_arch", []) if isinstance(kwargs, dict) else None
     sizes_ok = isinstance(arch, list) and len(arch) <= 100
-    sizes_ok = sizes_ok and all(is_int(n) and 1 <= n <= MAX_PARAMETERS for n in arch)
-    need("policy_kwargs", sizes_ok, "a dict whose net_arch is a list of layer sizes")
-    sizes = [
-        _space_size(meta.get(k), f"{where}: {k}") for k in ("observation_space", "action_space")
-    ]
+    sizes_ok = sizes_ok and all(is_int(n) and 1 <= n <= MAX_PARAMETERS for n in arch) and all(
+        isinstance(kwargs.get(k, True), bool) for k in ("with_bias", "squash_output"))
+    need("policy_kwargs", sizes_ok, "a dict whose net_arch is a list of layer sizes, and whose "
+         "with_bias and squash_output are true or false")
+    sizes = [_space_size(meta.get(k), f"{where}: {k}") for k in ("observation_space",
+                                                                    "action_space")]
     _parameter_count(meta["policy"], kwargs, *sizes, where)
     for key in ("observation_space", "action_space"):
         meta[key] = _space_from_json(meta[key], f"{where}: {key}")
@@ -2611,7 +2611,9 @@ def _read_metadata(archive: zipfile.ZipFile, where: str) -> dict[str, Any]:
     plain = isinstance(env_id, str) and re.fullmatch(r"[\w./-]{1,200}", env_id)
     need("env_id", env_id is None or plain, "an env id such as 'Hopper-v4', or null (never "
          "'module:Env', which imports)")
-    need("schedules", isinstance(meta.get("schedules", []), list), "a list")
+    need("schedules", isinstance(meta.get("schedules", []), list) and all(
+        name in ("learning_rate", "delta_std") for name in meta.get("schedules", [])),
+        "a list of learning_rate, delta_std")
     need("callbacks", isinstance(meta.get("callbacks", {}), dict), "a dict")
     included = meta.get("included", {})
     need("included", isinstance(included, dict) and all(
@@ -2642,9 +2644,8 @@ def _read_arrays(archive: zipfile.ZipFile, names: set[str], meta: dict, where: s
     if {f"{k}.npy" for k in expected} != names - {"metadata.npy"}:
         found = sorted(n[:-4] for n in names - {"metadata.npy"})
         raise ValueError(f"{where}: expected the arrays {sorted(expected)}; the file holds {found}")
-    read = lambda name, shape: _read_member(
-        archive, f"{name}.npy", 8 * math.prod(shape) + 4096, where
-    )
+    read = lambda name, shape: _read_member(archive, f"{name}.npy", 8 * math.prod(shape) + 4096,
+                                            where)
     return {name: _npy(read(name, shape), shape, kinds, where, name)
             for name, (shape, kinds) in expected.items()}
 
@@ -2794,11 +2795,8 @@ def warm_start(model: ARS, demonstrations: Any, ridge: float = 1e-3) -> None:
     check_number("ridge", ridge, low=0.0)
     observations, actions = (_as_array(x, None) for x in demonstrations)
     shape, space = policy.observation_space.shape, policy.action_space
-    if (
-        observations.ndim != len(shape) + 1
-        or observations.shape[1:] != shape
-        or not len(observations)
-    ):
+    if (observations.ndim != len(shape) + 1 or observations.shape[1:] != shape
+            or not len(observations)):
         raise ValueError(f"demonstration observations must have shape (n >= 1, *{shape}); got "
                          f"{observations.shape}")
     observations = flattener(policy.observation_space)(observations).astype(np.float64)
@@ -2814,11 +2812,8 @@ def warm_start(model: ARS, demonstrations: Any, ridge: float = 1e-3) -> None:
         targets = -np.ones((len(actions), policy.action_dim))
         targets[np.arange(len(actions)), index.astype(np.int64)] = 1.0
     else:
-        targets, low, high = (
-            actions.astype(np.float64).reshape(len(actions), -1),
-            policy._low,
-            policy._high,
-        )
+        targets = actions.astype(np.float64).reshape(len(actions), -1)
+        low, high = policy._low, policy._high
         if targets.shape[1] != policy.action_dim or (targets < low).any() or (targets > high).any():
             raise ValueError(f"demonstration actions must lie in {space}; got shape "
                              f"{actions.shape} and values from {actions.min()} to {actions.max()}")
@@ -2827,11 +2822,8 @@ def warm_start(model: ARS, demonstrations: Any, ridge: float = 1e-3) -> None:
     if policy.obs_rms is not None:  # regress on what the first layer sees: normalised inputs
         rms = policy.obs_rms = policy.obs_rms.copy().update(observations)
         observations = (observations - rms.mean) * inverse_std(rms.var)
-    inputs = (
-        np.hstack([observations, np.ones((len(observations), 1))])
-        if policy.with_bias
-        else observations
-    )
+    ones = np.ones((len(observations), 1))
+    inputs = np.hstack([observations, ones]) if policy.with_bias else observations
     gram = inputs.T @ inputs + ridge * np.eye(inputs.shape[1])
     solution = np.linalg.solve(gram, inputs.T @ targets).T
     weight, bias = (solution[:, :-1], solution[:, -1]) if policy.with_bias else (solution, None)
@@ -2890,10 +2882,7 @@ class _VecNormalizeFilter:
 
     def __init__(self, vec_normalize: Any):
         rms = vec_normalize.obs_rms
-        self.mean, self.scale = (
-            np.array(rms.mean),
-            np.sqrt(np.array(rms.var) + vec_normalize.epsilon),
-        )
+        self.mean, self.scale = np.array(rms.mean), np.sqrt(rms.var + vec_normalize.epsilon)
         self.clip = vec_normalize.clip_obs
 
     def __call__(self, obs: np.ndarray) -> np.ndarray:
@@ -2940,19 +2929,15 @@ def _read_sb3_zip(archive: zipfile.ZipFile, where: str) -> tuple[dict[str, Any],
     data = _json(_read_member(archive, "data", MAX_METADATA_BYTES, where), f"{where}: data")
     if not isinstance(data, dict):
         raise ValueError(f"{where}: sb3-contrib's 'data' must be a JSON object")
-    torch = _require(
-        "torch", "pip install torch (ars's 'torch' extra): reading sb3-contrib's weights needs it"
-    )
+    torch = _require("torch", "pip install torch (ars's 'torch' extra): reading sb3-contrib's "
+                     "weights needs it")
     raw = _read_member(archive, "policy.pth", 8 * MAX_PARAMETERS + (1 << 20), where)
     state = torch.load(io.BytesIO(raw), map_location="cpu", weights_only=True)
     policy_class = data.get("policy_class") if isinstance(data.get("policy_class"), dict) else {}
     linear = "Linear policy" in str(policy_class.get("__doc__", ""))
     kwargs = data.get("policy_kwargs") if isinstance(data.get("policy_kwargs"), dict) else {}
-    kwargs = {
-        k: v
-        for k, v in kwargs.items()
-        if k in ("net_arch", "with_bias", "squash_output", "activation_fn")
-    }
+    kwargs = {k: v for k, v in kwargs.items()
+              if k in ("net_arch", "with_bias", "squash_output", "activation_fn")}
     if "activation_fn" in kwargs:  # a pickled class: its name is in the readable text
         name = re.search(r"\.(\w+)'>", str(kwargs["activation_fn"]))
         kwargs["activation_fn"] = name.group(1).lower() if name else "relu"
@@ -2962,9 +2947,8 @@ def _read_sb3_zip(archive: zipfile.ZipFile, where: str) -> tuple[dict[str, Any],
     names = ("n_delta", "n_top", "n_eval_episodes", "zero_policy", "alive_bonus_offset", "seed")
     hparams, unreadable = {k: data[k] for k in names if k in data}, []
     for name, key in (("learning_rate", "lr_schedule"), ("delta_std", "delta_std_schedule")):
-        value = re.search(
-            r"val=([-+0-9.eE]+)", str((data.get(key) or {}).get("value_schedule", ""))
-        )
+        value = re.search(r"val=([-+0-9.eE]+)",
+                          str((data.get(key) or {}).get("value_schedule", "")))
         if value:  # a constant schedule: its value is in the readable text
             hparams[name] = float(value.group(1))
         else:  # any other exists only as a pickle: never read
@@ -2988,10 +2972,8 @@ def _sb3_space(data: Any) -> spaces.Space | None:
             return spaces.Discrete(int(data["n"]), start=int(data.get("start", 0)))
         if "Box" in kind and "..." not in str(data.get("low")) + str(data.get("high")):
             shape, dtype = tuple(data["_shape"]), np.dtype(data["dtype"])
-            low, high = (
-                np.array(_parse_numpy_str(data[k]), dtype=dtype).reshape(shape)
-                for k in ("low", "high")
-            )
+            low, high = (np.array(_parse_numpy_str(data[k]), dtype=dtype).reshape(shape)
+                         for k in ("low", "high"))
             return spaces.Box(low, high, shape=shape, dtype=dtype)
     except (KeyError, TypeError, ValueError):
         pass
@@ -3143,9 +3125,8 @@ def _follow_the_agent(env: gym.Env, render_mode: str) -> None:
     camera.trackbodyid = int(renderer.default_cam_config.get("trackbodyid", 1) or 1)
 
 
-def _play(
-    model: Any, env: gym.Env, seed: int | None, max_steps: int | None, show: Callable
-) -> tuple:
+def _play(model: Any, env: gym.Env, seed: int | None, max_steps: int | None,
+          show: Callable) -> tuple:
     """One deterministic episode of ``model`` on ``env``, the first frame and one per step
     given to ``show`` as rendered: its return and its number of frames."""
     policy, frames = _policy_of(model), [0]
@@ -3159,9 +3140,10 @@ def _play(
 
     env.reset(seed=seed)
     frame()
-    result = evaluate_episodes(policy, InProcessEval(env), [seed], max_steps, on_step=frame)[0]
+    vec_normalize = getattr(model, "_vec_normalize", None)  # as it saw observations in training
+    result = evaluate_episodes(policy, InProcessEval(env), [seed], max_steps, vec_normalize, frame)
     env.close()
-    return float(result.returns[0]), frames[0]
+    return float(result[0].returns[0]), frames[0]
 
 
 class _Encoder:
@@ -3221,9 +3203,8 @@ def _number(kind: type, low: float | None = None) -> Callable[[str], Any]:
         except ValueError:
             raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
         if not math.isfinite(value) or (kind is int and value != int(value)):
-            raise argparse.ArgumentTypeError(
-                f"{text!r} must be finite" + " and whole" * (kind is int)
-            )
+            what = "finite and whole" if kind is int else "finite"
+            raise argparse.ArgumentTypeError(f"{text!r} must be {what}")
         if low is not None and value < low:
             raise argparse.ArgumentTypeError(f"{text!r} must be at least {low:g}")
         return kind(value)
@@ -3238,11 +3219,8 @@ def _net_arch(text: str) -> list[int]:
     return sizes
 
 
-POSITIVE, COUNT, REAL = (
-    {"type": _number(int, 1)},
-    {"type": _number(int, 0)},
-    {"type": _number(float)},
-)
+POSITIVE, COUNT, REAL = ({"type": _number(int, 1)}, {"type": _number(int, 0)},
+                         {"type": _number(float)})
 SWITCH, FLAG = {"action": argparse.BooleanOptionalAction}, {"action": "store_true"}
 FLAGS = [  # flag, argparse keywords, help
     ("--env", {}, "gymnasium env id (default CartPole-v1; with --eval, the model's)"),
@@ -3283,8 +3261,7 @@ FLAGS = [  # flag, argparse keywords, help
 RUN_FLAGS = set(  # flags whose value defines a run: on --resume, refused unless unchanged
     "env policy net_arch n_delta n_top learning_rate delta_std alive_bonus_offset normalize_obs "
     "zero_policy common_random_numbers n_eval_episodes seed eval_freq eval_episodes "
-    "checkpoint_interval demos normalization_samples max_episode_steps".split()
-)
+    "checkpoint_interval demos normalization_samples max_episode_steps".split())
 MAX_WORKERS = 1024  # more processes than this on one machine is a typo
 
 
@@ -3398,12 +3375,10 @@ def _print_progress(total: int, evaluation: EvalCallback, interrupts: _Interrupt
             reward = np.mean([e["r"] for e in episodes]) if episodes else float("nan")
             latest = evaluations[-1][2] if evaluations else float("nan")
             eta = max(model._total_timesteps - model.num_timesteps, 0) / max(fps, 1e-9) / 60
-            print(
-                f"{model.num_timesteps:>12,} / {total:,} steps | iter {model._n_updates:>6} | "
-                f"train return {reward:10.2f} | eval {latest:10.2f} (best "
-                f"{evaluation.best_mean_reward:10.2f}) | {fps:9,.0f} steps/s | eta {eta:6.1f} min",
-                flush=True,
-            )
+            print(f"{model.num_timesteps:>12,} / {total:,} steps | iter {model._n_updates:>6} | "
+                  f"train return {reward:10.2f} | eval {latest:10.2f} (best "
+                  f"{evaluation.best_mean_reward:10.2f}) | {fps:9,.0f} steps/s | eta "
+                  f"{eta:6.1f} min", flush=True)
         return not interrupts.requested
 
     return callback
@@ -3534,9 +3509,8 @@ def _trim_progress(path: Path, n_updates: int) -> None:
         _write_csv_atomic(path, reader.fieldnames or [], rows)
 
 
-def _train(
-    model: ARS, config: dict, run_dir: Path, evaluation: EvalCallback, lock: _RunLock
-) -> int:
+def _train(model: ARS, config: dict, run_dir: Path, evaluation: EvalCallback,
+           lock: _RunLock) -> int:
     """Train to the run's total (in worker processes if the config says so), then write the
     final files and evaluate. Interrupts stop cleanly; the exit status says how it ended."""
     env_id, total, workers = config["env"], config["total_timesteps"], config["workers"]

@@ -16,6 +16,7 @@ import sys
 import threading
 import time
 import warnings
+import zipfile
 from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 from pathlib import Path
 
@@ -231,7 +232,7 @@ def test_unsupported_spaces_are_clear_errors():
         NotImplementedError, match="Box, Discrete, MultiDiscrete and MultiBinary observation.*Dict"
     ):
         ARSPolicy(spaces.Dict({"a": box}), box)
-    with pytest.raises(NotImplementedError, match="Box and Discrete action spaces.*MultiDiscrete"):
+    with pytest.raises(NotImplementedError, match="Box and Discrete actions.*MultiDiscrete"):
         ARSPolicy(box, spaces.MultiDiscrete([2, 3]))
     with pytest.raises(ValueError, match="unbounded"):
         ARSPolicy(box, spaces.Box(-np.inf, np.inf, (2,)), squash_output=True)
@@ -543,6 +544,20 @@ def test_evaluate_candidates_returns_one_return_per_candidate():
     np.testing.assert_allclose(returns, expected)
     with pytest.raises(ValueError, match="shape"):
         model.evaluate_candidates(np.zeros((3, 5)), None, None)
+    assert model.num_timesteps == 3  # its steps are counted, as sb3-contrib counts them
+
+
+def test_a_policy_instance_brings_its_normalisation_and_a_mismatch_is_refused(tmp_path):
+    v2 = ARS("LinearPolicy", "Pendulum-v1", n_delta=1, normalize_obs=True, seed=0).learn(400)
+    model = ARS(v2.policy, "Pendulum-v1", n_delta=1, zero_policy=False, seed=1).learn(400)
+    assert model.normalize_obs and model.policy.obs_rms.count == 800
+    ARS.load(model.save(tmp_path / "m"))  # saved as V2, so it loads
+    model.normalize_obs = False
+    with pytest.raises(ValueError, match="normalize_obs is False, but the policy normalises"):
+        model.learn(400)
+    v1 = ARS("LinearPolicy", "Pendulum-v1", n_delta=1, seed=0)
+    v1.normalize_obs = True  # set after the policy exists: it gets statistics
+    assert v1.learn(400).policy.obs_rms.count == 400
 
 
 @pytest.mark.parametrize("env_id", ["CartPole-v1", "Pendulum-v1"])
@@ -955,7 +970,8 @@ def test_the_core_alone_trains_with_the_same_weights_as_ars(tmp_path):
         "import sys, numpy as np, ars_core\n"
         "hp = dict(n_delta=4, n_top=2, delta_std=0.1, normalize_obs=True, seed=5)\n"
         "for env, kw in (('CartPole-v1', dict(n_delta=2, seed=3)), ('Pendulum-v1', hp)):\n"
-        "    theta, rms = ars_core.train(env, 3000, **kw)\n"
+        "    theta, rms, network = ars_core.train(env, 3000, **kw)\n"
+        "    network.actor(theta, rms)(np.zeros(network.obs_dim))\n"
         "    stats = [] if rms is None else [rms.mean.tolist(), rms.var.tolist()]\n"
         "    print(repr([theta.tolist(), stats]))\n"
         "print(sorted(m for m in sys.modules if m.split('.')[0] in ('cloudpickle', 'ars')))\n"
@@ -1658,14 +1674,27 @@ def test_one_honest_signature_and_positional_mistakes_name_the_keyword():
     sb3_style.learn(300, lambda locals_, globals_: calls.append(1), 1)  # (total, callback, ...)
     seed_style.learn(300, env="CartPole-v1", callback=lambda locals_, globals_: calls.append(2))
     assert calls[:1] == [1] and 2 in calls and seed_style.gym_env.spec.id == "CartPole-v1"
-    with pytest.raises(
-        TypeError, match=r"got int 4 \(ARS takes its settings by keyword: n_delta=4"
-    ):
+    with pytest.raises(TypeError, match=r"got 4 \(ARS takes its settings by keyword: n_delta=4"):
         ARS("LinearPolicy", 4)  # the seed's positional n_delta
-    with pytest.raises(TypeError, match="positional"):
+    with pytest.raises(TypeError, match=r"by keyword: learning_rate=0.02\)"):
+        ARS("LinearPolicy", 0.02)
+    with pytest.raises(TypeError, match="takes from 2 to 3 positional arguments"):
         ARS("LinearPolicy", "CartPole-v1", 4)  # sb3-contrib's positional n_delta
+    before = seed_style.num_timesteps
     with pytest.raises(TypeError, match=r"got the env 'CartPole-v1' \(learn takes it by keyword"):
         seed_style.learn(300, "CartPole-v1")  # the seed's positional env
+    with pytest.raises(TypeError, match=r"learn takes the callback second, or by keyword"):
+        seed_style.learn(300, None, lambda locals_, globals_: None)  # the seed's (total, env, cb)
+    for bad in (
+        dict(log_interval="a"),
+        dict(checkpoint_interval=-1),
+        dict(progress_bar="yes"),
+        dict(total_timesteps=float("nan")),
+        dict(async_eval="CartPole-v1"),
+    ):
+        with pytest.raises((TypeError, ValueError), match=next(iter(bad))):
+            seed_style.learn(**{"total_timesteps": 300, **bad})
+    assert seed_style.num_timesteps == before  # refused before anything ran
 
 
 def test_hparams_are_a_dict_read_only_initial_copy_and_saved_as_in_use(tmp_path):
@@ -1827,6 +1856,10 @@ def test_vec_normalize_statistics_are_exact_and_sb3_loop_runs_on_its_observation
     action, _ = model.predict(obs)
     obs, rewards, dones, infos = normalized.step(action)
     assert obs.shape == (1, 3) and np.abs(obs).max() <= normalized.clip_obs
+    evaluator = ars.InProcessEval(ars.make_env("Pendulum-v1"))  # a video films what was trained
+    seen = ars.evaluate_episodes(model.policy, evaluator, [5], None, normalized)[0].returns[0]
+    filmed, frames = ars._play(model, ars.make_env("Pendulum-v1"), 5, None, lambda frame: None)
+    assert filmed == seen and frames == 201
     with pytest.raises(ValueError, match="already normalises"):
         ARS("LinearPolicy", normalized, normalize_obs=True)
 
@@ -2386,6 +2419,9 @@ def test_hostile_files_are_rejected_before_any_large_allocation(tmp_path):
         ("num_timesteps", 10**30, "num_timesteps and n_updates must be integers >= 0"),
         ("ep_info_buffer", [[1.0, 10**400]], "ep_info_buffer must be a list of"),
         ("included", {"policy": None}, "'policy' would replace part of the model"),
+        ("schedules", ["n_delta"], "'schedules' must be a list of learning_rate, delta_std"),
+        ("schedules", [[1]], "'schedules' must be a list of learning_rate, delta_std"),
+        ("policy_kwargs", {"with_bias": "x"}, "with_bias and squash_output are true or false"),
     ],
 )
 def test_metadata_fields_of_the_wrong_type_name_the_file_and_field(tmp_path, field, value, message):
@@ -2399,6 +2435,18 @@ def test_metadata_fields_of_the_wrong_type_name_the_file_and_field(tmp_path, fie
     np.savez(tmp_path / "bad.npz", **arrays)
     with pytest.raises(ValueError, match=f"bad.npz.*{message}"):
         ARS.load(tmp_path / "bad.npz")
+
+
+def test_a_truncated_array_names_the_file(tmp_path):
+    path = ARS("LinearPolicy", "CartPole-v1", seed=0).save(tmp_path / "good.npz")
+    with zipfile.ZipFile(path) as archive:
+        members = {n: archive.read(n) for n in archive.namelist()}
+    members["parameters.npy"] = members["parameters.npy"][:-8]  # the header promises 8 more
+    with zipfile.ZipFile(tmp_path / "short.npz", "w") as archive:
+        for name, data in members.items():
+            archive.writestr(name, data)
+    with pytest.raises(ValueError, match="short.npz: parameters is truncated"):
+        ARS.load(tmp_path / "short.npz")
 
 
 def test_unparsable_metadata_and_nan_parameters_name_the_file(tmp_path):
@@ -2473,6 +2521,9 @@ def test_saved_files_get_the_permissions_the_umask_allows(tmp_path):
         (dict(delta_std=float("inf")), "delta_std"),
         (dict(alive_bonus_offset=float("nan")), "alive_bonus_offset"),
         (dict(n_delta=0), "n_delta"),
+        (dict(verbose="1"), "verbose"),
+        (dict(tensorboard_log=123), "tensorboard_log"),
+        (dict(device=5), "device"),
     ],
 )
 def test_bad_settings_are_refused_before_training(kwargs, name):
