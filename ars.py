@@ -518,6 +518,7 @@ import json
 import multiprocessing
 import multiprocessing.connection
 import os
+import pickle
 import re
 import signal
 import subprocess
@@ -893,6 +894,7 @@ class ARS:
         self._current_progress_remaining = 1.0
         self.ep_info_buffer: collections.deque = collections.deque(maxlen=stats_window_size)
         self.gym_env = self.env_id = self._vec_env = self._vec_normalize = None
+        self._saved_normalization = None  # a loaded file's VecNormalize (observations_seen_by)
         self.observation_space = self.action_space = None
         if isinstance(policy, ARSPolicy):  # an instance brings its spaces
             self.observation_space, self.action_space = _spaces_of(policy)
@@ -2202,7 +2204,7 @@ class EvalCallback:
                                  self.n_eval_episodes)
         render = (lambda *_: env.render()) if self.render else None
         results = evaluate_episodes(model.policy, self._evaluator, seeds, model.max_episode_steps,
-                                    model.get_vec_normalize_env(), render)
+                                    observations_seen_by(model), render)
         returns = np.array([r.returns[0] for r in results])
         lengths = [int(r.lengths[0]) for r in results]
         mean, std = float(returns.mean()), float(returns.std())
@@ -2274,7 +2276,8 @@ def evaluate_policy(model: Any, env: Any, n_eval_episodes: int = 10, determinist
     ``callback(locals, globals)`` runs after every step; ``render`` renders every step;
     ``reward_threshold`` raises below it.
     """
-    gym_env, _, vec_normalize = resolve_env(env)
+    gym_env, _, given = resolve_env(env)  # the env's VecNormalize, else the one trained on
+    vec_normalize = given if getattr(given, "norm_obs", False) else observations_seen_by(model)
     seeds = evaluation_seeds(getattr(model, "seed", 0) if seed is None else seed, n_eval_episodes)
 
     def on_step(action: Any, transition: tuple) -> None:
@@ -2310,7 +2313,7 @@ SAVED = tuple(k for k in HPARAMS
 METADATA_FIELDS = set(
     "format format_version kind ars_version policy policy_kwargs observation_space action_space "
     "system_info hparams env_id num_timesteps n_updates schedules ep_info_buffer callbacks "
-    "included rng_state".split())  # rng_state: written by ars 0.1, not read
+    "included unreadable vec_normalize rng_state".split())  # rng_state: by ars 0.1, not read
 ARRAYS = ("parameters", "obs_rms_mean", "obs_rms_var", "obs_rms_count")
 
 
@@ -2447,6 +2450,12 @@ def _metadata(model: ARS | ARSPolicy, kind: str = "model") -> dict[str, Any]:
         episodes = [[e["r"], e["l"]] for e in model.ep_info_buffer]
         meta.update(hparams=hparams, env_id=model.env_id, num_timesteps=model.num_timesteps,
                     n_updates=model._n_updates, schedules=schedules, ep_info_buffer=episodes)
+        seen = observations_seen_by(model)
+        if seen is not None:  # what an evaluation on a raw env needs to see what it saw
+            meta["vec_normalize"] = dict(mean=np.ravel(seen.obs_rms.mean).tolist(),
+                                         var=np.ravel(seen.obs_rms.var).tolist(),
+                                         clip_obs=float(seen.clip_obs),
+                                         epsilon=float(seen.epsilon))
     return meta
 
 
@@ -2528,10 +2537,11 @@ def _npy(data: bytes, shape: tuple[int, ...], kinds: str, where: str, name: str)
     return np.lib.format.read_array(f, allow_pickle=False)
 
 
-def read_model_file(source: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+def read_model_file(source: Any, env: Any = None) -> tuple[dict[str, Any], dict[str, Any]]:
     """The checked metadata (spaces built) and arrays of a file of :meth:`ARS.save` or
-    :meth:`ARSPolicy.save`, or (converted) of sb3-contrib's ``ARS.save``. Nothing in the
-    file is ever unpickled, and nothing is allocated before its size is checked."""
+    :meth:`ARSPolicy.save`, or (converted) of sb3-contrib's ``ARS.save``, whose spaces
+    ``env`` gives where SB3 abbreviated them. No code in a file ever runs, and nothing is
+    allocated before its size is checked."""
     if hasattr(source, "read"):
         f, where = source, getattr(source, "name", "the given file object")
     else:
@@ -2545,11 +2555,13 @@ def read_model_file(source: Any) -> tuple[dict[str, Any], dict[str, Any]]:
         with zipfile.ZipFile(f) as archive:
             names = set(archive.namelist())
             if {"data", "policy.pth"} <= names:
-                return _read_sb3_zip(archive, where)
+                return _read_sb3_zip(archive, where, env)
             if "metadata.npy" not in names or names - {f"{k}.npy" for k in ("metadata", *ARRAYS)}:
                 raise ValueError(f"{where} is a zip archive but not a model written by ars or "
                                  f"sb3-contrib (members: {sorted(names)[:8]})")
-            meta = _read_metadata(archive, where)
+            raw = _read_member(archive, "metadata.npy", MAX_METADATA_BYTES, where)
+            meta = _json(str(_npy(raw, (), "U", where, "metadata")), f"{where}: the metadata")
+            meta = _check_metadata(meta, where)
             return meta, _read_arrays(archive, names, meta, where)
     except (zipfile.BadZipFile, OSError, EOFError, zlib.error, UnicodeDecodeError) as error:
         raise ValueError(f"{where} is not a readable ars model file ({type(error).__name__}: "
@@ -2567,11 +2579,10 @@ def _json(text: str | bytes, where: str) -> Any:
         raise ValueError(f"{where} is not valid JSON ({error})") from None
 
 
-def _read_metadata(archive: zipfile.ZipFile, where: str) -> dict[str, Any]:
-    """The metadata: its fields of the right types, and its sizes within the caps. What the
-    constructors check (settings, policy options) is left to them."""
-    raw = _read_member(archive, "metadata.npy", MAX_METADATA_BYTES, where)
-    meta = _json(str(_npy(raw, (), "U", where, "metadata")), f"{where}: the metadata")
+def _check_metadata(meta: Any, where: str) -> dict[str, Any]:
+    """The metadata (ars's, or sb3-contrib's in ars's form): its fields of the right types,
+    its sizes within the caps, its spaces built. What the constructors check (settings,
+    policy options) is left to them."""
     if not isinstance(meta, dict) or meta.get("format") != FORMAT:
         raise ValueError(f"{where} is an .npz file but not one written by ars (ARS.save)")
     version = meta.get("format_version")
@@ -2611,9 +2622,10 @@ def _read_metadata(archive: zipfile.ZipFile, where: str) -> dict[str, Any]:
     plain = isinstance(env_id, str) and re.fullmatch(r"[\w./-]{1,200}", env_id)
     need("env_id", env_id is None or plain, "an env id such as 'Hopper-v4', or null (never "
          "'module:Env', which imports)")
-    need("schedules", isinstance(meta.get("schedules", []), list) and all(
-        name in ("learning_rate", "delta_std") for name in meta.get("schedules", [])),
-        "a list of learning_rate, delta_std")
+    for field in ("schedules", "unreadable"):  # the settings saved as a value, or not at all
+        need(field, isinstance(meta.get(field, []), list) and all(
+            name in ("learning_rate", "delta_std") for name in meta.get(field, [])),
+            "a list of learning_rate, delta_std")
     need("callbacks", isinstance(meta.get("callbacks", {}), dict), "a dict")
     included = meta.get("included", {})
     need("included", isinstance(included, dict) and all(
@@ -2656,8 +2668,8 @@ def _build_policy(meta: dict[str, Any], arrays: dict[str, Any], where: str,
     weights, and V2's statistics exactly when the policy normalises."""
     try:
         if policy is None:
-            cls, spaces_ = POLICY_CLASSES[meta["policy"]], _spaces_of_meta(meta, where)
-            policy = cls(*spaces_, **meta["policy_kwargs"])
+            spaces_ = meta["observation_space"], meta["action_space"]
+            policy = POLICY_CLASSES[meta["policy"]](*spaces_, **meta["policy_kwargs"])
             policy.obs_rms = RunningMeanStd((policy.obs_dim,)) if "obs_rms_mean" in arrays else None
         if "state_dict" in arrays:  # sb3-contrib's: checked name by name and shape by shape
             policy.load_state_dict(arrays["state_dict"])
@@ -2681,21 +2693,10 @@ def _build_policy(meta: dict[str, Any], arrays: dict[str, Any], where: str,
         raise ValueError(f"{where}: {error}") from None
 
 
-def _spaces_of_meta(meta: dict[str, Any], where: str, env: Any = None) -> tuple:
-    """The file's spaces; where they could not be read (sb3-contrib abbreviates the bounds
-    of large Boxes), those of ``env``."""
-    if meta["observation_space"] is not None and meta["action_space"] is not None:
-        return meta["observation_space"], meta["action_space"]
-    if env is None:
-        raise ValueError(f"{where}: its spaces cannot be read (sb3-contrib abbreviates large "
-                         "bounds with '...'): pass env= to load it")
-    return _spaces_of(resolve_env(env)[0])
-
-
 def load_model(path: Any, env: Any, device: Any, overrides: dict[str, Any],
                print_system_info: bool) -> ARS:
     """See :meth:`ARS.load`: the model is built by ``ARS(...)`` from the file's settings."""
-    meta, arrays = read_model_file(path)
+    meta, arrays = read_model_file(path, env)
     where = str(getattr(path, "name", path))
     if meta["kind"] != "model":
         raise ValueError(f"{where} holds a policy alone: load it with ARSPolicy.load")
@@ -2723,13 +2724,17 @@ def load_model(path: Any, env: Any, device: Any, overrides: dict[str, Any],
                              f"{episodes!r:.100}")
         settings = {**meta["hparams"], "policy_kwargs": meta["policy_kwargs"], **overrides}
         model = ARS(meta["policy"], _init_setup_model=False, device=device, **settings)
-        model.observation_space, model.action_space = _spaces_of_meta(meta, where, env)
+        model.observation_space, model.action_space = (meta[k] for k in ("observation_space",
+                                                                         "action_space"))
         model.env_id = meta.get("env_id")
         model._setup_model()
     except (ValueError, TypeError, NotImplementedError) as error:
         raise ValueError(f"{where}: {error}") from None
     _build_policy(meta, arrays, where, model.policy)
     model.num_timesteps, model._n_updates = counters
+    if "vec_normalize" in meta:
+        shape = model.observation_space.shape
+        model._saved_normalization = _normalization_from_file(meta["vec_normalize"], shape, where)
     model.ep_info_buffer.extend({"r": float(r), "l": int(n)} for r, n in episodes)
     for name, value in meta.get("included", {}).items():
         if name in _own_attributes():  # a file adds attributes; never replaces the model's own
@@ -2850,8 +2855,10 @@ def unwrap_vec_env(venv: Any) -> tuple[gym.Env, Any]:
     vec_normalize, layer = None, venv
     while hasattr(layer, "venv"):
         name = type(layer).__name__
+        if name == "VecNormalize" and vec_normalize is not None:
+            raise ValueError("a VecNormalize inside a VecNormalize: ARS applies one; keep one")
         if name == "VecNormalize":
-            vec_normalize = vec_normalize or layer
+            vec_normalize = layer
         elif name != "VecMonitor":
             raise ValueError(f"ARS cannot see through {name}: give it the env, a DummyVecEnv, or "
                              "VecNormalize or VecMonitor around one")
@@ -2910,6 +2917,31 @@ def _update_vec_normalize(vec_normalize: Any, visited: Sequence[RunningMeanStd |
                                                           rms.var.reshape(shape), rms.count)
 
 
+def observations_seen_by(model: Any) -> Any:
+    """The VecNormalize whose observations ``model``'s policy learned on: the env's, or the
+    frozen one its file recorded (None for a policy, or a model of raw observations). An
+    evaluation on a raw env passes its observations through it, as SB3's would."""
+    live = model.get_vec_normalize_env() if isinstance(model, ARS) else None
+    return live if live is not None and live.norm_obs else getattr(model, "_saved_normalization",
+                                                                     None)
+
+
+def _normalization_from_file(data: Any, shape: tuple, where: str) -> Any:
+    """A frozen stand-in for the VecNormalize a file recorded, checked."""
+    n = math.prod(shape)
+    ok = isinstance(data, dict) and set(data) == {"mean", "var", "clip_obs", "epsilon"}
+    arrays = [np.array(data[k], float) if ok and isinstance(data[k], list) else None
+              for k in ("mean", "var")] if ok else [None]
+    if not (ok and all(a is not None and a.shape == (n,) and np.isfinite(a).all() for a in arrays)
+            and (arrays[1] >= 0).all() and all(_is_number(data[k]) and data[k] >= 0
+                                              for k in ("clip_obs", "epsilon"))):
+        raise ValueError(f"{where}: metadata field 'vec_normalize' must hold {n} finite means and "
+                         "variances >= 0, clip_obs and epsilon >= 0")
+    rms = RunningMeanStd.from_moments(arrays[0].reshape(shape), arrays[1].reshape(shape), 0)
+    return types.SimpleNamespace(obs_rms=rms, epsilon=data["epsilon"], clip_obs=data["clip_obs"],
+                                 norm_obs=True, training=False)
+
+
 def _check_vec_normalize(model: ARS) -> None:
     vec_normalize = model.get_vec_normalize_env()
     if model.normalize_obs and vec_normalize is not None and vec_normalize.norm_obs:
@@ -2919,20 +2951,16 @@ def _check_vec_normalize(model: ARS) -> None:
 
 
 
-def _read_sb3_zip(archive: zipfile.ZipFile, where: str) -> tuple[dict[str, Any], dict[str, Any]]:
+def _read_sb3_zip(archive: zipfile.ZipFile, where: str, env: Any = None) -> tuple[dict, dict]:
     """Metadata and arrays in ars's form from a file of sb3-contrib's ``ARS.save``.
 
-    The JSON's readable fields give the settings and, where they parse, the spaces; the
-    weights come from ``policy.pth`` through ``torch.load(weights_only=True)``. The model
-    is then built and checked as any file's.
+    The JSON's readable fields give the settings and the spaces (``env``'s where SB3
+    abbreviated the bounds); they are checked as an ars file's metadata. The weights are
+    read from ``policy.pth`` by :class:`_WeightsUnpickler`, within the size they imply.
     """
     data = _json(_read_member(archive, "data", MAX_METADATA_BYTES, where), f"{where}: data")
     if not isinstance(data, dict):
         raise ValueError(f"{where}: sb3-contrib's 'data' must be a JSON object")
-    torch = _require("torch", "pip install torch (ars's 'torch' extra): reading sb3-contrib's "
-                     "weights needs it")
-    raw = _read_member(archive, "policy.pth", 8 * MAX_PARAMETERS + (1 << 20), where)
-    state = torch.load(io.BytesIO(raw), map_location="cpu", weights_only=True)
     policy_class = data.get("policy_class") if isinstance(data.get("policy_class"), dict) else {}
     linear = "Linear policy" in str(policy_class.get("__doc__", ""))
     kwargs = data.get("policy_kwargs") if isinstance(data.get("policy_kwargs"), dict) else {}
@@ -2941,7 +2969,7 @@ def _read_sb3_zip(archive: zipfile.ZipFile, where: str) -> tuple[dict[str, Any],
     if "activation_fn" in kwargs:  # a pickled class: its name is in the readable text
         name = re.search(r"\.(\w+)'>", str(kwargs["activation_fn"]))
         kwargs["activation_fn"] = name.group(1).lower() if name else "relu"
-    kwargs["with_bias"] = any(k.endswith(".bias") for k in state)
+    kwargs.setdefault("with_bias", not linear)  # sb3-contrib's defaults
     if linear:
         kwargs = {k: kwargs[k] for k in ("with_bias", "squash_output") if k in kwargs}
     names = ("n_delta", "n_top", "n_eval_episodes", "zero_policy", "alive_bonus_offset", "seed")
@@ -2953,35 +2981,105 @@ def _read_sb3_zip(archive: zipfile.ZipFile, where: str) -> tuple[dict[str, Any],
             hparams[name] = float(value.group(1))
         else:  # any other exists only as a pickle: never read
             unreadable.append(name)
-    meta = dict(kind="model", policy="LinearPolicy" if linear else "MlpPolicy",
-                policy_kwargs=kwargs, hparams=hparams, env_id=None,
-                observation_space=_sb3_space(data.get("observation_space")),
-                action_space=_sb3_space(data.get("action_space")), unreadable=unreadable,
+    meta = dict(format=FORMAT, format_version=1, policy="LinearPolicy" if linear else "MlpPolicy",
+                policy_kwargs=kwargs, hparams=hparams, unreadable=unreadable,
                 num_timesteps=data.get("num_timesteps", 0), n_updates=data.get("_n_updates", 0))
-    state = {k: v.detach().numpy() if _is_torch(v) else v for k, v in state.items()}
-    return meta, {"state_dict": state}
+    for key in ("observation_space", "action_space"):
+        meta[key] = _sb3_space(data.get(key))
+        if meta[key] is None and env is None:
+            raise ValueError(f"{where}: its {key} cannot be read (SB3 abbreviates more than "
+                             "1,000 bounds): pass env= to load it with the env's")
+        if meta[key] is None:
+            meta[key] = _space_to_json(getattr(resolve_env(env)[0], key))
+    meta = _check_metadata(meta, where)
+    obs_dim, n_outputs = (spaces.flatdim(meta[k]) for k in ("observation_space", "action_space"))
+    budget = _parameter_count(meta["policy"], kwargs, obs_dim, n_outputs, where)
+    return meta, {"state_dict": _read_weights(archive, where, budget)}
 
 
-def _sb3_space(data: Any) -> spaces.Space | None:
-    """A space from the readable fields SB3 writes beside its pickle, when they parse."""
-    if not isinstance(data, dict):
+def _sb3_space(data: Any) -> dict[str, Any] | None:
+    """A space's JSON in ars's form from the readable fields SB3 writes beside its pickle
+    (checked later as any file's); None where the bounds are abbreviated with "..."."""
+    kind = str(data.get(":type:", "")) if isinstance(data, dict) else ""
+    if kind.endswith(".Discrete'>"):
+        number = lambda v: int(v) if isinstance(v, str) and re.fullmatch(r"-?\d{1,18}", v) else v
+        return {"type": "Discrete", "n": number(data.get("n")), "start": number(data.get("start"))}
+    if not kind.endswith(".Box'>"):
+        return {"type": kind} if kind else None  # refused, naming the type
+    if "..." in str(data.get("low")) + str(data.get("high")):
         return None
-    kind = str(data.get(":type:", ""))
     try:
-        if "Discrete" in kind and "Multi" not in kind:
-            return spaces.Discrete(int(data["n"]), start=int(data.get("start", 0)))
-        if "Box" in kind and "..." not in str(data.get("low")) + str(data.get("high")):
-            shape, dtype = tuple(data["_shape"]), np.dtype(data["dtype"])
-            low, high = (np.array(_parse_numpy_str(data[k]), dtype=dtype).reshape(shape)
-                         for k in ("low", "high"))
-            return spaces.Box(low, high, shape=shape, dtype=dtype)
-    except (KeyError, TypeError, ValueError):
-        pass
-    return None
+        low, high = ([float(x) for x in str(data[k]).replace("[", " ").replace("]", " ").split()]
+                     for k in ("low", "high"))
+    except (KeyError, ValueError):
+        low = high = None
+    return {"type": "Box", "low": low, "high": high, "shape": data.get("_shape"),
+            "dtype": data.get("dtype")}
 
 
-def _parse_numpy_str(text: str) -> list[float]:
-    return [float(x) for x in str(text).replace("[", " ").replace("]", " ").split()]
+class _WeightsUnpickler(pickle.Unpickler):
+    """The pickle of ``torch.save(state_dict)``, read without torch and without running
+    anything: it may build an OrderedDict of float tensors, and nothing else (torch's own
+    ``weights_only`` list, narrowed). Each storage is checked against ``budget`` (the
+    parameters the spaces imply) from the zip directory, before it is read."""
+
+    DTYPES = {"FloatStorage": np.dtype("<f4"), "DoubleStorage": np.dtype("<f8")}
+
+    def __init__(self, archive: zipfile.ZipFile, prefix: str, budget: int, where: str):
+        super().__init__(io.BytesIO(_read_member(archive, prefix + "data.pkl", 1 << 20, where)))
+        self.archive, self.prefix, self.budget, self.where = archive, prefix, budget, where
+        self.storages: dict[str, np.ndarray] = {}
+
+    def find_class(self, module: str, name: str) -> Any:
+        if (module, name) == ("collections", "OrderedDict"):
+            return collections.OrderedDict
+        if (module, name) == ("torch._utils", "_rebuild_tensor_v2"):
+            return _rebuild_tensor
+        if module == "torch" and name in self.DTYPES:
+            return self.DTYPES[name]
+        raise pickle.UnpicklingError(f"it names {module}.{name:.60}; a weights file holds float "
+                                     "tensors only")
+
+    def persistent_load(self, pid: Any) -> np.ndarray:
+        kind, dtype, key, _, numel = pid
+        if key not in self.storages:
+            if not (kind == "storage" and isinstance(dtype, np.dtype) and is_int(numel)
+                    and 0 <= numel <= self.budget and re.fullmatch(r"\d{1,9}", str(key))):
+                raise ValueError(f"a storage of {numel!r:.20} numbers; the spaces imply at most "
+                                 f"{self.budget:,} in all")
+            self.budget -= numel
+            raw = _read_member(self.archive, f"{self.prefix}data/{key}", numel * dtype.itemsize,
+                               self.where)
+            self.storages[key] = np.frombuffer(raw, dtype, count=numel)
+        return self.storages[key]
+
+
+def _rebuild_tensor(storage: np.ndarray, offset: int, size: tuple, stride: tuple,
+                    *_: Any) -> np.ndarray:
+    """A contiguous tensor over a storage, as torch's ``_rebuild_tensor_v2`` (checked)."""
+    dims = (offset, *size, *stride) if isinstance(size, tuple) and isinstance(stride, tuple) else ()
+    n = math.prod(size) if dims and all(is_int(d) and d >= 0 for d in dims) else -1
+    contiguous = tuple(stride) == tuple(math.prod(size[i + 1:]) for i in range(len(size)))
+    if n < 0 or not contiguous or offset + n > len(storage):
+        raise ValueError("a tensor that is not a contiguous view of its storage")
+    return storage[offset:offset + n].reshape(size)
+
+
+def _read_weights(archive: zipfile.ZipFile, where: str, budget: int) -> dict[str, np.ndarray]:
+    """sb3-contrib's ``policy.pth`` (a zip written by ``torch.save``): its state dict."""
+    try:
+        with archive.open("policy.pth") as f, zipfile.ZipFile(f) as inner:
+            prefix = next((n[:-8] for n in inner.namelist() if n.endswith("data.pkl")), "")
+            if inner.namelist().count(f"{prefix}byteorder") and \
+                    _read_member(inner, f"{prefix}byteorder", 8, where) != b"little":
+                raise ValueError("it is big-endian")
+            state = _WeightsUnpickler(inner, prefix, budget, where).load()
+        if not (isinstance(state, dict) and all(isinstance(v, np.ndarray) for v in state.values())):
+            raise ValueError("it holds something other than a dict of tensors")
+        return state
+    except Exception as error:  # a damaged pickle raises anything; never torch's advice
+        raise ValueError(f"{where}: policy.pth is not a readable weights file "
+                         f"({type(error).__name__}: {error})") from None
 
 
 def _policy_to_torch(policy: ARSPolicy) -> Any:
@@ -3140,7 +3238,7 @@ def _play(model: Any, env: gym.Env, seed: int | None, max_steps: int | None,
 
     env.reset(seed=seed)
     frame()
-    vec_normalize = getattr(model, "_vec_normalize", None)  # as it saw observations in training
+    vec_normalize = observations_seen_by(model)  # as it saw observations in training
     result = evaluate_episodes(policy, InProcessEval(env), [seed], max_steps, vec_normalize, frame)
     env.close()
     return float(result[0].returns[0]), frames[0]

@@ -1864,6 +1864,30 @@ def test_vec_normalize_statistics_are_exact_and_sb3_loop_runs_on_its_observation
         ARS("LinearPolicy", normalized, normalize_obs=True)
 
 
+def test_a_model_trained_in_vec_normalize_is_evaluated_as_it_saw_observations(tmp_path):
+    vec_env = pytest.importorskip("stable_baselines3.common.vec_env")
+    from stable_baselines3.common.env_util import make_vec_env
+
+    normalized = vec_env.VecNormalize(make_vec_env("Pendulum-v1", n_envs=1), norm_reward=False)
+    model = ARS("LinearPolicy", normalized, n_delta=2, seed=0).learn(2000)
+    normalized.training = False
+    live = ars.evaluate_policy(model, normalized, 5)
+    path = model.save(tmp_path / "m.zip")
+    loaded = ARS.load(path)  # its file records the frozen normalisation
+    assert ars.evaluate_policy(loaded, "Pendulum-v1", 5) == live
+    filmed = ars._play(loaded, ars.make_env("Pendulum-v1"), None, None, lambda frame: None)[0]
+    assert ars._play(model, ars.make_env("Pendulum-v1"), None, None, lambda f: None)[0] == filmed
+    result = _run([str(HERE / "ars.py"), "--eval", str(path), "--eval-episodes", "5"], tmp_path)
+    assert f"mean return {live[0]:.2f} +/- {live[1]:.2f}" in result.stdout, result.stdout
+    raw = ARS("LinearPolicy", "Pendulum-v1", seed=0)
+    raw.policy.load_from_vector(model.policy.parameters_to_vector())
+    assert ars.evaluate_policy(raw, "Pendulum-v1", 5) != live  # without it: another policy
+    reward_only = vec_env.VecNormalize(make_vec_env("CartPole-v1", n_envs=1), norm_obs=False)
+    ARS("LinearPolicy", reward_only, n_delta=2, seed=0).learn(500)  # reward-only trains
+    with pytest.raises(ValueError, match="a VecNormalize inside a VecNormalize"):
+        ARS("LinearPolicy", vec_env.VecNormalize(normalized))
+
+
 def test_get_env_is_a_vec_env_view_for_the_documented_sb3_loop():
     model = ARS("LinearPolicy", "CartPole-v1", n_delta=2, seed=0).learn(2000)
     vec_env = model.get_env()
@@ -2130,9 +2154,7 @@ def test_a_model_saved_by_sb3_contrib_loads_and_predicts_the_same_actions(
     )
     theirs.learn(600)
     theirs.save(tmp_path / "theirs")
-    ours = ARS.load(
-        tmp_path / "theirs.zip"
-    )  # weights by torch.load(weights_only=True); no pickle is opened
+    ours = ARS.load(tmp_path / "theirs.zip")  # weights read by ars's narrow unpickler
     assert (ours.n_delta, ours.delta_std, ours.num_timesteps) == (2, 0.07, theirs.num_timesteps)
     env = gym.make(env_id)
     obs = np.stack([env.observation_space.sample() for _ in range(50)])
@@ -2143,13 +2165,14 @@ def test_a_model_saved_by_sb3_contrib_loads_and_predicts_the_same_actions(
     ours.learn(400)  # and training goes on from their weights
 
 
-@pytest.mark.slow
-def test_sb3_contrib_file_without_torch_names_the_install(tmp_path, monkeypatch):
+def test_sb3_contrib_files_load_without_torch(tmp_path, monkeypatch):
     sb3_contrib = pytest.importorskip("sb3_contrib")
-    sb3_contrib.ARS("LinearPolicy", "Pendulum-v1").save(tmp_path / "theirs")
-    monkeypatch.setitem(sys.modules, "torch", None)
-    with pytest.raises(ModuleNotFoundError, match=r"pip install torch"):
-        ARS.load(tmp_path / "theirs")
+    theirs = sb3_contrib.ARS("LinearPolicy", "Pendulum-v1", zero_policy=False, seed=1)
+    theirs.save(tmp_path / "theirs")
+    monkeypatch.setitem(sys.modules, "torch", None)  # importing torch now fails
+    obs = np.ones((4, 3), np.float32)
+    expected = theirs.predict(obs, deterministic=True)[0]
+    np.testing.assert_allclose(ARS.load(tmp_path / "theirs").predict(obs)[0], expected, atol=1e-6)
 
 
 # ---------------------------------------------------------------------------
@@ -2393,6 +2416,129 @@ def test_hostile_files_are_rejected_before_any_large_allocation(tmp_path):
     for name in ("huge", "bomb", "bomb2"):
         out = _peak_rss_of(f"ars.ARS.load({str(tmp_path / (name + '.npz'))!r})", tmp_path)
         assert "REJECTED" in out and int(out.split("GROWTH_KB")[1]) < 100_000, (name, out)
+
+
+def _sb3_file(path, source, data=None, pth=None, compress=False):
+    """sb3-contrib's file ``source`` with its JSON ``data`` changed and ``policy.pth`` swapped."""
+    with zipfile.ZipFile(source) as archive:
+        members = {n: archive.read(n) for n in archive.namelist()}
+    text = json.loads(members["data"])
+    for key, value in (data or {}).items():
+        if isinstance(value, dict) and isinstance(text.get(key), dict):
+            text[key].update(value)
+        else:
+            text[key] = value
+    members["data"] = json.dumps(text).encode()
+    members["policy.pth"] = members["policy.pth"] if pth is None else pth
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED if compress else zipfile.ZIP_STORED) as z:
+        for name, content in members.items():
+            z.writestr(name, content)
+    return path
+
+
+def _pth(tensors, compress=False):
+    """``torch.save(tensors)``'s bytes, optionally recompressed member by member."""
+    torch = pytest.importorskip("torch")
+    buffer = io.BytesIO()
+    torch.save(tensors, buffer)
+    if not compress:
+        return buffer.getvalue()
+    out = io.BytesIO()
+    with zipfile.ZipFile(buffer) as src, zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as dst:
+        for name in src.namelist():
+            dst.writestr(name, src.read(name))
+    return out.getvalue()
+
+
+@pytest.mark.slow
+def test_hostile_sb3_contrib_files_are_refused_cheaply_in_one_line(tmp_path):
+    sb3_contrib = pytest.importorskip("sb3_contrib")
+    torch = pytest.importorskip("torch")
+    source = tmp_path / "theirs.zip"
+    sb3_contrib.ARS("LinearPolicy", "Pendulum-v1", zero_policy=False, seed=0).save(source)
+    weight = torch.zeros((1, 3))
+    bomb = _pth({"action_net.weight": torch.zeros(300_000_000)}, compress=True)
+    cases = {  # name: (data changes, policy.pth, the error)
+        "bomb": ({}, bomb, "policy.pth is not a readable weights file"),
+        "dtype": ({"observation_space": {"dtype": "U500000000"}}, None, "dtype <U500000000"),
+        "nan": ({}, _pth({"action_net.weight": torch.full((1, 3), float("nan"))}), "finite"),
+        "int": ({}, _pth({"action_net.weight": weight.long()}), "float tensors only"),
+        "complex": ({}, _pth({"action_net.weight": weight.to(torch.complex64)}), "float tensors"),
+        "shape": ({}, _pth({"action_net.weight": torch.zeros((3, 1))}), "has shape"),
+        "updates": ({"_n_updates": -5}, None, "n_updates must be integers >= 0"),
+        "steps": ({"num_timesteps": 2**70}, None, "n_updates must be integers >= 0"),
+        "n_delta": ({"n_delta": 10**9}, None, "n_delta must be an integer from 1"),
+        "n_top": ({"n_top": 0}, None, "n_top must be an integer from 1"),
+        "seed": ({"seed": -1}, None, "seed must be an integer from 0"),
+        "code": ({}, b"not a zip", "policy.pth is not a readable weights file"),
+    }
+    for name, (data, pth, message) in cases.items():
+        _sb3_file(tmp_path / f"{name}.zip", source, data, pth, compress=name == "bomb")
+        with pytest.raises(ValueError, match=f"{name}.zip.*{message}") as error:
+            ARS.load(tmp_path / f"{name}.zip")
+        assert "weights_only" not in str(error.value) and "\n" not in str(error.value), name
+    assert (tmp_path / "bomb.zip").stat().st_size < 2_000_000
+    for name in ("bomb", "dtype"):
+        out = _peak_rss_of(f"ars.ARS.load({str(tmp_path / (name + '.zip'))!r})", tmp_path)
+        assert "REJECTED" in out and int(out.split("GROWTH_KB")[1]) < 100_000, (name, out)
+    result = _run([str(HERE / "ars.py"), "--eval", str(tmp_path / "int.zip")], tmp_path)
+    assert (
+        result.returncode != 0 and "int.zip" in result.stderr and "float tensors" in result.stderr
+    )
+    assert len(result.stderr.strip().splitlines()) == 1, result.stderr
+
+
+def test_a_pickle_that_names_anything_else_is_refused_without_running_it(tmp_path):
+    import pickle
+
+    class Boom:
+        def __reduce__(self):
+            return (os.system, ("touch " + str(tmp_path / "ran"),))
+
+    inner = io.BytesIO()
+    with zipfile.ZipFile(inner, "w") as z:
+        z.writestr("archive/data.pkl", pickle.dumps({"action_net.weight": Boom()}, protocol=2))
+    sb3_contrib = pytest.importorskip("sb3_contrib")
+    sb3_contrib.ARS("LinearPolicy", "Pendulum-v1").save(tmp_path / "theirs.zip")
+    _sb3_file(tmp_path / "evil.zip", tmp_path / "theirs.zip", pth=inner.getvalue())
+    with pytest.raises(ValueError, match=r"evil.zip: policy.pth .* names posix.system"):
+        ARS.load(tmp_path / "evil.zip")
+    assert not (tmp_path / "ran").exists()
+
+
+class WideEnv(gym.Env):
+    """A Box observation of ``n`` entries with varied bounds: SB3 abbreviates them."""
+
+    def __init__(self, n):
+        self.observation_space = spaces.Box(-np.arange(1.0, n + 1), np.arange(1.0, n + 1))
+        self.action_space = spaces.Box(-1.0, 1.0, (2,))
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        return self.observation_space.sample(), {}
+
+    def step(self, action):
+        return self.observation_space.sample(), float(action.sum()), False, False, {}
+
+
+def test_sb3_contrib_boxes_of_abbreviated_bounds_load_with_env(tmp_path):
+    sb3_contrib = pytest.importorskip("sb3_contrib")
+    big = gym.wrappers.TimeLimit(WideEnv(1500), 5)
+    theirs = sb3_contrib.ARS("LinearPolicy", big, zero_policy=False, seed=0)
+    theirs.save(tmp_path / "wide.zip")
+    assert (
+        "..."
+        in json.loads(zipfile.ZipFile(tmp_path / "wide.zip").read("data"))["observation_space"][
+            "low"
+        ]
+    )
+    with pytest.raises(ValueError, match=r"wide.zip: its observation_space cannot be read.*env="):
+        ARS.load(tmp_path / "wide.zip")
+    ours = ARS.load(tmp_path / "wide.zip", env=big)
+    obs = big.observation_space.sample()
+    np.testing.assert_allclose(
+        ours.predict(obs)[0], theirs.predict(obs, deterministic=True)[0], atol=1e-5
+    )
 
 
 @pytest.mark.parametrize(
