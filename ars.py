@@ -15,6 +15,9 @@ core" (a copy cut there trains with the same weights). Then the ``ARS`` class (t
 SB3's API), evaluators, logging and callbacks, files, SB3 adapters, videos, the command line.
 """
 
+# The file is wrapped by hand, more densely than ruff's style (its length is a budget); `ruff
+# check` still holds every line to 100 characters.
+# fmt: off
 from __future__ import annotations
 
 import math
@@ -53,8 +56,7 @@ PAPER_SETTINGS["Pendulum"].update(policy="MlpPolicy", net_arch=[16], zero_policy
 DEFAULTS: dict[str, Any] = dict(  # train()'s hyper-parameters, named and set as in ARS()
     policy="LinearPolicy", policy_kwargs=None, n_delta=8, n_top=None, learning_rate=0.02,
     delta_std=0.05, zero_policy=True, alive_bonus_offset=0.0, n_eval_episodes=1,
-    normalize_obs=False, common_random_numbers=True, max_episode_steps=None, seed=None,
-)  # fmt: skip
+    normalize_obs=False, common_random_numbers=True, max_episode_steps=None, seed=None)
 
 
 # == Running statistics ==========================================================================
@@ -168,15 +170,9 @@ class Network:
     Discrete actions; for a Box, ``tanh`` rescaled to its bounds (``squash_output``) or clip.
     """
 
-    def __init__(
-        self,
-        observation_space: spaces.Space,
-        action_space: spaces.Space,
-        net_arch: Sequence[int] = (64, 64),
-        activation_fn: str = "relu",
-        with_bias: bool = True,
-        squash_output: bool = True,
-    ):
+    def __init__(self, observation_space: spaces.Space, action_space: spaces.Space,
+                 net_arch: Sequence[int] = (64, 64), activation_fn: str = "relu",
+                 with_bias: bool = True, squash_output: bool = True):
         self.observation_space, self.action_space = observation_space, action_space
         self.net_arch, self.activation_fn = [int(n) for n in net_arch], activation_fn
         self.with_bias, self.squash_output = bool(with_bias), bool(squash_output)
@@ -290,56 +286,64 @@ def _inner_step(env: gym.Env) -> tuple[Callable[[Any], tuple], int | None]:
     return inner.step, limit
 
 
-def run_episodes(
-    env: gym.Env,
-    act: Callable,
-    seeds: Sequence[int],
-    options: dict | None = None,
-    track_obs: bool = True,
-    max_episode_steps: int | None = None,
-    on_step: Callable | None = None,
-) -> tuple:
-    """Roll out ``act`` (``obs -> action``) for one episode per env seed.
+def all_finite(rows: list) -> bool:
+    """Whether every row is finite: float arrays are joined as bytes (~50 ns a row)."""
+    first = rows[0]
+    try:
+        flat = np.frombuffer(b"".join(rows), first.dtype) if first.dtype.kind == "f" else None
+    except (AttributeError, TypeError, ValueError):  # lists, mixed or strided arrays
+        flat = None
+    if flat is None or flat.size != len(rows) * first.size:
+        flat = np.asarray(rows, dtype=np.float64)
+    return bool(np.isfinite(flat).all())
 
-    ``options`` go to every ``env.reset``; ``track_obs`` keeps statistics of the states
-    acted on, folded in chunks (memory stays bounded); an episode ends at
-    ``max_episode_steps`` or the env's time limit (with neither, ``NO_LIMIT_STEPS`` steps
-    are an error); ``on_step(action, (obs, reward, terminated, truncated, info))`` runs
-    after each step. Returns the episodes' returns and lengths, and the visited states'
-    statistics.
-    """
+
+def run_episodes(env: gym.Env, act: Callable, seeds: Sequence[int], options: dict | None = None,
+                 track_obs: bool = True, max_episode_steps: int | None = None,
+                 on_step: Callable | None = None) -> tuple:
+    """Roll out ``act`` (``obs -> action``) for one episode per env seed: their returns and
+    lengths, and the statistics of the states acted on. ``options`` go to every reset;
+    ``on_step(action, transition)`` hears of each step. An episode ends at ``max_episode_steps``
+    or the env's limit (with neither, at ``NO_LIMIT_STEPS``: an error). The states are checked
+    in chunks: with ``track_obs`` folded into the statistics, else only checked (NaN flags)."""
     returns, lengths = np.zeros(len(seeds)), np.zeros(len(seeds), dtype=np.int64)
     dim, flatten, rows = spaces.flatdim(env.observation_space), flattener(env.observation_space), []
     visited, chunk = RunningMeanStd((dim,)), max(1, min(1000, OBS_CHUNK_BYTES // (8 * dim)))
     step, env_limit = _inner_step(env)
     limits = [x for x in (env_limit, max_episode_steps) if x is not None]
     limit = min(limits, default=NO_LIMIT_STEPS)
+
+    def fold() -> None:  # statistics (V2), or only the check (V1: NaN statistics flag it)
+        if track_obs:
+            visited.update(flatten(rows))
+        elif not all_finite(rows):
+            visited.mean = np.full(dim, np.nan)
+        rows.clear()
+
     for i, seed in enumerate(seeds):
         obs, _ = env.reset(seed=int(seed), options=options)
-        total, steps = 0.0, 0
-        while True:  # the hot loop: nothing here that could be done once per episode
-            if track_obs:
-                rows.append(obs)
-                if len(rows) == chunk:
-                    visited.update(flatten(rows))
-                    rows.clear()
+        total, steps, stop = 0.0, 0, min(limit, chunk - len(rows))
+        while True:  # the hot loop: nothing here that could be done once per chunk
+            rows.append(obs)
             action = act(obs)
             obs, reward, terminated, truncated, info = step(action)
             if on_step is not None:
                 on_step(action, (obs, reward, terminated, truncated, info))
             total += reward
             steps += 1
-            if terminated or truncated or steps == limit:
-                break
+            if terminated or truncated or steps == stop:
+                if len(rows) == chunk:
+                    fold()
+                if terminated or truncated or steps == limit:
+                    break
+                stop = min(limit, steps + chunk - len(rows))
         if not limits and not (terminated or truncated):
-            raise RuntimeError(
-                f"an episode ran {NO_LIMIT_STEPS:,} steps without ending (env seed "
-                f"{seed}), and the env has no time limit: wrap it in gymnasium's "
-                "TimeLimit, or pass max_episode_steps= to ARS"
-            )
+            raise RuntimeError(f"an episode ran {NO_LIMIT_STEPS:,} steps without ending (env seed "
+                               f"{seed}), and the env has no time limit: wrap it in gymnasium's "
+                               "TimeLimit, or pass max_episode_steps= to ARS")
         returns[i], lengths[i] = total, steps
     if rows:
-        visited.update(flatten(rows))
+        fold()
     return returns, lengths, visited
 
 
@@ -387,17 +391,16 @@ def candidate_parameters(it: Iteration, job: Job) -> np.ndarray:
     return it.theta + it.delta_std * delta if job.sign > 0 else it.theta - it.delta_std * delta
 
 
-def run_job(
-    env: gym.Env, it: Iteration, job: Job, options: dict | None = None, on_step: Any = None
-) -> Result:
+def run_job(env: gym.Env, it: Iteration, job: Job, options: dict | None = None,
+            on_step: Any = None) -> Result:
     """Evaluate one candidate: its episodes' returns and lengths, the states it visited."""
     act = it.network.actor(candidate_parameters(it, job), it.obs_rms)
     if it.obs_filter is not None:
         act = (lambda policy, f: lambda obs: policy(f(obs)))(act, it.obs_filter)
-    returns, lengths, visited = run_episodes(
-        env, act, job.seeds, options, it.track_obs, it.max_episode_steps, on_step
-    )
-    return Result(returns, lengths, visited if it.track_obs else None)
+    returns, lengths, visited = run_episodes(env, act, job.seeds, options, it.track_obs,
+                                             it.max_episode_steps, on_step)
+    flagged = not np.isfinite(visited.mean).all()  # V1 too: a non-finite state stops training
+    return Result(returns, lengths, visited if it.track_obs or flagged else None)
 
 
 def check_finite(result: Result, job: Job, index: int) -> None:
@@ -405,10 +408,9 @@ def check_finite(result: Result, job: Job, index: int) -> None:
     rms, sign, seeds = result.visited, "+-"[job.sign < 0], [int(s) for s in job.seeds]
     what = "reward" if not np.isfinite(result.returns).all() else "observation"
     if what == "reward" or (rms is not None and not np.isfinite([rms.mean, rms.var]).all()):
-        raise FloatingPointError(
-            f"iteration {index}, candidate {job.candidate} (direction {job.k}, {sign}): a "
-            f"non-finite {what} (nan or inf) with env seeds {seeds}; the weights are unchanged"
-        )
+        raise FloatingPointError(f"iteration {index}, candidate {job.candidate} (direction "
+                                 f"{job.k}, {sign}): a non-finite {what} (nan or inf) with env "
+                                 f"seeds {seeds}; the weights are unchanged")
 
 
 # == One iteration of Algorithm 2, and training ==================================================
@@ -416,9 +418,8 @@ def check_finite(result: Result, job: Job, index: int) -> None:
 Evaluate = Callable[[Iteration, Sequence[Job]], Sequence[Result]]  # one Result per job, in order
 
 
-def iteration(
-    theta: np.ndarray, obs_rms: Any, evaluate: Evaluate, network: Network, index: int, hp: dict
-) -> tuple[np.ndarray, Any, dict[str, Any]]:
+def iteration(theta: np.ndarray, obs_rms: Any, evaluate: Evaluate, network: Network, index: int,
+              hp: dict) -> tuple[np.ndarray, Any, dict[str, Any]]:
     """One iteration of Algorithm 2, values in and values out; comments give its lines.
 
     ``hp`` holds the settings (``learning_rate`` and ``delta_std`` as numbers);
@@ -428,9 +429,8 @@ def iteration(
     n, b, alpha, nu, seed = (hp[k] for k in "n_delta n_top learning_rate delta_std seed".split())
     # Line 4: N directions delta_k ~ N(0, I), each the stream direction(seed, index, k),
     # drawn where it is used.
-    it = Iteration(
-        network, theta, obs_rms, nu, seed, index, obs_rms is not None, hp["max_episode_steps"]
-    )
+    it = Iteration(network, theta, obs_rms, nu, seed, index, obs_rms is not None,
+                   hp["max_episode_steps"])
 
     # Line 5: 2N rollouts of theta +- nu delta_k (candidates k and N + k), mu and Sigma
     # frozen; common random numbers (ars's, not the paper's): a direction's two share env seeds.
@@ -497,9 +497,6 @@ def train(env: str | gym.Env, total_timesteps: int, **hyper_parameters: Any) -> 
 
 
 # --------------------------------------------------- end of the core: the rest is built on it
-# The rest is wrapped by hand, more densely than ruff's style (the file's length is a budget);
-# `ruff check` still holds every line to 100 characters.
-# fmt: off
 
 # What follows builds on the core: the API first, then the plumbing in the order data flows
 # (evaluators, logging and callbacks, files, SB3 adapters, videos, the command line).
@@ -3188,7 +3185,13 @@ def _render_env(env_id: str, render_mode: str, size: int | None = None) -> gym.E
     checker 8 times coarser: a moving fine checker is most of a GIF's bytes.
     """
     display = os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")
-    mujoco = "mujoco" in str(getattr(gym.spec(env_id), "entry_point", ""))
+    entry = gym.spec(env_id).entry_point
+    mujoco, creator = "mujoco" in str(entry), entry
+    with contextlib.suppress(Exception):  # the class's render modes, before making it
+        creator = gym.envs.registration.load_env_creator(entry) if isinstance(entry, str) else entry
+    modes = getattr(creator, "metadata", {}).get("render_modes", [render_mode])
+    if render_mode not in modes:
+        raise RuntimeError(f"{env_id} cannot render {render_mode!r} frames (its modes: {modes})")
     if render_mode == "human" and not display:
         raise RuntimeError(f"cannot render {env_id} in a window: there is no display; use --video")
     if mujoco and render_mode == "rgb_array" and not os.environ.get("MUJOCO_GL"):
@@ -3204,11 +3207,9 @@ def _render_env(env_id: str, render_mode: str, size: int | None = None) -> gym.E
             _follow_the_agent(env, render_mode)
         return env
     except Exception as error:  # GL and display errors come from several libraries
-        fix = "set MUJOCO_GL=egl (or osmesa) and check that its library is installed"
-        fix = fix if mujoco else "pip install pygame (gymnasium's 'classic-control' extra)"
-        raise RuntimeError(
-            f"cannot render {env_id}: {type(error).__name__}: {error}; {fix}"
-        ) from error
+        fix = "; set MUJOCO_GL=egl (or osmesa) and check that its library is installed" * mujoco
+        raise RuntimeError(f"cannot render {env_id}: {type(error).__name__}: {error}{fix}"
+                           ) from error
 
 
 def _follow_the_agent(env: gym.Env, render_mode: str) -> None:
@@ -3220,7 +3221,7 @@ def _follow_the_agent(env: gym.Env, render_mode: str) -> None:
     renderer.camera_id = None  # keep the camera we set: a camera id would reset its type
     camera = renderer._get_viewer(render_mode).cam
     camera.type = mujoco.mjtCamera.mjCAMERA_TRACKING
-    camera.trackbodyid = int(renderer.default_cam_config.get("trackbodyid", 1) or 1)
+    camera.trackbodyid = int((renderer.default_cam_config or {}).get("trackbodyid", 1) or 1)
 
 
 def _play(model: Any, env: gym.Env, seed: int | None, max_steps: int | None,
@@ -3260,9 +3261,11 @@ class _Encoder:
                         "-r", rate, "-i", "-", *codec, "-f", path.suffix.lower()[1:], f"file:{tmp}"]
 
     def __call__(self, frame: Any) -> None:
+        if _INTERRUPTED:
+            raise KeyboardInterrupt
         if not isinstance(frame, np.ndarray) or frame.ndim != 3:
-            raise RuntimeError(f"the env's render() gave {type(frame).__name__}, not an RGB image: "
-                               "make it with render_mode='rgb_array'")
+            raise RuntimeError(f"the env's render() gave {type(frame).__name__}, not an RGB image "
+                               "(is it made with render_mode='rgb_array'?)")
         if self.process is None:  # the size is the first frame's
             size = ["-s", f"{frame.shape[1]}x{frame.shape[0]}"]
             command = self.command[:8] + size + self.command[8:]
@@ -3348,7 +3351,7 @@ FLAGS = [  # flag, argparse keywords, help
      f" one candidate before it is taken for stuck (default {DEFAULT_JOB_TIMEOUT:g})"),
     ("--start-timeout", {**REAL, "default": DEFAULT_START_TIMEOUT}, "seconds for a worker to"
      f" start and build its env (default {DEFAULT_START_TIMEOUT:g})"),
-    ("--run-dir", {}, "output folder (default runs/<env>-<date>-<time>)"),
+    ("--run-dir", {}, "output folder (default runs/<env>-<date>-<time>-seed<seed>)"),
     ("--overwrite", FLAG, "start a new run in a --run-dir that holds one"),
     ("--resume", {"metavar": "RUN_DIR"}, "continue an interrupted run from its checkpoint"),
     ("--eval", {"metavar": "MODEL"}, "evaluate a saved model instead of training"),
@@ -3398,6 +3401,15 @@ def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
             p.error(message)
     args.explicit = {f for f in RUN_FLAGS if getattr(args, f) != p.get_default(f)}
     return args
+
+
+_INTERRUPTED: list[int] = []  # signals received: a video checks before each frame
+
+
+def _interrupt(signum: int, frame: Any) -> None:
+    """Stop now; noted too, for code that swallows the KeyboardInterrupt (GL setup can)."""
+    _INTERRUPTED.append(signum)
+    raise KeyboardInterrupt
 
 
 class _Interrupts:
@@ -3504,12 +3516,18 @@ def _new_run(args: argparse.Namespace) -> tuple[ARS, dict[str, Any], Path]:
     if args.demos:
         warm_start(model, args.demos)
     config.update(seed=model.seed, n_top=model.n_top, ars_version=__version__)
-    name = f"{env_id.replace('/', '_')}-{time.strftime('%Y%m%d-%H%M%S')}"
-    run_dir = Path(args.run_dir or Path("runs") / name)
+    if args.run_dir is None:  # a folder of its own: mkdir is atomic, so runs never share one
+        stem = f"runs/{env_id.replace('/', '_')}-{time.strftime('%Y%m%d-%H%M%S')}-seed{model.seed}"
+        Path("runs").mkdir(exist_ok=True)
+        for n in range(1, 10**6):
+            with contextlib.suppress(FileExistsError):
+                (run_dir := Path(stem if n == 1 else f"{stem}-{n}")).mkdir()
+                return model, config, run_dir
+    run_dir = Path(args.run_dir)
     existing = [name for name in RUN_FILES.split() if (run_dir / name).exists()]
     if existing and not args.overwrite:
         raise ValueError(f"{run_dir} holds a run ({', '.join(existing)}): --resume {run_dir} to "
-                         f"continue it, or --overwrite to replace it")
+                         f"continue it, or pick another --run-dir")
     run_dir.mkdir(parents=True, exist_ok=True)
     return model, config, run_dir
 
@@ -3563,8 +3581,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     """The command line: train, resume or ``--eval``, and report; returns the exit status."""
     args, lock = _parse_args(argv), None
     try:
-        if args.eval:
-            return _evaluate_saved(args)
+        if args.eval:  # SIGTERM as Ctrl+C: a video's temporary file goes, without a traceback
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                signal.signal(sig, _interrupt)
+            try:
+                return _evaluate_saved(args)
+            except KeyboardInterrupt:
+                print("interrupted: nothing was written", file=sys.stderr)
+                return 130
         model, config, run_dir = _resume(args) if args.resume else _new_run(args)
         lock = _RunLock(run_dir)  # before anything in the folder changes
         evaluation = EvalCallback(config["env"], n_eval_episodes=config["eval_episodes"],

@@ -597,10 +597,10 @@ def test_predict_one_or_a_batch():
         np.testing.assert_allclose(model.predict(o)[0], a)
 
 
-@pytest.mark.parametrize("what", ["reward", "observation"])
-def test_non_finite_values_raise_and_leave_the_weights(what):
+@pytest.mark.parametrize("what,v2", [("reward", True), ("observation", True), ("observation", 0)])
+def test_non_finite_values_raise_and_leave_the_weights(what, v2):
     env = BadEnv(what)
-    model = ARS("LinearPolicy", env, n_delta=3, normalize_obs=True, seed=2)
+    model = ARS("LinearPolicy", env, n_delta=3, normalize_obs=bool(v2), seed=2)
     model.learn(30)
     before = model.get_parameters()["policy"]
     env.poison_seed = _seed(2, model._n_updates, 1, 0)  # candidate 1 (and 4, its mirror)
@@ -611,6 +611,26 @@ def test_non_finite_values_raise_and_leave_the_weights(what):
     after = model.get_parameters()["policy"]
     for key in before:
         assert np.array_equal(before[key], after[key])
+
+
+def test_a_nan_observation_stops_v1_with_discrete_actions_too():
+    class NanAtStep5(gym.Wrapper):
+        def reset(self, **kwargs):
+            self.t = 0
+            return self.env.reset(**kwargs)
+
+        def step(self, action):
+            self.t += 1
+            obs, reward, terminated, truncated, info = self.env.step(action)
+            return (obs * np.nan if self.t == 5 else obs), reward, terminated, truncated, info
+
+    model = ARS("LinearPolicy", NanAtStep5(gym.make("CartPole-v1")), n_delta=2, seed=0)
+    with pytest.raises(FloatingPointError, match=r"iteration 0, candidate 0 .*non-finite observ"):
+        model.learn(100)  # argmax of NaN is 0: without the check, training would go on
+    assert not model.policy.parameters_to_vector().any()
+    rows = [np.ones(3, np.float32)] * 4 + [np.ones(3)]  # mixed dtypes take the slow path
+    assert ars.all_finite(rows) and not ars.all_finite([*rows, np.array([1.0, np.inf, 0])])
+    assert ars.all_finite([[1, 2], [3, 4]]) and not ars.all_finite([[1.0, np.nan]])
 
 
 # ---------------------------------------------------------------------------
@@ -2768,7 +2788,9 @@ def test_a_run_folder_is_never_overwritten_or_shared(tmp_path):
     assert _cli(tmp_path, *common).returncode == 0
     before = (tmp_path / "r" / "model.npz").read_bytes()
     again = _cli(tmp_path, *common)
-    assert again.returncode == 2 and "--resume r" in again.stderr and "--overwrite" in again.stderr
+    assert (
+        again.returncode == 2 and "--resume r" in again.stderr and "--overwrite" not in again.stderr
+    )
     assert (tmp_path / "r" / "model.npz").read_bytes() == before
     assert _cli(tmp_path, *common, "--overwrite").returncode == 0
     rows = _rows(tmp_path / "r" / "progress.csv")
@@ -2797,6 +2819,21 @@ def test_a_run_folder_is_never_overwritten_or_shared(tmp_path):
     slow.send_signal(signal.SIGINT)
     slow.wait(timeout=120)
     assert second.returncode == 2 and "in use by pid" in second.stderr
+
+
+def test_default_run_folders_never_collide(tmp_path):
+    """Three runs started at once, two with the same seed: each gets a folder of its own."""
+    args = [sys.executable, str(HERE / "ars.py"), "--total-timesteps", "500"]
+    runs = [
+        subprocess.Popen([*args, "--seed", seed], cwd=tmp_path, stderr=subprocess.PIPE, text=True)
+        for seed in ("1", "1", "2")
+    ]
+    assert [run.wait(timeout=120) for run in runs] == [0, 0, 0], [r.stderr.read() for r in runs]
+    folders = sorted(p.name for p in (tmp_path / "runs").iterdir())
+    assert len(folders) == 3 and all(
+        (tmp_path / "runs" / f / "model.npz").exists() for f in folders
+    )
+    assert sum(f.endswith("-seed1") or "-seed1-" in f for f in folders) == 2
 
 
 def test_progress_csv_gains_a_column_without_losing_rows(tmp_path):
@@ -3140,6 +3177,50 @@ def test_cli_records_a_clip_and_names_what_is_missing(tmp_path):
             assert result.returncode == 2 and result.stderr.count("\n") == 1, result.stderr
             assert message in result.stderr
     assert not list(tmp_path.glob("**/.*.tmp"))  # nothing half-written left behind
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_a_clip_interrupted_leaves_no_file_and_no_traceback(tmp_path, sig):
+    pytest.importorskip("mujoco")
+    pytest.importorskip("imageio_ffmpeg")
+    ARS("LinearPolicy", "Swimmer-v4", seed=0).save(tmp_path / "m.npz")  # 1,000 steps
+    env = dict(os.environ, MUJOCO_GL="egl", PYTHONPATH=str(HERE))
+    args = [sys.executable, str(HERE / "ars.py"), "--eval", "m.npz", "--video", "long.mp4"]
+    run = subprocess.Popen(args, cwd=tmp_path, env=env, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    while not list(tmp_path.glob(".*.tmp")) and run.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.02)
+    run.send_signal(sig)
+    stderr = run.communicate(timeout=60)[1]
+    if run.returncode == 0:
+        pytest.skip("the episode ended before the signal")
+    assert run.returncode == 130 and "Traceback" not in stderr, stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["m.npz"]
+
+
+def test_short_gifs_and_envs_that_cannot_render_rgb_frames(tmp_path):
+    pytest.importorskip("mujoco")
+    pytest.importorskip("imageio_ffmpeg")
+    model = ARS("LinearPolicy", "InvertedPendulum-v4", seed=0)
+    for steps in (1, 3):
+        assert _clip(model, tmp_path / f"s{steps}.gif", None, max_steps=steps)[1] == steps + 1
+
+    class HumanOnly(gym.Env):
+        metadata = {"render_modes": ["human"]}
+        observation_space, action_space = model.observation_space, model.action_space
+
+        def __init__(self, render_mode=None):
+            self.render_mode = render_mode
+
+    gym.register("HumanOnly-v0", entry_point=HumanOnly)
+    with pytest.raises(RuntimeError, match=r"HumanOnly-v0 cannot render 'rgb_array' frames"):
+        ars.record_video(model, tmp_path / "h.mp4", "HumanOnly-v0")
+    env = gym.make("InvertedPendulum-v4", render_mode="rgb_array")
+    env.unwrapped.render = lambda: None  # an env whose render() gives nothing
+    with pytest.raises(RuntimeError, match=r"render\(\) gave NoneType, not an RGB image"):
+        ars.record_video(model, tmp_path / "n.mp4", env)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["s1.gif", "s3.gif"]
 
 
 @pytest.mark.slow
