@@ -33,13 +33,10 @@ from gymnasium.wrappers import OrderEnforcing, PassiveEnvChecker, TimeLimit
 __version__ = "0.3.0"
 
 # == Settings ====================================================================================
-# Table 9 of the paper, as kept by rl-baselines3-zoo, and the zoo's CartPole and Pendulum:
-# step size alpha, noise nu, directions N, top directions b, the per-step shift that cancels
-# the survival bonus, V1 or V2 (normalised observations), and the zoo's n_timesteps.
-# Humanoid has the paper's N = b = 230 (the zoo: 256).
-
-_PAPER_TABLE = {
-    # task: alpha, nu, N, b, shift, V2, budget (timesteps)
+# Table 9 of the paper, as kept by rl-baselines3-zoo (Humanoid: the paper's N = b = 230; the
+# zoo's 256), and the zoo's CartPole and Pendulum. The shift is per step, cancelling the
+# survival bonus; V2 normalises observations; the budget is the zoo's n_timesteps.
+_PAPER_TABLE = {  # task: step size alpha, noise nu, directions N, top b, shift, V2, budget
     "Swimmer": (0.02, 0.01, 1, 1, 0, False, 2_000_000),
     "Hopper": (0.01, 0.025, 8, 4, -1, True, 7_000_000),
     "HalfCheetah": (0.02, 0.03, 32, 4, 0, True, 12_500_000),
@@ -112,8 +109,7 @@ class RunningMeanStd:
 
 
 def merge_statistics(obs_rms: RunningMeanStd | None, visited: Sequence[Any]) -> Any:
-    """``obs_rms`` merged with each rollout's visited states in order, so the result has
-    the same bits whoever ran the rollouts (None, for V1, stays None)."""
+    """``obs_rms`` merged with each rollout's statistics in order: the same bits, whoever ran it."""
     merged = None if obs_rms is None else obs_rms.copy()
     for rms in visited if merged is not None else ():
         merged.combine(rms)
@@ -387,8 +383,7 @@ def candidate_parameters(it: Iteration, job: Job) -> np.ndarray:
     key = (it.seed, it.index, job.k, it.network.n_params)
     if getattr(_LAST_DIRECTION, "key", None) != key:  # + and - come together: draw it once
         _LAST_DIRECTION.key, _LAST_DIRECTION.delta = key, direction(*key)
-    delta = _LAST_DIRECTION.delta
-    return it.theta + it.delta_std * delta if job.sign > 0 else it.theta - it.delta_std * delta
+    return it.theta + (job.sign * it.delta_std) * _LAST_DIRECTION.delta  # theta +- nu delta
 
 
 def run_job(env: gym.Env, it: Iteration, job: Job, options: dict | None = None,
@@ -404,13 +399,16 @@ def run_job(env: gym.Env, it: Iteration, job: Job, options: dict | None = None,
 
 
 def check_finite(result: Result, job: Job, index: int) -> None:
-    """A NaN or inf reward or observation stops training, naming the candidate."""
+    """A NaN or inf reward or observation (or a variance past float64) stops training."""
     rms, sign, seeds = result.visited, "+-"[job.sign < 0], [int(s) for s in job.seeds]
-    what = "reward" if not np.isfinite(result.returns).all() else "observation"
-    if what == "reward" or (rms is not None and not np.isfinite([rms.mean, rms.var]).all()):
+    what = "reward (nan or inf)" if not np.isfinite(result.returns).all() else None
+    if what is None and rms is not None and not np.isfinite([rms.mean, rms.var]).all():
+        big = np.isfinite(rms.mean).all()  # finite states whose squares overflow: scale them
+        what = "variance of the observations: scale them" if big else "observation (nan or inf)"
+    if what is not None:
         raise FloatingPointError(f"iteration {index}, candidate {job.candidate} (direction "
-                                 f"{job.k}, {sign}): a non-finite {what} (nan or inf) with env "
-                                 f"seeds {seeds}; the weights are unchanged")
+                                 f"{job.k}, {sign}): a non-finite {what}, with env seeds "
+                                 f"{seeds}; the weights are unchanged")
 
 
 # == One iteration of Algorithm 2, and training ==================================================
@@ -451,6 +449,8 @@ def iteration(theta: np.ndarray, obs_rms: Any, evaluate: Evaluate, network: Netw
     # Line 7: theta += alpha / (b sigma_R) sum_k (r+_k - r-_k) delta_k, sigma_R the std of
     # the 2b kept returns (0 only when every r+_k - r-_k is 0: no step).
     sigma_r = np.concatenate([r_plus[top], r_minus[top]]).std()
+    if not np.isfinite(sigma_r):  # returns near float64's limit: never a silent zero step
+        raise FloatingPointError(f"iteration {index}: sigma_R overflows; scale the reward down")
     step_size = alpha / (b * sigma_r) if sigma_r > 0 else 0.0
     deltas = np.stack([direction(seed, index, k, network.n_params) for k in top])
     theta = theta + step_size * ((r_plus[top] - r_minus[top]) @ deltas)
@@ -2097,11 +2097,14 @@ class _StepReporter:
                         infos=[info]))
 
     def after(self, results: Sequence[Result], n_workers: int) -> None:
-        """After rollouts in worker processes, as sb3-contrib's AsyncEval does: one call per
-        ``n_workers`` steps, each adding ``n_workers`` to ``num_timesteps``."""
-        for _ in range(sum(int(r.lengths.sum()) for r in results) // n_workers):
-            self.model.num_timesteps += n_workers
-            self._step({})
+        """After rollouts in worker processes, as sb3-contrib's AsyncEval reports them: one
+        call per ``n_workers`` steps (the last: the rest), with their ``dones`` and ``infos``."""
+        dones = [np.arange(1, n + 1) == n for r in results for n in r.lengths.tolist()]
+        dones = np.concatenate(dones) if dones else np.zeros(0, bool)
+        for start in range(0, len(dones), n_workers):
+            batch = dones[start:start + n_workers]
+            self.model.num_timesteps += len(batch)
+            self._step(dict(dones=batch, infos=[{} for _ in batch]))
 
     def _step(self, extra: dict[str, Any]) -> None:
         for cb in self.callbacks:
@@ -2126,6 +2129,7 @@ class _ProgressBar:
         return True
 
     def on_training_end(self) -> None:
+        self.bar.total = max(self.bar.total, self.bar.n)  # the last iteration may overshoot
         self.bar.close()
 
 
@@ -2331,7 +2335,7 @@ class _atomic_file:
     def __enter__(self) -> Any:
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            prefix = f".{self.path.name}."
+            prefix = f".{self.path.name.encode()[:200].decode(errors='ignore')}."  # <= 255 bytes
             fd, self.tmp = tempfile.mkstemp(dir=self.path.parent, prefix=prefix, suffix=".tmp")
         except OSError as error:
             raise self._error(error) from None

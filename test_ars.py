@@ -1074,6 +1074,7 @@ def test_examples_run_with_a_tiny_budget(example, tmp_path):
 # ---------------------------------------------------------------------------
 
 PENDULUM = functools.partial(gym.make, "Pendulum-v1")
+CARTPOLE = functools.partial(gym.make, "CartPole-v1")
 
 
 def _pendulum_model(seed=3):
@@ -2325,6 +2326,34 @@ def test_dask_client_closed_mid_learn_is_an_error_not_a_hang():
         threading.Timer(1.0, client.close).start()
         with pytest.raises(RuntimeError, match="executor task failed|no executor task finished"):
             model.learn(100_000, async_eval=executor_eval)
+        with pytest.raises(RuntimeError, match="the Dask client of this executor is closed"):
+            model.learn(100, async_eval=ExecutorEval(client.get_executor(pure=False), SlowEnv))
+
+
+@pytest.mark.slow
+def test_sb3_callbacks_see_the_absolute_target_and_each_worker_steps_dones(capsys):
+    callbacks = pytest.importorskip("stable_baselines3.common.callbacks")
+    pytest.importorskip("tqdm")
+    seen = []
+
+    class Target(callbacks.BaseCallback):
+        def _on_training_start(self):
+            seen.append(self.locals["total_timesteps"])
+
+        def _on_step(self):
+            return True
+
+    model = ARS("LinearPolicy", "CartPole-v1", n_delta=2, seed=0).learn(1000, Target())
+    first = model.num_timesteps
+    model.learn(1000, Target(), reset_num_timesteps=False)
+    assert seen == [1000, first + 1000]  # SB3's: the absolute target, never the increment
+    with AsyncEval([CARTPOLE] * 2, model.policy) as async_eval:
+        stop = callbacks.StopTrainingOnMaxEpisodes(max_episodes=5)
+        model.learn(100_000, stop, async_eval=async_eval)  # needs each worker-step's dones
+        assert stop.n_episodes >= 5 and model.num_timesteps < first + 20_000
+        capsys.readouterr()
+        model.learn(3000, async_eval=async_eval, progress_bar=True)
+    assert "100%" in capsys.readouterr().err.splitlines()[-1]
 
 
 def test_one_evaluator_used_from_two_threads_is_a_clear_error():
@@ -2662,6 +2691,43 @@ def test_a_full_disk_is_a_clear_error_and_leaves_no_temporary_file(tmp_path, mon
     with pytest.raises(OSError, match="could not write .*m.zip: No space left on device"):
         model.save(tmp_path / "m")
     assert list(tmp_path.iterdir()) == []
+
+
+def test_names_up_to_the_file_systems_limit_save_and_overflows_are_named(tmp_path):
+    model = ARS("LinearPolicy", "CartPole-v1", seed=0)
+    name = "é" * 100 + "m" * 51 + ".npz"  # 255 bytes in UTF-8
+    assert len(name.encode()) == 255 and ARS.load(model.save(tmp_path / name))
+    huge = ARS("LinearPolicy", Scaled("Pendulum-v1", obs=1e160), normalize_obs=True, n_delta=1)
+    with pytest.raises(FloatingPointError, match="non-finite variance of the observations: scale"):
+        huge.learn(400)
+    rich = ARS("LinearPolicy", Scaled("Pendulum-v1", reward=1e200), n_delta=2, delta_std=0.5)
+    with pytest.raises(FloatingPointError, match="sigma_R overflows; scale the reward down"):
+        rich.learn(2000)
+    assert not rich.policy.parameters_to_vector().any()
+
+
+class Scaled(gym.Wrapper):
+    """An env whose observations or rewards are multiplied by huge factors."""
+
+    def __init__(self, env_id, obs=1.0, reward=1.0):
+        super().__init__(gym.make(env_id))
+        shape = self.env.observation_space.shape
+        self.observation_space = spaces.Box(-np.inf, np.inf, shape, np.float64)
+        self.obs_scale, self.reward_scale = obs, reward
+
+    def reset(self, **kwargs):
+        obs, info = self.env.reset(**kwargs)
+        return np.float64(obs) * self.obs_scale, info
+
+    def step(self, action):
+        obs, reward, terminated, truncated, info = self.env.step(action)
+        return (
+            np.float64(obs) * self.obs_scale,
+            reward * self.reward_scale,
+            terminated,
+            truncated,
+            info,
+        )
 
 
 def test_saved_files_get_the_permissions_the_umask_allows(tmp_path):
