@@ -3032,6 +3032,10 @@ def test_resume_extends_the_run_and_refuses_changed_settings(tmp_path):
     assert _cli(tmp_path, *COMMON[:5], "20000", *COMMON[6:], "--run-dir", "r").returncode == 0
     refused = _cli(tmp_path, "--resume", "r", "--n-delta", "4")
     assert refused.returncode == 2 and "--n-delta cannot change on --resume" in refused.stderr
+    for extra in (["--run-dir", "elsewhere"], ["--overwrite"]):
+        refused = _cli(tmp_path, "--resume", "r", *extra)
+        assert refused.returncode == 2 and "--resume goes without --run-dir" in refused.stderr
+        assert refused.stderr.count("\n") == 1 and not (tmp_path / "elsewhere").exists()
     assert _cli(tmp_path, "--resume", "r", "--total-timesteps", "60000").returncode == 0
     assert ARS.load(tmp_path / "r" / "model.npz").num_timesteps >= 60000
     assert _cli(tmp_path, *COMMON, "--run-dir", "straight").returncode == 0
@@ -3263,6 +3267,18 @@ def test_a_clip_interrupted_leaves_no_file_and_no_traceback(tmp_path, sig):
         pytest.skip("the episode ended before the signal")
     assert run.returncode == 130 and "Traceback" not in stderr, stderr
     assert sorted(p.name for p in tmp_path.iterdir()) == ["m.npz"]
+
+
+@pytest.mark.slow
+def test_a_long_clip_streams_its_frames(tmp_path):
+    pytest.importorskip("mujoco")
+    pytest.importorskip("imageio_ffmpeg")
+    code = "print(ars.record_video(ars.ARS('LinearPolicy', 'Swimmer-v4', seed=0), 'v.mp4'))"
+    os.environ.setdefault("MUJOCO_GL", "egl")
+    out = _peak_rss_of(code, tmp_path)  # Swimmer never falls: 1,000 steps, 1,001 frames
+    if "cannot render" in out:
+        pytest.skip(out)
+    assert "1001)" in out and int(out.split("GROWTH_KB")[1]) < 300_000, out
 
 
 def test_short_gifs_and_envs_that_cannot_render_rgb_frames(tmp_path):
