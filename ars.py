@@ -270,8 +270,7 @@ NO_LIMIT_STEPS = 100_000  # an episode this long in an env without a time limit 
 
 
 def _inner_step(env: gym.Env) -> tuple[Callable[[Any], tuple], int | None]:
-    """``env.step`` past TimeLimit, OrderEnforcing and PassiveEnvChecker, which change
-    nothing in a rollout that resets through them (a microsecond a step), and the limit."""
+    """``env.step`` past TimeLimit, OrderEnforcing, PassiveEnvChecker (1 us a step); the limit."""
     inner, limit = env, None
     while isinstance(inner, (TimeLimit, OrderEnforcing, PassiveEnvChecker)):
         if isinstance(inner, TimeLimit):
@@ -284,12 +283,11 @@ def _inner_step(env: gym.Env) -> tuple[Callable[[Any], tuple], int | None]:
 
 def all_finite(rows: list) -> bool:
     """Whether every row is finite: float arrays are joined as bytes (~50 ns a row)."""
-    first = rows[0]
     try:
-        flat = np.frombuffer(b"".join(rows), first.dtype) if first.dtype.kind == "f" else None
-    except (AttributeError, TypeError, ValueError):  # lists, mixed or strided arrays
+        flat = np.frombuffer(b"".join(rows), rows[0].dtype)
+    except (AttributeError, TypeError, ValueError):  # lists, or strided arrays
         flat = None
-    if flat is None or flat.size != len(rows) * first.size:
+    if flat is None or flat.size != len(rows) * np.size(rows[0]):  # or mixed dtypes
         flat = np.asarray(rows, dtype=np.float64)
     return bool(np.isfinite(flat).all())
 
@@ -308,6 +306,7 @@ def run_episodes(env: gym.Env, act: Callable, seeds: Sequence[int], options: dic
     step, env_limit = _inner_step(env)
     limits = [x for x in (env_limit, max_episode_steps) if x is not None]
     limit = min(limits, default=NO_LIMIT_STEPS)
+    keep = track_obs or np.dtype(env.observation_space.dtype or int).kind == "f"  # ints are finite
 
     def fold() -> None:  # statistics (V2), or only the check (V1: NaN statistics flag it)
         if track_obs:
@@ -320,7 +319,8 @@ def run_episodes(env: gym.Env, act: Callable, seeds: Sequence[int], options: dic
         obs, _ = env.reset(seed=int(seed), options=options)
         total, steps, stop = 0.0, 0, min(limit, chunk - len(rows))
         while True:  # the hot loop: nothing here that could be done once per chunk
-            rows.append(obs)
+            if keep:
+                rows.append(obs)
             action = act(obs)
             obs, reward, terminated, truncated, info = step(action)
             if on_step is not None:
@@ -500,7 +500,8 @@ def train(env: str | gym.Env, total_timesteps: int, **hyper_parameters: Any) -> 
 
 # What follows builds on the core: the API first, then the plumbing in the order data flows
 # (evaluators, logging and callbacks, files, SB3 adapters, videos, the command line).
-# Optional dependencies are imported where they are used.
+# Optional dependencies are imported where they are used; one blank line separates
+# definitions, two the sections.
 
 import argparse
 import atexit
@@ -534,11 +535,9 @@ from pathlib import Path
 Schedule = Callable[[float], float]
 MAX_PARAMETERS = 10**7  # a random direction of this size per candidate is already slow
 
-
 def is_int(value: Any) -> bool:
     """An int (NumPy's too), not a bool."""
     return isinstance(value, (int, np.integer)) and not isinstance(value, bool)
-
 
 def _require(module: str, install: str) -> Any:
     """Import an optional dependency, or fail with the command that installs it."""
@@ -550,7 +549,6 @@ def _require(module: str, install: str) -> Any:
 
 # == The API: ARSPolicy and ARS, as the seed and Stable-Baselines3 shape them ====================
 
-
 def check_spaces(observation_space: spaces.Space, action_space: spaces.Space) -> None:
     """Raise ``NotImplementedError`` naming the space when ARS cannot use it."""
     if not isinstance(observation_space, (spaces.Box, spaces.Discrete, *MULTI_SPACES)):
@@ -560,9 +558,7 @@ def check_spaces(observation_space: spaces.Space, action_space: spaces.Space) ->
     if not isinstance(action_space, (spaces.Box, spaces.Discrete)):
         raise NotImplementedError(f"ARS supports Box and Discrete actions; got {action_space}")
 
-
 MULTI_SPACES = (spaces.MultiDiscrete, spaces.MultiBinary)
-
 
 class ARSPolicy(Network):
     """A deterministic MLP policy that holds its flat parameters and V2's statistics.
@@ -713,7 +709,6 @@ class ARSPolicy(Network):
         """A ``torch.nn.Module`` computing the same actions (normalisation included)."""
         return _policy_to_torch(self)
 
-
 class ARSLinearPolicy(ARSPolicy):
     """The paper's linear policy ``a = M x`` (V2: ``a = M diag(var)^-1/2 (x - mean)``):
     an :class:`ARSPolicy` with no hidden layer, no bias and clipped actions by default."""
@@ -722,14 +717,11 @@ class ARSLinearPolicy(ARSPolicy):
                  with_bias: bool = False, squash_output: bool = False):
         super().__init__(observation_space, action_space, [], "relu", with_bias, squash_output)
 
-
 MlpPolicy, LinearPolicy = ARSPolicy, ARSLinearPolicy  # sb3-contrib's names
 POLICY_CLASSES = {"LinearPolicy": ARSLinearPolicy, "MlpPolicy": ARSPolicy}
 
-
 def _is_torch(x: Any) -> bool:
     return type(x).__module__.startswith("torch") and hasattr(x, "detach")
-
 
 def _as_array(x: Any, dtype: Any = np.float64) -> np.ndarray:
     """A NumPy array from an array-like or a CPU torch tensor (torch is never imported)."""
@@ -737,17 +729,14 @@ def _as_array(x: Any, dtype: Any = np.float64) -> np.ndarray:
         raise ValueError(f"got a torch tensor on {x.device}; move it to the CPU (tensor.cpu())")
     return np.asarray(x.detach().numpy() if _is_torch(x) else x, dtype=dtype)
 
-
 def _like(reference: Any, array: Any) -> Any:
     """``array`` as a torch tensor when ``reference`` is one: torch in, torch out."""
     return sys.modules["torch"].as_tensor(np.asarray(array)) if _is_torch(reference) else array
-
 
 def _cpu_device() -> Any:
     """``torch.device("cpu")`` when torch is already imported, else the string ``"cpu"``."""
     torch = sys.modules.get("torch")
     return torch.device("cpu") if torch is not None and hasattr(torch, "device") else "cpu"
-
 
 # The settings of a model, kept in ``model.hparams`` (``model.n_delta`` reads them too): the
 # core's hyper-parameters but the policy, and those of the API around it.
@@ -759,14 +748,12 @@ INTEGERS = {  # name: (lowest, highest); beyond these a run is a mistake, not a 
     "stats_window_size": (1, 10**7), "max_episode_steps": (1, 2**63 - 1), "verbose": (0, 2),
 }  # max_episode_steps may also be None
 
-
 def check_number(name: str, value: Any, low: float = -math.inf, positive: bool = False) -> None:
     """A ValueError naming ``name`` unless ``value`` is a finite number >= ``low`` (> 0)."""
     number = isinstance(value, (int, float, np.number)) and not isinstance(value, bool)
     if not (number and math.isfinite(value) and value >= low and (value > 0 or not positive)):
         what = "positive" if positive else f">= {low:g}" if low > -math.inf else "finite"
         raise ValueError(f"{name} must be a {what} number; got {value!r:.100}")
-
 
 def check_settings(hp: dict[str, Any]) -> dict[str, Any]:
     """The settings checked, ``n_top`` and ``seed`` filled in: the one place where they are.
@@ -802,7 +789,6 @@ def check_settings(hp: dict[str, Any]) -> dict[str, Any]:
                              f"got {hp[name]!r:.100}")
     return hp
 
-
 def check_learn_arguments(args: dict[str, Any]) -> None:
     """``learn``'s arguments, checked before anything runs; one given in the seed's order
     (``learn(total, env, callback)``) is refused with the keyword to use."""
@@ -823,7 +809,6 @@ def check_learn_arguments(args: dict[str, Any]) -> None:
     if not (args["async_eval"] is None or hasattr(args["async_eval"], "evaluate")):
         raise TypeError(f"async_eval must be an AsyncEval or ExecutorEval; got "
                         f"{args['async_eval']!r:.60}")
-
 
 class ARS:
     """Augmented Random Search (Mania, Guy & Recht 2018, Algorithm 2), as SB3 shapes it.
@@ -1258,14 +1243,11 @@ class ARS:
         overrides = {**(custom_objects or {}), **kwargs}
         return load_model(path, env, device, overrides, print_system_info)
 
-
 class StopTraining(Exception):
     """Raised inside a rollout when a per-step callback returns False."""
 
-
 def _spaces_of(holder: Any) -> tuple[spaces.Space, spaces.Space]:
     return holder.observation_space, holder.action_space
-
 
 def _check_same_spaces(found, expected, what="the policy", built_for="the model") -> None:
     """A ValueError unless ``what``'s (observation, action) spaces are those expected."""
@@ -1273,9 +1255,7 @@ def _check_same_spaces(found, expected, what="the policy", built_for="the model"
         raise ValueError(f"{what} has observation space {found[0]} and action space {found[1]}, "
                          f"but {built_for} was built for {expected[0]} and {expected[1]}")
 
-
 _DEVICE_WARNED: list[bool] = []
-
 
 def _check_device(device: Any) -> None:
     """A device name or torch.device; a GPU falls back to the CPU with one warning, as SB3's."""
@@ -1287,13 +1267,11 @@ def _check_device(device: Any) -> None:
         warnings.warn(f"device={device!r}: ars computes with NumPy, so it uses the CPU",
                       stacklevel=4)
 
-
 GENERIC_SETTINGS: dict[str, Any] = dict(  # for envs the paper did not run
     policy="LinearPolicy", net_arch=None, learning_rate=0.02, delta_std=0.03, n_delta=8,
     n_top=None, alive_bonus_offset=0.0, normalize_obs=True, zero_policy=True,
     common_random_numbers=True, n_eval_episodes=1, total_timesteps=1_000_000,
 )
-
 
 def settings_for(env_id: str) -> dict[str, Any]:
     """The paper's hyper-parameters for ``env_id`` (any version), else generic ones.
@@ -1303,7 +1281,6 @@ def settings_for(env_id: str) -> dict[str, Any]:
     """
     task = env_id.split("/")[-1].rsplit("-v", 1)[0]
     return {**GENERIC_SETTINGS, **PAPER_SETTINGS.get(task, {})}
-
 
 def paper_model(env_id: str, env: Any = None, **overrides: Any) -> ARS:
     """An :class:`ARS` with the paper's hyper-parameters for ``env_id`` (:func:`settings_for`).
@@ -1337,7 +1314,6 @@ DEFAULT_START_TIMEOUT = 120.0  # seconds for a worker to start and build its env
 RESULT_INTERVAL = 0.25  # seconds: a worker sends its finished jobs at least this often
 WARM_UP_BATCH = 8  # normalization_samples episodes per round: fixed, not from the workers
 
-
 def batch_sizes(n_jobs: int, n_workers: int) -> list[int]:
     """Guided self-scheduling: each batch is the jobs left over twice the workers. Large
     batches first keep the messages few; ever smaller ones at the end keep every worker busy
@@ -1347,7 +1323,6 @@ def batch_sizes(n_jobs: int, n_workers: int) -> list[int]:
         sizes.append(min(left, max(1, -(-left // (2 * n_workers)))))
         left -= sizes[-1]
     return sizes
-
 
 def make_env(env: Any) -> gym.Env:
     """A gymnasium env from an id (``"Hopper-v4"``), an env, a function returning one, or an
@@ -1370,13 +1345,11 @@ def make_env(env: Any) -> gym.Env:
                         f"returning one; got {type(made).__name__} {made!r:.60}")
     return made
 
-
 def evaluation_seeds(seed: int, n_episodes: int) -> np.ndarray:
     """The env seeds of evaluation episodes: the seed's EVALUATION stream, never training's."""
     if not (is_int(n_episodes) and n_episodes >= 1):
         raise ValueError(f"n_eval_episodes must be an integer >= 1; got {n_episodes!r:.60}")
     return np.array([env_seed(seed, EVALUATION, e) for e in range(n_episodes)], np.uint64)
-
 
 def evaluate_episodes(policy: ARSPolicy, evaluator: Any, seeds: Sequence[int],
                       max_episode_steps: int | None = None, vec_normalize: Any = None,
@@ -1387,7 +1360,6 @@ def evaluate_episodes(policy: ARSPolicy, evaluator: Any, seeds: Sequence[int],
                    False, max_episode_steps)
     jobs = [Job(e, 0, 0, np.array([s], np.uint64)) for e, s in enumerate(seeds)]
     return evaluator.evaluate(_observed_through(vec_normalize, it, training=False), jobs, on_step)
-
 
 class _Evaluator:
     """The seed's evaluator API (``send_jobs``, ``get_results``, ``get_obs_rms``,
@@ -1500,7 +1472,6 @@ class _Evaluator:
     def close(self) -> None:
         """Free what the evaluator holds. Idempotent."""
 
-
 class InProcessEval(_Evaluator):
     """Evaluate candidates one after the other in this process (``learn``'s default), on
     ``env`` (an id, an env, a VecEnv of one, or a function); ``train_policy`` and
@@ -1523,10 +1494,8 @@ class InProcessEval(_Evaluator):
             self._record_visited(0, result)
         return results
 
-
 class EvaluationTimeout(RuntimeError):
     """A job took longer than the evaluator's ``job_timeout``."""
-
 
 def _worker(remote: Any, parent_remote: Any, env_fn_bytes: bytes) -> None:
     """An AsyncEval worker: builds its env once, then evaluates the batches it receives. The
@@ -1568,7 +1537,6 @@ def _worker(remote: Any, parent_remote: Any, env_fn_bytes: bytes) -> None:
     env.close()
     remote.close()
 
-
 def _shutdown(processes: list[Any], remotes: list[Any]) -> None:
     """Stop the workers: ask, then terminate, then kill. Safe to call more than once."""
     for remote in remotes:
@@ -1584,7 +1552,6 @@ def _shutdown(processes: list[Any], remotes: list[Any]) -> None:
                 process.join(1.0)
     for remote in remotes:
         remote.close()
-
 
 class AsyncEval(_Evaluator):
     """Evaluate candidates in worker processes, one env each, over ``multiprocessing`` Pipes.
@@ -1743,9 +1710,7 @@ class AsyncEval(_Evaluator):
         """Stop the workers and free their resources. Idempotent."""
         self._closer()
 
-
 _TASK_ENVS: dict[int, tuple[str, gym.Env]] = {}  # per worker thread: its env, and of what
-
 
 def _run_task(env_fn_bytes: bytes, it_bytes: bytes, jobs: list[Job], options: dict | None) -> list:
     """One executor task: evaluate ``jobs`` with the env this worker (thread) keeps for the
@@ -1761,7 +1726,6 @@ def _run_task(env_fn_bytes: bytes, it_bytes: bytes, jobs: list[Job], options: di
         _TASK_ENVS[thread] = (key, make_env(cloudpickle.loads(env_fn_bytes)))
     env, it = _TASK_ENVS[thread][1], cloudpickle.loads(it_bytes)
     return [(job.candidate, run_job(env, it, job, options)) for job in jobs]
-
 
 class ExecutorEval(_Evaluator):
     """Evaluate candidates as tasks on any ``concurrent.futures.Executor``.
@@ -1878,7 +1842,6 @@ class ExecutorEval(_Evaluator):
         """Refuse further work; the executor itself is left running. Idempotent."""
         self.closed = True
 
-
 def _executor_workers(executor: Any) -> int:
     """How many workers an executor has, where it says; else the CPU count."""
     if getattr(executor, "_max_workers", None):
@@ -1889,7 +1852,6 @@ def _executor_workers(executor: Any) -> int:
             raise RuntimeError("the Dask client of this executor is closed: make a new client")
         return max(1, sum(client.nthreads().values()))
     return int(getattr(executor, "n_workers", None) or os.cpu_count() or 1)
-
 
 def _abandon(executor: Any, tasks: dict, stuck: bool) -> None:
     """Cancel unfinished tasks; for stuck ones, a ProcessPoolExecutor's processes are ended."""
@@ -1903,14 +1865,12 @@ def _abandon(executor: Any, tasks: dict, stuck: bool) -> None:
             process.join(timeout=5)
         executor.shutdown(wait=False, cancel_futures=True)
 
-
 def _policy_of(policy: Any) -> ARSPolicy | None:
     """The ARSPolicy of a model or policy (None stays None)."""
     policy = policy if isinstance(policy, ARSPolicy) else getattr(policy, "policy", policy)
     if policy is not None and not isinstance(policy, ARSPolicy):
         raise TypeError(f"expected an ARSPolicy or an ARS model; got {type(policy).__name__}")
     return policy
-
 
 def _as_rms(obs_rms: Any) -> RunningMeanStd:
     """ars's RunningMeanStd from one with ``mean``, ``var`` and ``count`` (SB3's, say)."""
@@ -1927,7 +1887,6 @@ LOG_KEYS = tuple(  # the columns of progress.csv known up front: no wider header
     "train/delta_std train/learning_rate train/step_size eval/mean_reward eval/std_reward "
     "eval/mean_ep_length eval/best_mean_reward time/fps time/time_elapsed "
     "time/total_timesteps".split())
-
 
 class Logger:
     """Key/value logger in SB3's shape: ``record`` values, then ``dump`` writes one row.
@@ -1985,7 +1944,6 @@ class Logger:
         if self._writer is not None:
             self._writer.close()
 
-
 def _table(values: dict[str, Any]) -> str:
     """SB3's log table: keys grouped by what comes before their "/"."""
     rows: list[tuple[str, str]] = []
@@ -1999,11 +1957,9 @@ def _table(values: dict[str, Any]) -> str:
     line = "-" * (width_k + width_v + 7)
     return "\n".join([line, *(f"| {k:<{width_k}} | {v:<{width_v}} |" for k, v in rows), line])
 
-
 def _read_csv(path: Path) -> list[dict[str, str]]:
     with path.open(newline="") as f:
         return list(csv.DictReader(f))
-
 
 def _write_csv_atomic(path: Path, columns: list[str], rows: list[dict[str, str]]) -> None:
     with _atomic_file(path, "w") as f:
@@ -2011,9 +1967,7 @@ def _write_csv_atomic(path: Path, columns: list[str], rows: list[dict[str, str]]
         writer.writeheader()
         writer.writerows(rows)
 
-
 _TB_WARNED: list[bool] = []
-
 
 def _tensorboard_writer(folder: Path) -> Any:
     """A TensorBoard SummaryWriter (torch's or tensorboardX), or None with a note once."""
@@ -2026,11 +1980,9 @@ def _tensorboard_writer(folder: Path) -> Any:
                       "is written (pip install tensorboard)", stacklevel=4)
     return None
 
-
 def _is_sb3_callback(callback: Any) -> bool:
     """An SB3-style callback object: ``on_step`` runs after every env step, as in SB3."""
     return hasattr(callback, "on_step") and hasattr(callback, "init_callback")
-
 
 class _Callbacks:
     """What ``learn`` calls: SB3 callbacks after every env step (and around rollouts),
@@ -2080,7 +2032,6 @@ class _Callbacks:
             if type(cb).__name__ in states:
                 cb.load_state_dict(states[type(cb).__name__])
 
-
 class _StepReporter:
     """SB3 callbacks' ``on_step``, as SB3 calls it: after each env step, with the model's
     ``num_timesteps`` counted up to that step and the step's ``locals``."""
@@ -2113,7 +2064,6 @@ class _StepReporter:
             if cb.on_step() is False:
                 raise StopTraining
 
-
 class _ProgressBar:
     """``learn(progress_bar=True)``: a tqdm bar over the timesteps."""
 
@@ -2131,7 +2081,6 @@ class _ProgressBar:
     def on_training_end(self) -> None:
         self.bar.total = max(self.bar.total, self.bar.n)  # the last iteration may overshoot
         self.bar.close()
-
 
 class EvalCallback:
     """Evaluate the policy every ``eval_freq`` timesteps on a separate env; keep the best model.
@@ -2263,7 +2212,6 @@ class EvalCallback:
             self._evaluator.close()
             self._evaluator = None
 
-
 def evaluate_policy(model: Any, env: Any, n_eval_episodes: int = 10, deterministic: bool = True,
                     render: bool = False, callback: Callable[[dict, dict], Any] | None = None,
                     reward_threshold: float | None = None, return_episode_rewards: bool = False,
@@ -2317,10 +2265,8 @@ METADATA_FIELDS = set(
     "included unreadable vec_normalize rng_state".split())  # rng_state: by ars 0.1, not read
 ARRAYS = ("parameters", "obs_rms_mean", "obs_rms_var", "obs_rms_count")
 
-
 def _is_number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
-
 
 class _atomic_file:
     """Write ``path`` through a temporary file and a rename: never half a file, and no
@@ -2362,7 +2308,6 @@ class _atomic_file:
         if isinstance(error, OSError) and not str(error).startswith("could not write"):
             raise self._error(error) from error
 
-
 def _write_npz(target: Any, arrays: dict[str, np.ndarray]) -> Path | None:
     """``np.savez`` to a file object, or atomically to a path (returned). SB3's rule: a
     path without a suffix gets ``.zip``."""
@@ -2374,7 +2319,6 @@ def _write_npz(target: Any, arrays: dict[str, np.ndarray]) -> Path | None:
         np.savez(f, **arrays)
     return path
 
-
 def _space_to_json(space: spaces.Space) -> dict[str, Any]:
     if isinstance(space, spaces.Discrete):
         return {"type": "Discrete", "n": int(space.n), "start": int(space.start)}
@@ -2385,7 +2329,6 @@ def _space_to_json(space: spaces.Space) -> dict[str, Any]:
     bound = lambda v: v.flat[0].item() if v.size and (v == v.flat[0]).all() else v.tolist()
     return {"type": "Box", "low": bound(space.low), "high": bound(space.high),  # one number
             "shape": list(space.shape), "dtype": str(space.dtype)}  # when all agree
-
 
 def _space_size(data: Any, where: str) -> int:
     """The flat size of a space's JSON (``spaces.flatdim``), computed without building it."""
@@ -2401,7 +2344,6 @@ def _space_size(data: Any, where: str) -> int:
     if size > MAX_PARAMETERS:
         raise ValueError(f"{where} has {size:,} elements; ars takes at most {MAX_PARAMETERS:,}")
     return size
-
 
 def _space_from_json(data: dict[str, Any], where: str) -> spaces.Space:
     """A space from its JSON, whose sizes :func:`_space_size` has checked."""
@@ -2423,7 +2365,6 @@ def _space_from_json(data: dict[str, Any], where: str) -> spaces.Space:
             f"{where} is not a valid space ({type(error).__name__}: {error})"
         ) from error
 
-
 def _bounds(value: Any, shape: tuple, dtype: np.dtype) -> np.ndarray:
     if _is_number(value) or value in (math.inf, -math.inf):
         return np.full(shape, value, dtype=dtype)
@@ -2431,7 +2372,6 @@ def _bounds(value: Any, shape: tuple, dtype: np.dtype) -> np.ndarray:
     if flat is None or flat.size != math.prod(shape):
         raise ValueError(f"bounds must be one number or {math.prod(shape)} numbers")
     return flat.reshape(shape)
-
 
 def _metadata(model: ARS | ARSPolicy, kind: str = "model") -> dict[str, Any]:
     """The plain-data description of a model (or, with ``kind="policy"``, of its policy)."""
@@ -2459,13 +2399,11 @@ def _metadata(model: ARS | ARSPolicy, kind: str = "model") -> dict[str, Any]:
                                          epsilon=float(seen.epsilon))
     return meta
 
-
 def _system_info() -> dict[str, str]:
     import platform
 
     return {"ars": __version__, "python": platform.python_version(), "numpy": np.__version__,
             "gymnasium": gym.__version__, "os": platform.platform()}
-
 
 def _arrays(policy: ARSPolicy, meta: dict[str, Any]) -> dict[str, np.ndarray]:
     """What a file holds: the parameters, V2's statistics, and the metadata as JSON."""
@@ -2475,12 +2413,10 @@ def _arrays(policy: ARSPolicy, meta: dict[str, Any]) -> dict[str, np.ndarray]:
         arrays.update(obs_rms_mean=rms.mean, obs_rms_var=rms.var, obs_rms_count=np.array(rms.count))
     return arrays
 
-
 @functools.cache
 def _own_attributes() -> frozenset[str]:
     """The names every ARS model has: its methods, properties and settings."""
     return frozenset(dir(ARS)) | frozenset(vars(ARS("LinearPolicy", seed=0))) | frozenset(HPARAMS)
-
 
 def save_model(model: ARS, path: Any, exclude: Sequence[str] | None = None,
                include: Sequence[str] | None = None, callbacks: Any = None) -> Path | None:
@@ -2507,7 +2443,6 @@ def save_model(model: ARS, path: Any, exclude: Sequence[str] | None = None,
     meta.update({"callbacks": callbacks.state_dict()} if callbacks is not None else {})
     return _write_npz(path, _arrays(model.policy, meta))
 
-
 def _read_member(archive: zipfile.ZipFile, name: str, limit: int, where: str) -> bytes:
     """A member's bytes, refusing more than ``limit`` whatever its header says."""
     if archive.getinfo(name).file_size > limit:
@@ -2517,7 +2452,6 @@ def _read_member(archive: zipfile.ZipFile, name: str, limit: int, where: str) ->
     if len(data) > limit:
         raise ValueError(f"{where}: member {name} is larger than the metadata allows")
     return data
-
 
 def _npy(data: bytes, shape: tuple[int, ...], kinds: str, where: str, name: str) -> np.ndarray:
     """An array from ``.npy`` bytes; its header is checked before anything is allocated."""
@@ -2536,7 +2470,6 @@ def _npy(data: bytes, shape: tuple[int, ...], kinds: str, where: str, name: str)
         raise ValueError(f"{where}: {name} is truncated")
     f.seek(0)
     return np.lib.format.read_array(f, allow_pickle=False)
-
 
 def read_model_file(source: Any, env: Any = None) -> tuple[dict[str, Any], dict[str, Any]]:
     """The checked metadata (spaces built) and arrays of a file of :meth:`ARS.save` or
@@ -2571,14 +2504,12 @@ def read_model_file(source: Any, env: Any = None) -> tuple[dict[str, Any], dict[
         if not hasattr(source, "read"):
             f.close()
 
-
 def _json(text: str | bytes, where: str) -> Any:
     """Parsed JSON, or a ValueError naming the file (also for too deep or too long numbers)."""
     try:
         return json.loads(text)
     except (ValueError, RecursionError) as error:
         raise ValueError(f"{where} is not valid JSON ({error})") from None
-
 
 def _check_metadata(meta: Any, where: str) -> dict[str, Any]:
     """The metadata (ars's, or sb3-contrib's in ars's form): its fields of the right types,
@@ -2634,7 +2565,6 @@ def _check_metadata(meta: Any, where: str) -> dict[str, Any]:
         "a dict of public extra attributes")
     return meta
 
-
 def _parameter_count(policy: str, kwargs: dict, obs_dim: int, n_outputs: int, where: str) -> int:
     """The parameters the metadata implies (the core's layout), refused above the cap."""
     arch = kwargs.get("net_arch", POLICIES[policy]["net_arch"])
@@ -2644,7 +2574,6 @@ def _parameter_count(policy: str, kwargs: dict, obs_dim: int, n_outputs: int, wh
         raise ValueError(f"{where}: the metadata describes a policy of {n_params:,} parameters; "
                          f"ars takes at most {MAX_PARAMETERS:,}")
     return n_params
-
 
 def _read_arrays(archive: zipfile.ZipFile, names: set[str], meta: dict, where: str) -> dict:
     """The arrays, each checked against the shape the metadata implies before it is read."""
@@ -2661,7 +2590,6 @@ def _read_arrays(archive: zipfile.ZipFile, names: set[str], meta: dict, where: s
                                             where)
     return {name: _npy(read(name, shape), shape, kinds, where, name)
             for name, (shape, kinds) in expected.items()}
-
 
 def _build_policy(meta: dict[str, Any], arrays: dict[str, Any], where: str,
                   policy: ARSPolicy | None = None) -> ARSPolicy:
@@ -2692,7 +2620,6 @@ def _build_policy(meta: dict[str, Any], arrays: dict[str, Any], where: str,
         return policy
     except (ValueError, TypeError, NotImplementedError) as error:
         raise ValueError(f"{where}: {error}") from None
-
 
 def load_model(path: Any, env: Any, device: Any, overrides: dict[str, Any],
                print_system_info: bool) -> ARS:
@@ -2745,11 +2672,9 @@ def load_model(path: Any, env: Any, device: Any, overrides: dict[str, Any],
         model.set_env(env)
     return model
 
-
 def checkpoint_state(path: Any) -> dict[str, Any]:
     """The callbacks' state saved in a checkpoint by ``learn(checkpoint_interval=...)``."""
     return read_model_file(path)[0].get("callbacks", {})
-
 
 def load_demonstrations(path: str | os.PathLike) -> tuple[np.ndarray, np.ndarray]:
     """``(observations, actions)`` from a ``.npz`` trajectory or a folder of them (no pickle)."""
@@ -2775,7 +2700,6 @@ def load_demonstrations(path: str | os.PathLike) -> tuple[np.ndarray, np.ndarray
         return np.concatenate(observations), np.concatenate(actions)
     except ValueError as error:
         raise ValueError(f"the trajectories in {path} do not fit together: {error}") from error
-
 
 def warm_start(model: ARS, demonstrations: Any, ridge: float = 1e-3) -> None:
     """Fit the model's linear policy to demonstrations in closed form, before training.
@@ -2841,10 +2765,8 @@ def warm_start(model: ARS, demonstrations: Any, ridge: float = 1e-3) -> None:
 # Duck-typed: SB3 and torch are never imported here unless the user's objects come from
 # them (a VecEnv given, an sb3-contrib file loaded, a torch tensor passed).
 
-
 def _is_vec_env(env: Any) -> bool:
     return all(hasattr(env, name) for name in ("num_envs", "step_async", "step_wait", "reset"))
-
 
 def unwrap_vec_env(venv: Any) -> tuple[gym.Env, Any]:
     """The gymnasium env inside an SB3 VecEnv holding one env, and its VecNormalize if any.
@@ -2873,7 +2795,6 @@ def unwrap_vec_env(venv: Any) -> tuple[gym.Env, Any]:
                          "parallel rollouts, use AsyncEval with one env function per worker")
     return layer.envs[0], vec_normalize
 
-
 def resolve_env(env: Any) -> tuple[gym.Env, Any, Any]:
     """``(gymnasium env, the SB3 VecEnv given or None, its VecNormalize or None)``."""
     if not isinstance(env, (str, gym.Env)) and not _is_vec_env(env) and callable(env):
@@ -2882,7 +2803,6 @@ def resolve_env(env: Any) -> tuple[gym.Env, Any, Any]:
         gym_env, vec_normalize = unwrap_vec_env(env)
         return gym_env, env, vec_normalize
     return make_env(env), None, None
-
 
 class _VecNormalizeFilter:
     """VecNormalize's observation normalisation with its statistics frozen for an iteration:
@@ -2896,7 +2816,6 @@ class _VecNormalizeFilter:
     def __call__(self, obs: np.ndarray) -> np.ndarray:
         return np.clip((obs - self.mean) / self.scale, -self.clip, self.clip).astype(np.float32)
 
-
 def _observed_through(vec_normalize: Any, it: Iteration, training: bool = True) -> Iteration:
     """``it`` with an SB3 VecNormalize's observations: the policy sees them, as sb3-contrib's
     does, and while VecNormalize learns its statistics, the rollouts keep the raw states'."""
@@ -2904,7 +2823,6 @@ def _observed_through(vec_normalize: Any, it: Iteration, training: bool = True) 
         return it
     track = it.track_obs or (training and vec_normalize.training)
     return it._replace(obs_filter=_VecNormalizeFilter(vec_normalize), track_obs=track)
-
 
 def _update_vec_normalize(vec_normalize: Any, visited: Sequence[RunningMeanStd | None]) -> None:
     """Merge the raw observations of an iteration into VecNormalize's statistics, exactly
@@ -2917,7 +2835,6 @@ def _update_vec_normalize(vec_normalize: Any, visited: Sequence[RunningMeanStd |
                 vec_normalize.obs_rms.update_from_moments(rms.mean.reshape(shape),
                                                           rms.var.reshape(shape), rms.count)
 
-
 def observations_seen_by(model: Any) -> Any:
     """The VecNormalize whose observations ``model``'s policy learned on: the env's, or the
     frozen one its file recorded (None for a policy, or a model of raw observations). An
@@ -2925,7 +2842,6 @@ def observations_seen_by(model: Any) -> Any:
     live = model.get_vec_normalize_env() if isinstance(model, ARS) else None
     return live if live is not None and live.norm_obs else getattr(model, "_saved_normalization",
                                                                      None)
-
 
 def _normalization_from_file(data: Any, shape: tuple, where: str) -> Any:
     """A frozen stand-in for the VecNormalize a file recorded, checked."""
@@ -2942,14 +2858,12 @@ def _normalization_from_file(data: Any, shape: tuple, where: str) -> Any:
     return types.SimpleNamespace(obs_rms=rms, epsilon=data["epsilon"], clip_obs=data["clip_obs"],
                                  norm_obs=True, training=False)
 
-
 def _check_vec_normalize(model: ARS) -> None:
     vec_normalize = model.get_vec_normalize_env()
     if model.normalize_obs and vec_normalize is not None and vec_normalize.norm_obs:
         raise ValueError("the env is an SB3 VecNormalize, which already normalises observations: "
                          "use normalize_obs=False (V1 on its observations, as sb3-contrib), or "
                          "drop VecNormalize")
-
 
 
 def _read_sb3_zip(archive: zipfile.ZipFile, where: str, env: Any = None) -> tuple[dict, dict]:
@@ -2997,7 +2911,6 @@ def _read_sb3_zip(archive: zipfile.ZipFile, where: str, env: Any = None) -> tupl
     budget = _parameter_count(meta["policy"], kwargs, obs_dim, n_outputs, where)
     return meta, {"state_dict": _read_weights(archive, where, budget)}
 
-
 def _sb3_space(data: Any) -> dict[str, Any] | None:
     """A space's JSON in ars's form from the readable fields SB3 writes beside its pickle
     (checked later as any file's); None where the bounds are abbreviated with "..."."""
@@ -3016,7 +2929,6 @@ def _sb3_space(data: Any) -> dict[str, Any] | None:
         low = high = None
     return {"type": "Box", "low": low, "high": high, "shape": data.get("_shape"),
             "dtype": data.get("dtype")}
-
 
 class _WeightsUnpickler(pickle.Unpickler):
     """The pickle of ``torch.save(state_dict)``, read without torch and without running
@@ -3054,7 +2966,6 @@ class _WeightsUnpickler(pickle.Unpickler):
             self.storages[key] = np.frombuffer(raw, dtype, count=numel)
         return self.storages[key]
 
-
 def _rebuild_tensor(storage: np.ndarray, offset: int, size: tuple, stride: tuple,
                     *_: Any) -> np.ndarray:
     """A contiguous tensor over a storage, as torch's ``_rebuild_tensor_v2`` (checked)."""
@@ -3064,7 +2975,6 @@ def _rebuild_tensor(storage: np.ndarray, offset: int, size: tuple, stride: tuple
     if n < 0 or not contiguous or offset + n > len(storage):
         raise ValueError("a tensor that is not a contiguous view of its storage")
     return storage[offset:offset + n].reshape(size)
-
 
 def _read_weights(archive: zipfile.ZipFile, where: str, budget: int) -> dict[str, np.ndarray]:
     """sb3-contrib's ``policy.pth`` (a zip written by ``torch.save``): its state dict."""
@@ -3081,7 +2991,6 @@ def _read_weights(archive: zipfile.ZipFile, where: str, budget: int) -> dict[str
     except Exception as error:  # a damaged pickle raises anything; never torch's advice
         raise ValueError(f"{where}: policy.pth is not a readable weights file "
                          f"({type(error).__name__}: {error})") from None
-
 
 def _policy_to_torch(policy: ARSPolicy) -> Any:
     """``ARSPolicy.to_torch``: the layers of :meth:`Network.layers` as a torch module."""
@@ -3131,7 +3040,6 @@ def _policy_to_torch(policy: ARSPolicy) -> Any:
 
 GIF_FPS = 10  # frames per second of a GIF; MP4s keep every frame
 
-
 def record_video(model: Any, path: str | os.PathLike, env: Any = None, seed: int | None = None,
                  max_steps: int | None = None, width: int = 200) -> tuple[float, int]:
     """Record one deterministic episode of ``model`` (an ARS or a policy) to an MP4 or GIF.
@@ -3166,7 +3074,6 @@ def record_video(model: Any, path: str | os.PathLike, env: Any = None, seed: int
         encoder.close()
     return total, n_frames
 
-
 def _rendering_env(model: Any, env: Any, render_mode: str, size: int | None = None) -> gym.Env:
     """The env to film or show ``model`` in: made from an id, or given (made so)."""
     env = env or getattr(model, "env_id", None)
@@ -3178,7 +3085,6 @@ def _rendering_env(model: Any, env: Any, render_mode: str, size: int | None = No
     if getattr(made, "render_mode", None) != render_mode:
         raise ValueError(f"the env must be made with render_mode={render_mode!r}")
     return made
-
 
 def _render_env(env_id: str, render_mode: str, size: int | None = None) -> gym.Env:
     """``gym.make(env_id, render_mode=...)``, or one line saying what to set or install.
@@ -3215,7 +3121,6 @@ def _render_env(env_id: str, render_mode: str, size: int | None = None) -> gym.E
         raise RuntimeError(f"cannot render {env_id}: {type(error).__name__}: {error}{fix}"
                            ) from error
 
-
 def _follow_the_agent(env: gym.Env, render_mode: str) -> None:
     """Make MuJoCo's camera follow the agent: gymnasium's locomotion envs ask their free
     camera to track a body, which MuJoCo only does for a tracking camera."""
@@ -3226,7 +3131,6 @@ def _follow_the_agent(env: gym.Env, render_mode: str) -> None:
     camera = renderer._get_viewer(render_mode).cam
     camera.type = mujoco.mjtCamera.mjCAMERA_TRACKING
     camera.trackbodyid = int((renderer.default_cam_config or {}).get("trackbodyid", 1) or 1)
-
 
 def _play(model: Any, env: gym.Env, seed: int | None, max_steps: int | None,
           show: Callable) -> tuple:
@@ -3247,7 +3151,6 @@ def _play(model: Any, env: gym.Env, seed: int | None, max_steps: int | None,
     result = evaluate_episodes(policy, InProcessEval(env), [seed], max_steps, vec_normalize, frame)
     env.close()
     return float(result[0].returns[0]), frames[0]
-
 
 class _Encoder:
     """ffmpeg, fed one frame at a time, writing ``tmp`` (the file that becomes ``path``)."""
@@ -3293,11 +3196,9 @@ class _Encoder:
 
 # == The command line =============================================================================
 
-
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> None:  # one line, exit status 2
         self.exit(2, f"error: {message} (python ars.py --help)\n")
-
 
 def _number(kind: type, low: float | None = None) -> Callable[[str], Any]:
     """An argparse type: a finite ``kind`` (int or float) of at least ``low``."""
@@ -3316,13 +3217,11 @@ def _number(kind: type, low: float | None = None) -> Callable[[str], Any]:
 
     return parse
 
-
 def _net_arch(text: str) -> list[int]:
     sizes = [_number(int, 1)(n) for n in text.split(",") if n.strip()]
     if not sizes:
         raise argparse.ArgumentTypeError(f"{text!r} names no layer sizes; e.g. 64,64")
     return sizes
-
 
 POSITIVE, COUNT, REAL = ({"type": _number(int, 1)}, {"type": _number(int, 0)},
                          {"type": _number(float)})
@@ -3369,7 +3268,6 @@ RUN_FLAGS = set(  # flags whose value defines a run: on --resume, refused unless
     "checkpoint_interval demos normalization_samples max_episode_steps".split())
 MAX_WORKERS = 1024  # more processes than this on one machine is a typo
 
-
 def _parser() -> argparse.ArgumentParser:
     """The command line's flags."""
     p = _Parser(
@@ -3386,7 +3284,6 @@ def _parser() -> argparse.ArgumentParser:
     for flag, keywords, text in FLAGS:
         p.add_argument(flag, help=text, **keywords)
     return p
-
 
 def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p = _parser()
@@ -3406,15 +3303,12 @@ def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     args.explicit = {f for f in RUN_FLAGS if getattr(args, f) != p.get_default(f)}
     return args
 
-
 _INTERRUPTED: list[int] = []  # signals received: a video checks before each frame
-
 
 def _interrupt(signum: int, frame: Any) -> None:
     """Stop now; noted too, for code that swallows the KeyboardInterrupt (GL setup can)."""
     _INTERRUPTED.append(signum)
     raise KeyboardInterrupt
-
 
 class _Interrupts:
     """Ctrl+C (SIGINT) once: finish the current iteration, then stop. Again, or SIGTERM:
@@ -3438,7 +3332,6 @@ class _Interrupts:
     def restore(self) -> None:
         for sig, handler in self.previous.items():
             signal.signal(sig, handler)
-
 
 class _RunLock:
     """An exclusive lock on a run folder for the life of the process (the kernel frees it if
@@ -3475,7 +3368,6 @@ class _RunLock:
         Path(self.file.name).unlink(missing_ok=True)
         self.file.close()
 
-
 def _print_progress(total: int, evaluation: EvalCallback, interrupts: _Interrupts) -> Callable:
     """A per-iteration callback: a progress line every two seconds; stops on request."""
     last = [0.0]
@@ -3497,10 +3389,8 @@ def _print_progress(total: int, evaluation: EvalCallback, interrupts: _Interrupt
 
     return callback
 
-
 RUN_CONFIG = set("env total_timesteps workers eval_freq eval_episodes checkpoint_interval".split())
 RUN_FILES = "config.json progress.csv checkpoint.npz model.npz best_model.npz evaluations.npz"
-
 
 def _new_run(args: argparse.Namespace) -> tuple[ARS, dict[str, Any], Path]:
     env_id, env = args.env or "CartPole-v1", make_env(args.env or "CartPole-v1")
@@ -3535,7 +3425,6 @@ def _new_run(args: argparse.Namespace) -> tuple[ARS, dict[str, Any], Path]:
     run_dir.mkdir(parents=True, exist_ok=True)
     return model, config, run_dir
 
-
 def _resume(args: argparse.Namespace) -> tuple[ARS, dict[str, Any], Path]:
     run_dir = Path(args.resume)
     if not (run_dir / "config.json").exists() or not (run_dir / "checkpoint.npz").exists():
@@ -3556,7 +3445,6 @@ def _resume(args: argparse.Namespace) -> tuple[ARS, dict[str, Any], Path]:
     config["workers"] = config["workers"] if args.workers is None else args.workers
     config["job_timeout"], config["start_timeout"] = args.job_timeout, args.start_timeout
     return model, config, run_dir
-
 
 def _evaluate_saved(args: argparse.Namespace) -> int:
     meta = read_model_file(args.eval)[0]  # a model, or a policy alone (ARSPolicy.save)
@@ -3579,7 +3467,6 @@ def _evaluate_saved(args: argparse.Namespace) -> int:
         print(f"{env_id}: mean return {mean:.2f} +/- {std:.2f} over {args.eval_episodes} "
               f"episodes ({args.eval})")
     return 0
-
 
 def main(argv: Sequence[str] | None = None) -> int:
     """The command line: train, resume or ``--eval``, and report; returns the exit status."""
@@ -3623,7 +3510,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     return _train(model, config, run_dir, evaluation, lock)
 
-
 def _trim_progress(path: Path, n_updates: int) -> None:
     """Drop the rows a resumed run writes again (and a row cut short by a kill)."""
     if path.exists():
@@ -3633,7 +3519,6 @@ def _trim_progress(path: Path, n_updates: int) -> None:
             rows = [r for r in reader if whole(r) and r.get("train/iterations", "").isdigit()
                     and int(r["train/iterations"]) < n_updates]
         _write_csv_atomic(path, reader.fieldnames or [], rows)
-
 
 def _train(model: ARS, config: dict, run_dir: Path, evaluation: EvalCallback,
            lock: _RunLock) -> int:
@@ -3686,7 +3571,6 @@ def _train(model: ARS, config: dict, run_dir: Path, evaluation: EvalCallback,
     finally:
         interrupts.restore()
         lock.release()
-
 
 if __name__ == "__main__":
     # Run as a module named after this file, so that what the workers receive refers to it
