@@ -62,9 +62,8 @@ DEFAULTS: dict[str, Any] = dict(  # train()'s hyper-parameters, named and set as
 class RunningMeanStd:
     """Mean and (population) variance of every row seen so far.
 
-    Two statistics merge exactly (Chan, Golub & LeVeque, 1979), so those of each rollout
-    combine into those of all the data, in any grouping. With no data, ``mean`` is 0 and
-    ``var`` is 1: normalising is then the identity.
+    Two statistics merge exactly (Chan, Golub & LeVeque, 1979): those of the rollouts combine
+    into those of all the data. With no data, mean 0 and var 1 make normalising the identity.
 
     >>> a, b = RunningMeanStd((2,)), RunningMeanStd((2,))
     >>> a.update(np.ones((3, 2))).combine(b.update(np.zeros((1, 2)))).mean
@@ -230,6 +229,8 @@ class Network:
         *hidden, (w_out, b_out) = self.layers(theta, obs_rms)
         activation, to_action = ACTIVATIONS[self.activation_fn], self.to_action()
         flatten, dot = self.flatten, np.dot  # np.dot: cheaper per call than @ on small vectors
+        if not hidden and flatten is None and b_out is None:  # V1's a = M x: the least per step
+            return lambda obs: to_action(dot(w_out, obs))
 
         def act(obs: Any) -> Any:
             h = obs if flatten is None else flatten(obs)
@@ -241,9 +242,8 @@ class Network:
 
 
 # == Random streams ==============================================================================
-# Every random number of a run comes from a stream named by its coordinates, never from a
-# generator that advances: whoever draws a direction or an env seed gets the same, so any
-# number of workers gives the same run, and rebuilds a candidate from a few integers.
+# Every random number comes from a stream named by its coordinates, never from a generator
+# that advances: any worker rebuilds a direction or an env seed from a few integers.
 
 ENV_SEEDS, DIRECTIONS, WARM_UP, EVALUATION = 0, 1, 2, 3  # first coordinates: never overlap
 
@@ -394,7 +394,7 @@ def run_job(env: gym.Env, it: Iteration, job: Job, options: dict | None = None,
         act = (lambda policy, f: lambda obs: policy(f(obs)))(act, it.obs_filter)
     returns, lengths, visited = run_episodes(env, act, job.seeds, options, it.track_obs,
                                              it.max_episode_steps, on_step)
-    flagged = not np.isfinite(visited.mean).all()  # V1 too: a non-finite state stops training
+    flagged = not np.isfinite(visited.mean).all()  # V1's check: NaN statistics flag a state
     return Result(returns, lengths, visited if it.track_obs or flagged else None)
 
 
@@ -405,7 +405,7 @@ def check_finite(result: Result, job: Job, index: int) -> None:
     if what is None and rms is not None and not np.isfinite([rms.mean, rms.var]).all():
         big = np.isfinite(rms.mean).all()  # finite states whose squares overflow: scale them
         what = "variance of the observations: scale them" if big else "observation (nan or inf)"
-    if what is not None:
+    if what:
         raise FloatingPointError(f"iteration {index}, candidate {job.candidate} (direction "
                                  f"{job.k}, {sign}): a non-finite {what}, with env seeds "
                                  f"{seeds}; the weights are unchanged")
