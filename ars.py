@@ -281,10 +281,10 @@ def _inner_step(env: gym.Env) -> tuple[Callable[[Any], tuple], int | None]:
     return inner.step, limit
 
 
-def all_finite(rows: list) -> bool:
-    """Whether every row is finite: float arrays are joined as bytes (~50 ns a row)."""
+def all_finite(rows: list, dtype: Any) -> bool:
+    """Whether every row (of the space's float ``dtype``) is finite, read as bytes: ~50 ns a row."""
     try:
-        flat = np.frombuffer(b"".join(rows), rows[0].dtype)
+        flat = np.frombuffer(b"".join(rows), dtype)
     except (AttributeError, TypeError, ValueError):  # lists, or strided arrays
         flat = None
     if flat is None or flat.size != len(rows) * np.size(rows[0]):  # or mixed dtypes
@@ -311,7 +311,7 @@ def run_episodes(env: gym.Env, act: Callable, seeds: Sequence[int], options: dic
     def fold() -> None:  # statistics (V2), or only the check (V1: NaN statistics flag it)
         if track_obs:
             visited.update(flatten(rows))
-        elif not all_finite(rows):
+        elif not all_finite(rows, env.observation_space.dtype):
             visited.mean = np.full(dim, np.nan)
         rows.clear()
 
@@ -449,8 +449,8 @@ def iteration(theta: np.ndarray, obs_rms: Any, evaluate: Evaluate, network: Netw
     # Line 7: theta += alpha / (b sigma_R) sum_k (r+_k - r-_k) delta_k, sigma_R the std of
     # the 2b kept returns (0 only when every r+_k - r-_k is 0: no step).
     sigma_r = np.concatenate([r_plus[top], r_minus[top]]).std()
-    if not np.isfinite(sigma_r):  # returns near float64's limit: never a silent zero step
-        raise FloatingPointError(f"iteration {index}: sigma_R overflows; scale the reward down")
+    if not np.isfinite(sigma_r):  # returns (and shift) past float64: never a silent zero step
+        raise FloatingPointError(f"iteration {index}: sigma_R overflows: scale down the rewards")
     step_size = alpha / (b * sigma_r) if sigma_r > 0 else 0.0
     deltas = np.stack([direction(seed, index, k, network.n_params) for k in top])
     theta = theta + step_size * ((r_plus[top] - r_minus[top]) @ deltas)
@@ -703,7 +703,11 @@ class ARSPolicy(Network):
     def load(cls, path: str | os.PathLike | io.IOBase, device: Any = "auto") -> ARSPolicy:
         """A policy written by :meth:`save`, or the policy of a saved model (``device`` is
         accepted for SB3 compatibility: ars computes on the CPU)."""
-        return _build_policy(*read_model_file(path), str(path))
+        meta, arrays = read_model_file(path)
+        if "vec_normalize" in meta:  # the model's evaluations apply it; a policy alone cannot
+            warnings.warn(f"{path}: this policy learned on VecNormalize observations; load the "
+                          "model (ARS.load) to evaluate it with them", stacklevel=2)
+        return _build_policy(meta, arrays, str(path))
 
     def to_torch(self) -> Any:
         """A ``torch.nn.Module`` computing the same actions (normalisation included)."""
@@ -1054,7 +1058,8 @@ class ARS:
 
         def evaluate(it: Iteration, jobs: Sequence[Job]) -> list[Result]:
             callbacks.hook("on_rollout_start")
-            reporter, it = callbacks.step_reporter(), _observed_through(self._vec_normalize, it)
+            reporter = callbacks.step_reporter()  # below: the observations the policy learns on
+            it = _observed_through(observations_seen_by(self), it)
             results = evaluator.evaluate(it, jobs, reporter)
             if reporter is not None and not isinstance(evaluator, InProcessEval):
                 reporter.after(results, evaluator.n_workers)
@@ -2361,9 +2366,8 @@ def _space_from_json(data: dict[str, Any], where: str) -> spaces.Space:
         low, high = (_bounds(data[key], shape, dtype) for key in ("low", "high"))
         return spaces.Box(low, high, shape=shape, dtype=dtype)
     except (KeyError, TypeError, ValueError, OverflowError, AssertionError) as error:
-        raise ValueError(
-            f"{where} is not a valid space ({type(error).__name__}: {error})"
-        ) from error
+        raise ValueError(f"{where} is not a valid space ({type(error).__name__}: "
+                         f"{' '.join(str(error).split())[:200]})") from error
 
 def _bounds(value: Any, shape: tuple, dtype: np.dtype) -> np.ndarray:
     if _is_number(value) or value in (math.inf, -math.inf):
@@ -2443,10 +2447,19 @@ def save_model(model: ARS, path: Any, exclude: Sequence[str] | None = None,
     meta.update({"callbacks": callbacks.state_dict()} if callbacks is not None else {})
     return _write_npz(path, _arrays(model.policy, meta))
 
+def _check_member(archive: zipfile.ZipFile, name: str, limit: int, where: str) -> None:
+    """A member no larger than ``limit`` by the directory, stored or deflated (Python
+    decompresses bzip2 and LZMA without bounding the output)."""
+    info = archive.getinfo(name)
+    if info.compress_type not in (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED):
+        raise ValueError(f"{where}: member {name} is compressed with method "
+                         f"{info.compress_type}; ars reads stored or deflated members")
+    if info.file_size > limit:
+        raise ValueError(f"{where}: member {name} is larger than the metadata allows")
+
 def _read_member(archive: zipfile.ZipFile, name: str, limit: int, where: str) -> bytes:
     """A member's bytes, refusing more than ``limit`` whatever its header says."""
-    if archive.getinfo(name).file_size > limit:
-        raise ValueError(f"{where}: member {name} is larger than the metadata allows")
+    _check_member(archive, name, limit, where)
     with archive.open(name) as f:
         data = f.read(limit + 1)
     if len(data) > limit:
@@ -2486,6 +2499,10 @@ def read_model_file(source: Any, env: Any = None) -> tuple[dict[str, Any], dict[
             raise FileNotFoundError(f"no model file at {path}")
         f, where = path.open("rb"), str(path)
     try:
+        end = zipfile._EndRecData(f)  # the directory's size, before Python builds it
+        if end and end[zipfile._ECD_ENTRIES_TOTAL] > 64:
+            raise ValueError(f"{where} lists {end[zipfile._ECD_ENTRIES_TOTAL]:,} members; a model "
+                             "file has a few")
         with zipfile.ZipFile(f) as archive:
             names = set(archive.namelist())
             if {"data", "policy.pth"} <= names:
@@ -2505,7 +2522,10 @@ def read_model_file(source: Any, env: Any = None) -> tuple[dict[str, Any], dict[
             f.close()
 
 def _json(text: str | bytes, where: str) -> Any:
-    """Parsed JSON, or a ValueError naming the file (also for too deep or too long numbers)."""
+    """Parsed JSON, or a ValueError naming the file (also for too deep or too long numbers,
+    or more containers than any model needs: each costs memory out of proportion)."""
+    if sum(map((text if isinstance(text, bytes) else text.encode()).count, (b"{", b"["))) > 10**4:
+        raise ValueError(f"{where} is not model metadata: it holds over 10,000 lists or objects")
     try:
         return json.loads(text)
     except (ValueError, RecursionError) as error:
@@ -2883,18 +2903,19 @@ def _read_sb3_zip(archive: zipfile.ZipFile, where: str, env: Any = None) -> tupl
               if k in ("net_arch", "with_bias", "squash_output", "activation_fn")}
     if "activation_fn" in kwargs:  # a pickled class: its name is in the readable text
         name = re.search(r"\.(\w+)'>", str(kwargs["activation_fn"]))
-        kwargs["activation_fn"] = name.group(1).lower() if name else "relu"
+        kwargs["activation_fn"] = name.group(1).lower() if name else kwargs["activation_fn"]
     kwargs.setdefault("with_bias", not linear)  # sb3-contrib's defaults
     if linear:
         kwargs = {k: kwargs[k] for k in ("with_bias", "squash_output") if k in kwargs}
     names = ("n_delta", "n_top", "n_eval_episodes", "zero_policy", "alive_bonus_offset", "seed")
     hparams, unreadable = {k: data[k] for k in names if k in data}, []
     for name, key in (("learning_rate", "lr_schedule"), ("delta_std", "delta_std_schedule")):
-        value = re.search(r"val=([-+0-9.eE]+)",
-                          str((data.get(key) or {}).get("value_schedule", "")))
-        if value:  # a constant schedule: its value is in the readable text
-            hparams[name] = float(value.group(1))
-        else:  # any other exists only as a pickle: never read
+        schedule = data.get(key) if isinstance(data.get(key), dict) else {}
+        value = re.search(r"val=([^,)\s]{1,40})", str(schedule.get("value_schedule", "")))
+        with contextlib.suppress(ValueError):  # a constant schedule: its value is readable
+            hparams[name] = float(value.group(1)) if value else None  # nan: refused later
+        if name not in hparams or hparams[name] is None:  # any other exists only as a pickle
+            hparams.pop(name, None)
             unreadable.append(name)
     meta = dict(format=FORMAT, format_version=1, policy="LinearPolicy" if linear else "MlpPolicy",
                 policy_kwargs=kwargs, hparams=hparams, unreadable=unreadable,
@@ -2904,8 +2925,12 @@ def _read_sb3_zip(archive: zipfile.ZipFile, where: str, env: Any = None) -> tupl
         if meta[key] is None and env is None:
             raise ValueError(f"{where}: its {key} cannot be read (SB3 abbreviates more than "
                              "1,000 bounds): pass env= to load it with the env's")
-        if meta[key] is None:
-            meta[key] = _space_to_json(getattr(resolve_env(env)[0], key))
+        if meta[key] is None:  # the env's, if its shape and dtype are those the file names
+            meta[key] = _space_to_json(space := getattr(resolve_env(env)[0], key))
+            if [str(data[key].get(k)) for k in ("_shape", "dtype")] != [
+                    str(list(space.shape)), str(space.dtype)]:
+                raise ValueError(f"{where}: its {key} is {data[key].get('dtype')} of shape "
+                                 f"{data[key].get('_shape')}; the env's is {space}")
     meta = _check_metadata(meta, where)
     obs_dim, n_outputs = (spaces.flatdim(meta[k]) for k in ("observation_space", "action_space"))
     budget = _parameter_count(meta["policy"], kwargs, obs_dim, n_outputs, where)
@@ -2920,8 +2945,9 @@ def _sb3_space(data: Any) -> dict[str, Any] | None:
         return {"type": "Discrete", "n": number(data.get("n")), "start": number(data.get("start"))}
     if not kind.endswith(".Box'>"):
         return {"type": kind} if kind else None  # refused, naming the type
-    if "..." in str(data.get("low")) + str(data.get("high")):
-        return None
+    bounds = str(data.get("low")) + str(data.get("high"))
+    if "..." in bounds or len(bounds) > 100_000:  # SB3 abbreviates more than 1,000
+        return None if "..." in bounds else {"type": "Box", "shape": "bounds too long"}
     try:
         low, high = ([float(x) for x in str(data[k]).replace("[", " ").replace("]", " ").split()]
                      for k in ("low", "high"))
@@ -2939,7 +2965,7 @@ class _WeightsUnpickler(pickle.Unpickler):
     DTYPES = {"FloatStorage": np.dtype("<f4"), "DoubleStorage": np.dtype("<f8")}
 
     def __init__(self, archive: zipfile.ZipFile, prefix: str, budget: int, where: str):
-        super().__init__(io.BytesIO(_read_member(archive, prefix + "data.pkl", 1 << 20, where)))
+        super().__init__(io.BytesIO(_read_member(archive, prefix + "data.pkl", 1 << 16, where)))
         self.archive, self.prefix, self.budget, self.where = archive, prefix, budget, where
         self.storages: dict[str, np.ndarray] = {}
 
@@ -2950,8 +2976,8 @@ class _WeightsUnpickler(pickle.Unpickler):
             return _rebuild_tensor
         if module == "torch" and name in self.DTYPES:
             return self.DTYPES[name]
-        raise pickle.UnpicklingError(f"it names {module}.{name:.60}; a weights file holds float "
-                                     "tensors only")
+        raise pickle.UnpicklingError(f"it names {module[:60]!r}.{name[:60]!r}; a weights file "
+                                     "holds float tensors only")
 
     def persistent_load(self, pid: Any) -> np.ndarray:
         kind, dtype, key, _, numel = pid
@@ -2969,7 +2995,8 @@ class _WeightsUnpickler(pickle.Unpickler):
 def _rebuild_tensor(storage: np.ndarray, offset: int, size: tuple, stride: tuple,
                     *_: Any) -> np.ndarray:
     """A contiguous tensor over a storage, as torch's ``_rebuild_tensor_v2`` (checked)."""
-    dims = (offset, *size, *stride) if isinstance(size, tuple) and isinstance(stride, tuple) else ()
+    tuples = isinstance(size, tuple) and isinstance(stride, tuple) and len(size) <= 8
+    dims = (offset, *size, *stride) if tuples else ()
     n = math.prod(size) if dims and all(is_int(d) and d >= 0 for d in dims) else -1
     contiguous = tuple(stride) == tuple(math.prod(size[i + 1:]) for i in range(len(size)))
     if n < 0 or not contiguous or offset + n > len(storage):
@@ -2979,7 +3006,12 @@ def _rebuild_tensor(storage: np.ndarray, offset: int, size: tuple, stride: tuple
 def _read_weights(archive: zipfile.ZipFile, where: str, budget: int) -> dict[str, np.ndarray]:
     """sb3-contrib's ``policy.pth`` (a zip written by ``torch.save``): its state dict."""
     try:
-        with archive.open("policy.pth") as f, zipfile.ZipFile(f) as inner:
+        _check_member(archive, "policy.pth", 8 * budget + (1 << 16), where)
+        with archive.open("policy.pth") as f:
+            end = zipfile._EndRecData(f)  # the directory's size, before Python builds it
+            if not end or end[zipfile._ECD_ENTRIES_TOTAL] > 512:
+                raise ValueError("its directory is missing, or lists over 512 members")
+            inner = zipfile.ZipFile(f)
             prefix = next((n[:-8] for n in inner.namelist() if n.endswith("data.pkl")), "")
             if inner.namelist().count(f"{prefix}byteorder") and \
                     _read_member(inner, f"{prefix}byteorder", 8, where) != b"little":
@@ -2990,7 +3022,8 @@ def _read_weights(archive: zipfile.ZipFile, where: str, budget: int) -> dict[str
         return state
     except Exception as error:  # a damaged pickle raises anything; never torch's advice
         raise ValueError(f"{where}: policy.pth is not a readable weights file "
-                         f"({type(error).__name__}: {error})") from None
+                         f"({type(error).__name__}: {' '.join(str(error).split())[:300]})"
+                         ) from None
 
 def _policy_to_torch(policy: ARSPolicy) -> Any:
     """``ARSPolicy.to_torch``: the layers of :meth:`Network.layers` as a torch module."""
@@ -3157,6 +3190,7 @@ class _Encoder:
 
     def __init__(self, ffmpeg: str, tmp: str, path: Path, fps: float):
         self.path, self.process, rate = path, None, str(Fraction(fps).limit_denominator())
+        self.shape: tuple | None = None  # the first frame's: every frame must have it
         if path.suffix.lower() == ".mp4":  # H.264 needs even sides
             codec = ["-vf", "pad=ceil(iw/2)*2:ceil(ih/2)*2", "-vcodec", "libx264", "-crf", "25"]
             codec += ["-pix_fmt", "yuv420p"]
@@ -3170,9 +3204,14 @@ class _Encoder:
     def __call__(self, frame: Any) -> None:
         if _INTERRUPTED:
             raise KeyboardInterrupt
-        if not isinstance(frame, np.ndarray) or frame.ndim != 3:
-            raise RuntimeError(f"the env's render() gave {type(frame).__name__}, not an RGB image "
-                               "(is it made with render_mode='rgb_array'?)")
+        if not (isinstance(frame, np.ndarray) and frame.ndim == 3 and frame.shape[2] == 3
+                and frame.dtype == np.uint8 and self.shape in (None, frame.shape)):
+            what = (f"{frame.dtype} of shape {frame.shape}" if isinstance(frame, np.ndarray)
+                    else type(frame).__name__)
+            raise RuntimeError(f"the env's render() gave {what}, not the uint8 RGB image of "
+                               f"shape {self.shape or '(h, w, 3)'} a video needs (is it made with "
+                               "render_mode='rgb_array'?)")
+        self.shape = frame.shape
         if self.process is None:  # the size is the first frame's
             size = ["-s", f"{frame.shape[1]}x{frame.shape[0]}"]
             command = self.command[:8] + size + self.command[8:]
@@ -3297,6 +3336,9 @@ def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         (min(args.job_timeout, args.start_timeout) <= 0, "timeouts must be positive"),
         (args.resume and (args.run_dir or args.overwrite), "--resume goes without --run-dir "
          "and --overwrite: it continues the run in its own folder"),
+        (args.eval and (args.resume or args.run_dir or args.overwrite), "--eval goes without "
+         "--resume, --run-dir and --overwrite: it writes no run"),
+        (args.overwrite and not args.run_dir, "--overwrite needs the --run-dir it replaces"),
     ]:
         if wrong:
             p.error(message)
@@ -3447,8 +3489,8 @@ def _resume(args: argparse.Namespace) -> tuple[ARS, dict[str, Any], Path]:
     return model, config, run_dir
 
 def _evaluate_saved(args: argparse.Namespace) -> int:
-    meta = read_model_file(args.eval)[0]  # a model, or a policy alone (ARSPolicy.save)
-    model = ARS.load(args.eval) if meta["kind"] == "model" else ARSPolicy.load(args.eval)
+    meta = read_model_file(args.eval, args.env)[0]  # a model, or a policy (ARSPolicy.save)
+    model = ARS.load(args.eval, args.env) if meta["kind"] == "model" else ARSPolicy.load(args.eval)
     env_id = args.env or getattr(model, "env_id", None)
     if env_id is None:
         raise ValueError(f"{args.eval} does not record its env; pass --env")
@@ -3479,7 +3521,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 return _evaluate_saved(args)
             except KeyboardInterrupt:
                 print("interrupted: nothing was written", file=sys.stderr)
-                return 130
+                return 128 + (_INTERRUPTED or [signal.SIGINT])[-1]  # 130 or 143, as the shell
         model, config, run_dir = _resume(args) if args.resume else _new_run(args)
         lock = _RunLock(run_dir)  # before anything in the folder changes
         evaluation = EvalCallback(config["env"], n_eval_episodes=config["eval_episodes"],

@@ -629,8 +629,13 @@ def test_a_nan_observation_stops_v1_with_discrete_actions_too():
         model.learn(100)  # argmax of NaN is 0: without the check, training would go on
     assert not model.policy.parameters_to_vector().any()
     rows = [np.ones(3, np.float32)] * 4 + [np.ones(3)]  # mixed dtypes take the slow path
-    assert ars.all_finite(rows) and not ars.all_finite([*rows, np.array([1.0, np.inf, 0])])
-    assert ars.all_finite([[1, 2], [3, 4]]) and not ars.all_finite([[1.0, np.nan]])
+    f32 = np.dtype(np.float32)
+    assert ars.all_finite(rows, f32) and not ars.all_finite(
+        [*rows, np.array([1.0, np.inf, 0])], f32
+    )
+    assert ars.all_finite([[1, 2], [3, 4]], f32) and not ars.all_finite([[1.0, np.nan]], f32)
+    ints = [np.zeros(3, np.int64), np.array([1.0, np.nan, 2.0])]  # an int first row: still read
+    assert not ars.all_finite(ints, np.dtype(np.float64))  # as the space's floats
 
 
 # ---------------------------------------------------------------------------
@@ -1900,6 +1905,11 @@ def test_a_model_trained_in_vec_normalize_is_evaluated_as_it_saw_observations(tm
     assert ars._play(model, ars.make_env("Pendulum-v1"), None, None, lambda f: None)[0] == filmed
     result = _run([str(HERE / "ars.py"), "--eval", str(path), "--eval-episodes", "5"], tmp_path)
     assert f"mean return {live[0]:.2f} +/- {live[1]:.2f}" in result.stdout, result.stdout
+    weights = model.policy.parameters_to_vector()[None]
+    again = ARS.load(path, env="Pendulum-v1")  # trained on: its rollouts see what it learned on
+    assert again.evaluate_candidates(weights) == model.evaluate_candidates(weights)
+    with pytest.warns(UserWarning, match="learned on VecNormalize observations; load the model"):
+        ars.ARSPolicy.load(path)
     raw = ARS("LinearPolicy", "Pendulum-v1", seed=0)
     raw.policy.load_from_vector(model.policy.parameters_to_vector())
     assert ars.evaluate_policy(raw, "Pendulum-v1", 5) != live  # without it: another policy
@@ -2467,8 +2477,9 @@ def test_hostile_files_are_rejected_before_any_large_allocation(tmp_path):
         assert "REJECTED" in out and int(out.split("GROWTH_KB")[1]) < 100_000, (name, out)
 
 
-def _sb3_file(path, source, data=None, pth=None, compress=False):
-    """sb3-contrib's file ``source`` with its JSON ``data`` changed and ``policy.pth`` swapped."""
+def _sb3_file(path, source, data=None, pth=None, compress=False, extra=0):
+    """sb3-contrib's file ``source`` with its JSON ``data`` changed and ``policy.pth`` swapped
+    (``compress``: True for deflate, or a zipfile method; ``extra``: that many more members)."""
     with zipfile.ZipFile(source) as archive:
         members = {n: archive.read(n) for n in archive.namelist()}
     text = json.loads(members["data"])
@@ -2479,7 +2490,9 @@ def _sb3_file(path, source, data=None, pth=None, compress=False):
             text[key] = value
     members["data"] = json.dumps(text).encode()
     members["policy.pth"] = members["policy.pth"] if pth is None else pth
-    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED if compress else zipfile.ZIP_STORED) as z:
+    members.update({f"extra{i}": b"" for i in range(extra)})
+    method = zipfile.ZIP_DEFLATED if compress is True else compress or zipfile.ZIP_STORED
+    with zipfile.ZipFile(path, "w", method) as z:
         for name, content in members.items():
             z.writestr(name, content)
     return path
@@ -2520,9 +2533,22 @@ def test_hostile_sb3_contrib_files_are_refused_cheaply_in_one_line(tmp_path):
         "n_top": ({"n_top": 0}, None, "n_top must be an integer from 1"),
         "seed": ({"seed": -1}, None, "seed must be an integer from 0"),
         "code": ({}, b"not a zip", "policy.pth is not a readable weights file"),
+        "bzip2": ({}, None, "compressed with method 12; ars reads stored or deflated"),
+        "outer": ({}, _pth({"action_net.weight": torch.zeros(100_000)}), "larger than the meta"),
+        "dims": ({}, _pth({"action_net.weight": torch.zeros([1] * 20)}), "not a contiguous view"),
+        "schedule": ({"lr_schedule": {"value_schedule": "Constant(val=nan)"}}, None, "learning_r"),
+        "members": ({}, None, "lists 70 members; a model file has a few"),
+        "json": ({"junk": [[]] * 20_000}, None, "over 10,000 lists or objects"),
+        "env": ({"observation_space": {"low": "[...]", "_shape": [7]}}, None, "the env's is Box"),
     }
+    methods = {"bomb": True, "bzip2": zipfile.ZIP_BZIP2}
     for name, (data, pth, message) in cases.items():
-        _sb3_file(tmp_path / f"{name}.zip", source, data, pth, compress=name == "bomb")
+        extra = 65 if name == "members" else 0
+        _sb3_file(tmp_path / f"{name}.zip", source, data, pth, methods.get(name), extra)
+        if name == "env":  # an abbreviated space, and an env whose space is another
+            with pytest.raises(ValueError, match=f"{name}.zip.*{message}"):
+                ARS.load(tmp_path / f"{name}.zip", env="Pendulum-v1")
+            continue
         with pytest.raises(ValueError, match=f"{name}.zip.*{message}") as error:
             ARS.load(tmp_path / f"{name}.zip")
         assert "weights_only" not in str(error.value) and "\n" not in str(error.value), name
@@ -2584,6 +2610,14 @@ def test_sb3_contrib_boxes_of_abbreviated_bounds_load_with_env(tmp_path):
     with pytest.raises(ValueError, match=r"wide.zip: its observation_space cannot be read.*env="):
         ARS.load(tmp_path / "wide.zip")
     ours = ARS.load(tmp_path / "wide.zip", env=big)
+    (tmp_path / "wide_env.py").write_text(
+        "import gymnasium as gym, test_ars\n"
+        "gym.register('Wide-v0', lambda: gym.wrappers.TimeLimit(test_ars.WideEnv(1500), 5))\n"
+    )
+    env = dict(os.environ, PYTHONPATH=f"{tmp_path}{os.pathsep}{HERE}")
+    args = [str(HERE / "ars.py"), "--eval", "wide.zip", "--env", "wide_env:Wide-v0"]
+    result = _run([*args, "--eval-episodes", "1"], tmp_path, env=env)
+    assert result.returncode == 0 and "mean return" in result.stdout, result.stderr
     obs = big.observation_space.sample()
     np.testing.assert_allclose(
         ours.predict(obs)[0], theirs.predict(obs, deterministic=True)[0], atol=1e-5
@@ -2701,7 +2735,7 @@ def test_names_up_to_the_file_systems_limit_save_and_overflows_are_named(tmp_pat
     with pytest.raises(FloatingPointError, match="non-finite variance of the observations: scale"):
         huge.learn(400)
     rich = ARS("LinearPolicy", Scaled("Pendulum-v1", reward=1e200), n_delta=2, delta_std=0.5)
-    with pytest.raises(FloatingPointError, match="sigma_R overflows; scale the reward down"):
+    with pytest.raises(FloatingPointError, match="sigma_R overflows: scale down the rewards"):
         rich.learn(2000)
     assert not rich.policy.parameters_to_vector().any()
 
@@ -3036,6 +3070,12 @@ def test_resume_extends_the_run_and_refuses_changed_settings(tmp_path):
         refused = _cli(tmp_path, "--resume", "r", *extra)
         assert refused.returncode == 2 and "--resume goes without --run-dir" in refused.stderr
         assert refused.stderr.count("\n") == 1 and not (tmp_path / "elsewhere").exists()
+    for args, message in (
+        (["--eval", "m.npz", "--resume", "r"], "--eval goes without --resume"),
+        (["--overwrite"], "--overwrite needs the --run-dir it replaces"),
+    ):
+        refused = _cli(tmp_path, *args)
+        assert refused.returncode == 2 and message in refused.stderr, refused.stderr
     assert _cli(tmp_path, "--resume", "r", "--total-timesteps", "60000").returncode == 0
     assert ARS.load(tmp_path / "r" / "model.npz").num_timesteps >= 60000
     assert _cli(tmp_path, *COMMON, "--run-dir", "straight").returncode == 0
@@ -3300,8 +3340,11 @@ def test_short_gifs_and_envs_that_cannot_render_rgb_frames(tmp_path):
         ars.record_video(model, tmp_path / "h.mp4", "HumanOnly-v0")
     env = gym.make("InvertedPendulum-v4", render_mode="rgb_array")
     env.unwrapped.render = lambda: None  # an env whose render() gives nothing
-    with pytest.raises(RuntimeError, match=r"render\(\) gave NoneType, not an RGB image"):
+    with pytest.raises(RuntimeError, match=r"render\(\) gave NoneType, not the uint8 RGB"):
         ars.record_video(model, tmp_path / "n.mp4", env)
+    env.unwrapped.render = lambda: np.zeros((8, 8, 4), np.uint8)  # RGBA: a silent bad video
+    with pytest.raises(RuntimeError, match=r"gave uint8 of shape \(8, 8, 4\), not the uint8 RGB"):
+        ars.record_video(model, tmp_path / "r.mp4", env)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["s1.gif", "s3.gif"]
 
 
