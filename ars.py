@@ -657,6 +657,11 @@ class ARSPolicy(Network):
 
     device = property(lambda self: _cpu_device(), doc="Always the CPU: ARS computes in NumPy.")
 
+    def to(self, device: Any) -> ARSPolicy:
+        """``self``, as torch's ``module.to(device)``: ars computes on the CPU (see ``device``)."""
+        _check_device(device)
+        return self
+
     def state_dict(self) -> dict[str, np.ndarray]:
         """Parameters under sb3-contrib's names (``action_net.0.weight``, ...), and V2's
         statistics (``obs_rms.mean``, ``.var``, ``.count``)."""
@@ -677,8 +682,8 @@ class ARSPolicy(Network):
         given = {old.get(k, k): _as_array(v, None) for k, v in state_dict.items()}  # < 1.7's
         expected = self.state_dict()
         unknown, missing = sorted(set(given) - set(expected)), sorted(set(expected) - set(given))
-        if unknown or (strict and missing):
-            raise ValueError(f"parameters do not match the policy: unknown {unknown}, missing "
+        if unknown or (strict and missing):  # RuntimeError: torch's load_state_dict, as SB3
+            raise RuntimeError(f"parameters do not match the policy: unknown {unknown}, missing "
                              f"{missing if strict else []}; expected {sorted(expected)}")
         for key, value in given.items():
             if value.shape != expected[key].shape:
@@ -1930,7 +1935,8 @@ class Logger:
         if self.dir is not None:
             path, new = self.dir / "progress.csv", [k for k in self.values if k not in self.columns]
             if new:  # a new column: the file is rewritten whole, atomically, never in place
-                rows = _read_csv(path) if self.columns else []
+                text = path.read_bytes().decode() if self.columns else ""  # newlines kept
+                rows = list(csv.DictReader(io.StringIO(text)))
                 self.columns = list(dict.fromkeys([*self.columns, *LOG_KEYS, *sorted(new)]))
                 _write_csv_atomic(path, self.columns, rows)
             line = io.StringIO()
@@ -1961,10 +1967,6 @@ def _table(values: dict[str, Any]) -> str:
     width_k, width_v = max(len(k) for k, _ in rows), max(len(v) for _, v in rows)
     line = "-" * (width_k + width_v + 7)
     return "\n".join([line, *(f"| {k:<{width_k}} | {v:<{width_v}} |" for k, v in rows), line])
-
-def _read_csv(path: Path) -> list[dict[str, str]]:
-    with path.open(newline="") as f:
-        return list(csv.DictReader(f))
 
 def _write_csv_atomic(path: Path, columns: list[str], rows: list[dict[str, str]]) -> None:
     with _atomic_file(path, "w") as f:
@@ -2263,7 +2265,7 @@ def evaluate_policy(model: Any, env: Any, n_eval_episodes: int = 10, determinist
 
 FORMAT, FORMAT_VERSION, MAX_METADATA_BYTES = "ars-numpy", 2, 4 << 20
 SAVED = tuple(k for k in HPARAMS
-              if k not in ("policy_kwargs", "tensorboard_log", "verbose", "device"))
+              if k not in ("policy_kwargs", "tensorboard_log", "device"))
 METADATA_FIELDS = set(
     "format format_version kind ars_version policy policy_kwargs observation_space action_space "
     "system_info hparams env_id num_timesteps n_updates schedules ep_info_buffer callbacks "
@@ -2428,8 +2430,8 @@ def save_model(model: ARS, path: Any, exclude: Sequence[str] | None = None,
     holds the ``callbacks``' state, so that a resumed run repeats exactly."""
     model._need_policy()
     meta, included = _metadata(model), {}
-    for name in exclude or ():  # SB3's meaning: an excluded setting loads as its default
-        meta["hparams"].pop(name, None)
+    for name in set(exclude or ()) - set(include or ()):  # as in SB3: include wins; excluded
+        meta["hparams"].pop(name, None)  # settings load as their defaults
         if name == "ep_info_buffer":
             meta.pop(name)
     for name in include or ():
@@ -2638,7 +2640,7 @@ def _build_policy(meta: dict[str, Any], arrays: dict[str, Any], where: str,
             policy.obs_rms = RunningMeanStd.from_moments(mean.astype(float), var.astype(float),
                                                          int(count))
         return policy
-    except (ValueError, TypeError, NotImplementedError) as error:
+    except (ValueError, TypeError, NotImplementedError, RuntimeError) as error:
         raise ValueError(f"{where}: {error}") from None
 
 def load_model(path: Any, env: Any, device: Any, overrides: dict[str, Any],
@@ -2692,10 +2694,6 @@ def load_model(path: Any, env: Any, device: Any, overrides: dict[str, Any],
         model.set_env(env)
     return model
 
-def checkpoint_state(path: Any) -> dict[str, Any]:
-    """The callbacks' state saved in a checkpoint by ``learn(checkpoint_interval=...)``."""
-    return read_model_file(path)[0].get("callbacks", {})
-
 def load_demonstrations(path: str | os.PathLike) -> tuple[np.ndarray, np.ndarray]:
     """``(observations, actions)`` from a ``.npz`` trajectory or a folder of them (no pickle)."""
     path = Path(path)
@@ -2726,15 +2724,9 @@ def warm_start(model: ARS, demonstrations: Any, ridge: float = 1e-3) -> None:
 
     The demonstrations' observations seed the V2 statistics; the policy is then the ridge
     regression of the actions on the normalised observations. Squashed Box actions are
-    regressed through ``atanh``; Discrete actions through one-hot targets.
-
-    Parameters
-    ----------
-    model : ARS
-    demonstrations : tuple or path
-        ``(observations, actions)`` arrays, or a ``.npz`` file or a folder of them.
-    ridge : float
-        The L2 penalty of the regression.
+    regressed through ``atanh``; Discrete actions through one-hot targets. ``demonstrations``:
+    ``(observations, actions)`` arrays, or an ``.npz`` file or a folder of them; ``ridge``: the
+    L2 penalty of the regression.
     """
     policy = model.policy
     if policy is None or policy.net_arch:
@@ -2772,8 +2764,8 @@ def warm_start(model: ARS, demonstrations: Any, ridge: float = 1e-3) -> None:
     if policy.obs_rms is not None:  # regress on what the first layer sees: normalised inputs
         rms = policy.obs_rms = policy.obs_rms.copy().update(observations)
         observations = (observations - rms.mean) * inverse_std(rms.var)
-    ones = np.ones((len(observations), 1))
-    inputs = np.hstack([observations, ones]) if policy.with_bias else observations
+    inputs = np.hstack([observations, np.ones((len(observations), 1))]) if policy.with_bias \
+        else observations
     gram = inputs.T @ inputs + ridge * np.eye(inputs.shape[1])
     solution = np.linalg.solve(gram, inputs.T @ targets).T
     weight, bias = (solution[:, :-1], solution[:, -1]) if policy.with_bias else (solution, None)
@@ -2865,18 +2857,17 @@ def observations_seen_by(model: Any) -> Any:
 
 def _normalization_from_file(data: Any, shape: tuple, where: str) -> Any:
     """A frozen stand-in for the VecNormalize a file recorded, checked."""
-    n = math.prod(shape)
     ok = isinstance(data, dict) and set(data) == {"mean", "var", "clip_obs", "epsilon"}
-    arrays = [np.array(data[k], float) if ok and isinstance(data[k], list) else None
-              for k in ("mean", "var")] if ok else [None]
-    if not (ok and all(a is not None and a.shape == (n,) and np.isfinite(a).all() for a in arrays)
-            and (arrays[1] >= 0).all() and all(_is_number(data[k]) and data[k] >= 0
-                                              for k in ("clip_obs", "epsilon"))):
-        raise ValueError(f"{where}: metadata field 'vec_normalize' must hold {n} finite means and "
-                         "variances >= 0, clip_obs and epsilon >= 0")
-    rms = RunningMeanStd.from_moments(arrays[0].reshape(shape), arrays[1].reshape(shape), 0)
-    return types.SimpleNamespace(obs_rms=rms, epsilon=data["epsilon"], clip_obs=data["clip_obs"],
-                                 norm_obs=True, training=False)
+    mean, var = (np.array(data[k] if ok and isinstance(data[k], list) else [], float).reshape(-1)
+                 for k in ("mean", "var"))
+    if not (ok and mean.shape == var.shape == (math.prod(shape),) and (var >= 0).all()
+            and np.isfinite(np.r_[mean, var]).all()
+            and all(_is_number(data[k]) and data[k] >= 0 for k in ("clip_obs", "epsilon"))):
+        raise ValueError(f"{where}: metadata field 'vec_normalize' must hold {math.prod(shape)} "
+                         "finite means and variances >= 0, clip_obs and epsilon >= 0")
+    return types.SimpleNamespace(obs_rms=RunningMeanStd.from_moments(mean.reshape(shape),
+                                 var.reshape(shape), 0), epsilon=data["epsilon"],
+                                 clip_obs=data["clip_obs"], norm_obs=True, training=False)
 
 def _check_vec_normalize(model: ARS) -> None:
     vec_normalize = model.get_vec_normalize_env()
@@ -2887,12 +2878,9 @@ def _check_vec_normalize(model: ARS) -> None:
 
 
 def _read_sb3_zip(archive: zipfile.ZipFile, where: str, env: Any = None) -> tuple[dict, dict]:
-    """Metadata and arrays in ars's form from a file of sb3-contrib's ``ARS.save``.
-
-    The JSON's readable fields give the settings and the spaces (``env``'s where SB3
-    abbreviated the bounds); they are checked as an ars file's metadata. The weights are
-    read from ``policy.pth`` by :class:`_WeightsUnpickler`, within the size they imply.
-    """
+    """Metadata and arrays in ars's form from sb3-contrib's ``ARS.save``: settings and spaces
+    from the JSON's readable fields (``env``'s where SB3 abbreviated bounds), checked as an ars
+    file's; the weights from ``policy.pth`` (:class:`_WeightsUnpickler`), within that size."""
     data = _json(_read_member(archive, "data", MAX_METADATA_BYTES, where), f"{where}: data")
     if not isinstance(data, dict):
         raise ValueError(f"{where}: sb3-contrib's 'data' must be a JSON object")
@@ -2957,10 +2945,9 @@ def _sb3_space(data: Any) -> dict[str, Any] | None:
             "dtype": data.get("dtype")}
 
 class _WeightsUnpickler(pickle.Unpickler):
-    """The pickle of ``torch.save(state_dict)``, read without torch and without running
-    anything: it may build an OrderedDict of float tensors, and nothing else (torch's own
-    ``weights_only`` list, narrowed). Each storage is checked against ``budget`` (the
-    parameters the spaces imply) from the zip directory, before it is read."""
+    """``torch.save(state_dict)``'s pickle, read without torch or running anything: an
+    OrderedDict of float tensors and nothing else (torch's ``weights_only`` list, narrowed),
+    each storage checked against ``budget`` (the parameters the spaces imply) before reading."""
 
     DTYPES = {"FloatStorage": np.dtype("<f4"), "DoubleStorage": np.dtype("<f8")}
 
@@ -2992,8 +2979,7 @@ class _WeightsUnpickler(pickle.Unpickler):
             self.storages[key] = np.frombuffer(raw, dtype, count=numel)
         return self.storages[key]
 
-def _rebuild_tensor(storage: np.ndarray, offset: int, size: tuple, stride: tuple,
-                    *_: Any) -> np.ndarray:
+def _rebuild_tensor(storage: np.ndarray, offset: int, size: tuple, stride: tuple, *_) -> Any:
     """A contiguous tensor over a storage, as torch's ``_rebuild_tensor_v2`` (checked)."""
     tuples = isinstance(size, tuple) and isinstance(stride, tuple) and len(size) <= 8
     dims = (offset, *size, *stride) if tuples else ()
@@ -3034,12 +3020,10 @@ def _policy_to_torch(policy: ARSPolicy) -> Any:
     layers = policy.layers(policy.parameters_to_vector(), policy.obs_rms)
     activations = {"relu": nn.ReLU, "tanh": nn.Tanh, "sigmoid": nn.Sigmoid, "identity": nn.Identity}
     for i, (weight, bias) in enumerate(layers):
-        linear = nn.Linear(weight.shape[1], weight.shape[0], bias=bias is not None,
-                           dtype=torch.float64)
+        linear = nn.Linear(*weight.shape[::-1], bias=bias is not None, dtype=torch.float64)
         with torch.no_grad():
-            linear.weight.copy_(torch.from_numpy(weight))
-            if bias is not None:
-                linear.bias.copy_(torch.from_numpy(bias))
+            for parameter, value in zip(linear.parameters(), (weight, bias)):  # bias may be None
+                parameter.copy_(torch.from_numpy(value))
         modules.append(linear)
         if i < len(layers) - 1:
             modules.append(activations[policy.activation_fn]())
@@ -3060,10 +3044,8 @@ def _policy_to_torch(policy: ARSPolicy) -> Any:
             out = self.net(obs.reshape(*obs.shape[:n_lead], policy.obs_dim))
             if isinstance(policy.action_space, spaces.Discrete):
                 return out.argmax(dim=-1) + int(policy.action_space.start)
-            if policy.squash_output:
-                out = (self.high + self.low) / 2 + (self.high - self.low) / 2 * torch.tanh(out)
-            else:
-                out = torch.clamp(out, self.low, self.high)
+            out = ((self.high + self.low) / 2 + (self.high - self.low) / 2 * torch.tanh(out)
+                   if policy.squash_output else torch.clamp(out, self.low, self.high))
             return out.reshape(*out.shape[:-1], *policy.action_space.shape)
 
     return TorchARSPolicy()
@@ -3077,18 +3059,14 @@ def record_video(model: Any, path: str | os.PathLike, env: Any = None, seed: int
                  max_steps: int | None = None, width: int = 200) -> tuple[float, int]:
     """Record one deterministic episode of ``model`` (an ARS or a policy) to an MP4 or GIF.
 
-    ``env``: an id (default: the model's), made with ``render_mode="rgb_array"``, or an env
-    (or a function returning one) made so. ``seed``: the episode's env seed (default: the
-    model's first evaluation seed). ``max_steps``: the clip's length at most (default: the
-    model's ``max_episode_steps``). The clip plays in real time at the env's frame rate. An
-    MP4 keeps every frame; a GIF keeps ``GIF_FPS`` a second, ``width`` pixels square
-    (MuJoCo), 48 colors, a coarser floor checker, and only what changes from frame to
-    frame: 10 seconds of a MuJoCo walker take a few hundred KB. Frames stream to ffmpeg
-    (``pip install imageio-ffmpeg``, ars's ``video`` extra), so memory stays flat; the file
-    is written whole or not at all. MuJoCo renders without a display through
-    ``MUJOCO_GL=egl``, set when nothing else is. Returns the episode's return and the
-    number of frames (one per step, and the first).
-    """
+    ``env``: an id (default: the model's), or an env (or function) made with
+    ``render_mode="rgb_array"``; ``seed``: the episode's env seed (default: the model's first
+    evaluation seed); ``max_steps``: the clip's length at most. The clip plays in real time. An
+    MP4 keeps every frame; a GIF ``GIF_FPS`` a second, ``width`` pixels square (MuJoCo), 48
+    colors and a coarser floor: a few hundred KB for 10 s of a walker. Frames stream to ffmpeg
+    (``pip install imageio-ffmpeg``), so memory stays flat; the file is written whole or not at
+    all. MuJoCo renders without a display (``MUJOCO_GL=egl`` when unset). Returns the return
+    and the number of frames (one per step, and the first)."""
     path = Path(path)
     if path.suffix.lower() not in (".mp4", ".gif") or path.is_dir():
         raise ValueError(f"a video must be an .mp4 or .gif file; got {str(path)!r}")
@@ -3530,7 +3508,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         checkpoint = run_dir / "checkpoint.npz"
         if args.resume:
             try:  # the evaluation schedule and best score where the checkpoint left them
-                evaluation.load_state_dict(checkpoint_state(checkpoint).get("EvalCallback"))
+                saved = read_model_file(checkpoint)[0].get("callbacks", {})
+                evaluation.load_state_dict(saved.get("EvalCallback"))
             except ValueError as error:
                 raise ValueError(f"{checkpoint} is not a checkpoint of ars.py ({error})") from None
             for stale in run_dir.glob(".*.tmp"):  # left by a kill in the middle of a write

@@ -732,7 +732,7 @@ def test_set_parameters_checks_keys_and_shapes(tmp_path):
         "obs_rms.var",
     ]
     del params["policy"]["obs_rms.var"]
-    with pytest.raises(ValueError, match=r"missing \['obs_rms.var'\]"):
+    with pytest.raises(RuntimeError, match=r"missing \['obs_rms.var'\]"):
         other.set_parameters(params)
     other.set_parameters({"policy": {"action_net.0.weight": np.ones((1, 3))}}, exact_match=False)
     assert (other.policy.parameters_to_vector() == 1).all()
@@ -742,7 +742,7 @@ def test_set_parameters_checks_keys_and_shapes(tmp_path):
         other.set_parameters(
             {"policy": {"action_net.0.weight": np.ones((1, 4))}}, exact_match=False
         )
-    with pytest.raises(ValueError, match="unknown"):
+    with pytest.raises(RuntimeError, match="unknown"):
         other.set_parameters({"policy": {"action_net.9.weight": np.ones(1)}}, exact_match=False)
     with pytest.raises(ValueError, match="get_parameters"):
         other.set_parameters({"weights": 1})
@@ -2576,7 +2576,7 @@ def test_a_pickle_that_names_anything_else_is_refused_without_running_it(tmp_pat
     sb3_contrib = pytest.importorskip("sb3_contrib")
     sb3_contrib.ARS("LinearPolicy", "Pendulum-v1").save(tmp_path / "theirs.zip")
     _sb3_file(tmp_path / "evil.zip", tmp_path / "theirs.zip", pth=inner.getvalue())
-    with pytest.raises(ValueError, match=r"evil.zip: policy.pth .* names posix.system"):
+    with pytest.raises(ValueError, match=r"evil.zip: policy.pth .* names 'posix'.'system'"):
         ARS.load(tmp_path / "evil.zip")
     assert not (tmp_path / "ran").exists()
 
@@ -2683,7 +2683,7 @@ def test_unparsable_metadata_and_nan_parameters_name_the_file(tmp_path):
     path = good.save(tmp_path / "good.npz")
     with np.load(path, allow_pickle=False) as data:
         arrays = {k: data[k] for k in data.files}
-    for name, text in (("deep", "[" * 100_000), ("digits", '{"format": ' + "9" * 5000 + "}")):
+    for name, text in (("deep", "[" * 5_000), ("digits", '{"format": ' + "9" * 5000 + "}")):
         np.savez(tmp_path / f"{name}.npz", **dict(arrays, metadata=np.array(text)))
         with pytest.raises(ValueError, match=f"{name}.npz: the metadata is not valid JSON"):
             ARS.load(tmp_path / f"{name}.npz")
@@ -3305,7 +3305,7 @@ def test_a_clip_interrupted_leaves_no_file_and_no_traceback(tmp_path, sig):
     stderr = run.communicate(timeout=60)[1]
     if run.returncode == 0:
         pytest.skip("the episode ended before the signal")
-    assert run.returncode == 130 and "Traceback" not in stderr, stderr
+    assert run.returncode == 128 + sig and "Traceback" not in stderr, stderr
     assert sorted(p.name for p in tmp_path.iterdir()) == ["m.npz"]
 
 
@@ -3385,6 +3385,26 @@ def test_review_fixes_include_exclude_and_small_sb3_habits(tmp_path):
     assert isinstance(action, torch.Tensor) and action.shape == ()
 
 
+def test_include_wins_over_exclude_strict_mismatch_is_runtime_error_and_policy_to(tmp_path):
+    model = ARS("LinearPolicy", "Pendulum-v1", seed=0, verbose=1, learning_rate=0.5)
+    path = model.save(tmp_path / "m", exclude=["verbose", "learning_rate"], include=["verbose"])
+    loaded = ARS.load(path)
+    assert loaded.verbose == 1 and loaded.learning_rate == 0.02  # as in SB3: include wins
+    params = model.get_parameters()
+    params["policy"]["action_net.7.weight"] = np.zeros(1)
+    with pytest.raises(RuntimeError, match=r"unknown \['action_net.7.weight'\]"):
+        loaded.set_parameters(params)  # torch's load_state_dict raises RuntimeError, as SB3's
+    del params["policy"]["action_net.7.weight"], params["policy"]["action_net.0.weight"]
+    with pytest.raises(RuntimeError, match=r"missing \['action_net.0.weight'\]"):
+        loaded.set_parameters(params, exact_match=True)
+    policy = ARSPolicy.load(path)
+    assert policy.to("cpu") is policy and policy.to("auto") is policy
+    torch = pytest.importorskip("torch")
+    assert ARSPolicy.load(path).to(torch.device("cpu")).predict(np.ones(3))[0].shape == (1,)
+    with pytest.raises(ValueError, match="device must be"):
+        policy.to(3)
+
+
 @pytest.mark.slow
 def test_async_eval_statistics_without_a_sync_and_sb3_schedules_warn(tmp_path):
     policy = ARSLinearPolicy(*(lambda e: (e.observation_space, e.action_space))(PENDULUM()))
@@ -3414,4 +3434,4 @@ def test_cli_evaluates_a_policy_file_and_checks_the_env(tmp_path):
     mean, _ = ars.evaluate_policy(model.policy, "CartPole-v1", 3)  # a policy's seed: 0
     assert result.returncode == 0 and f"mean return {mean:.2f}" in result.stdout, result.stderr
     result = _cli(tmp_path, "--eval", "model.npz", "--env", "Pendulum-v1")
-    assert result.returncode == 2 and "but model.npz was built for" in result.stderr
+    assert result.returncode == 2 and "but the model was built for" in result.stderr
