@@ -1196,6 +1196,9 @@ class ARS:
             self._env_view = vec_env.DummyVecEnv([lambda env=self.gym_env: env])
         return self._vec_env if self._vec_env is not None else self._env_view
 
+    n_envs = property(lambda self: getattr(self.gym_env, "num_envs", 1),
+                      doc="How many envs the rollouts run on side by side (a vector env's).")
+
     def get_env(self) -> Any:
         """The training env as a VecEnv (SB3's ``reset``/``step``); ``gym_env`` is the env."""
         return self.env
@@ -1334,9 +1337,9 @@ def batch_sizes(n_jobs: int, n_workers: int) -> list[int]:
         left -= sizes[-1]
     return sizes
 
-def make_env(env: Any) -> gym.Env:
-    """A gymnasium env from an id (``"Hopper-v4"``), an env, a function returning one, or an
-    SB3 VecEnv holding one env (``DummyVecEnv``, ``VecNormalize``; see :func:`unwrap_vec_env`)."""
+def make_env(env: Any) -> gym.Env | VecEnvs:
+    """A gymnasium env from an id (``"Hopper-v4"``), an env or a function returning one; or
+    the env or envs of an SB3 or gymnasium vector env (see :func:`unwrap_vec_env`)."""
     if isinstance(env, str):
         with warnings.catch_warnings():  # v4 MuJoCo ids still work; don't bury the output
             warnings.filterwarnings("ignore", message=".*is out of date.*")
@@ -1347,7 +1350,10 @@ def make_env(env: Any) -> gym.Env:
                     raise
                 raise ModuleNotFoundError(f"{env} needs MuJoCo: pip install 'gymnasium[mujoco]' "
                                           "(ars's 'mujoco' extra)") from error
-    made = env() if callable(env) and not isinstance(env, gym.Env) and not _is_vec_env(env) else env
+    made = env() if callable(env) and not isinstance(env, (gym.Env, VecEnvs)) and \
+        not _is_vec_env(env) else env
+    if isinstance(made, VecEnvs):
+        return made
     if _is_vec_env(made):
         return unwrap_vec_env(made)[0]
     if not isinstance(made, gym.Env):
@@ -1370,6 +1376,147 @@ def evaluate_episodes(policy: ARSPolicy, evaluator: Any, seeds: Sequence[int],
                    False, max_episode_steps)
     jobs = [Job(e, 0, 0, np.array([s], np.uint64)) for e, s in enumerate(seeds)]
     return evaluator.evaluate(_observed_through(vec_normalize, it, training=False), jobs, on_step)
+
+class VecEnvs:
+    """The k envs of a vector env (SB3's VecEnv, gymnasium's Sync- or AsyncVectorEnv), as
+    :func:`run_side_by_side` steps them: every episode starts with a reset given its seed.
+
+    Envs in this process (DummyVecEnv, SyncVectorEnv) are stepped one by one: no automatic
+    reset, and their own float64 rewards (DummyVecEnv keeps float32). Others step as one
+    batch; an env is reset with the next episode's seed, after any automatic reset."""
+
+    def __init__(self, venv: Any):
+        self.gymnasium = isinstance(venv, gym.vector.VectorEnv)
+        if self.gymnasium and type(venv).__name__ not in ("SyncVectorEnv", "AsyncVectorEnv"):
+            raise ValueError(f"{type(venv).__name__} cannot reset one env with its own seed, as ARS "
+                             "needs: use gym.make_vec(id, n, vectorization_mode='sync' or 'async')")
+        self.venv, self.num_envs, self.spec = venv, int(venv.num_envs), venv.get_attr("spec")[0]
+        prefix = "single_" if self.gymnasium else ""
+        self.observation_space = getattr(venv, prefix + "observation_space")
+        self.action_space = getattr(venv, prefix + "action_space")
+        self.envs = getattr(venv, "envs", None)  # in this process: stepped one by one
+        self.steps = [_inner_step(env) for env in self.envs] if self.envs else None
+        self.limit = getattr(self.spec, "max_episode_steps", None)  # the envs' own, if any
+
+    def reset(self, i: int, seed: int, options: dict | None) -> Any:
+        """Env ``i``'s first observation of an episode with env seed ``seed``."""
+        if self.steps is not None:
+            return self.envs[i].reset(seed=seed, options=options)[0]
+        if self.gymnasium:  # env i alone; gymnasium's reset_mask leaves the others be
+            seeds, mask = [None] * self.num_envs, np.arange(self.num_envs) == i
+            seeds[i] = seed
+            return self.venv.reset(seed=seeds, options={**(options or {}), "reset_mask": mask}
+                                   )[0][i]
+        return self.venv.env_method("reset", seed=seed, options=options, indices=[i])[0][0]
+
+    def step(self, actions: np.ndarray, active: list[int]) -> dict[int, tuple]:
+        """One step of the envs: ``{i: (obs, reward, terminated, truncated, info)}`` for the
+        ``active`` ones (the others, idle, get their actions too when stepped as a batch)."""
+        if self.steps is not None:
+            return {i: self.steps[i][0](actions[i]) for i in active}
+        if self.gymnasium:
+            obs, rewards, terminated, truncated, _ = self.venv.step(actions)
+        else:
+            self.venv.step_async(actions)
+            obs, rewards, terminated, _ = self.venv.step_wait()  # SB3's dones: both kinds
+            truncated = np.zeros(self.num_envs, bool)
+        return {i: (obs[i], rewards[i], terminated[i], truncated[i], {}) for i in active}
+
+    def render(self) -> Any:
+        return self.venv.render()
+
+    def close(self) -> None:
+        self.venv.close()
+
+def run_side_by_side(envs: VecEnvs, it: Iteration, jobs: Sequence[Job],
+                     options: dict | None = None, on_step: Callable | None = None) -> list[Result]:
+    """The Results of :func:`run_job` for ``jobs``, the same bits, from k envs side by side:
+    each env runs a job's episodes in turn, then the next job waiting. Every step sends one
+    batch of actions, from one forward pass of the k candidates' networks (np.matmul on the
+    stacked layers gives np.dot's bits, slice by slice)."""
+    net, k, space = it.network, envs.num_envs, envs.observation_space
+    dim, flat_rows, dtype = spaces.flatdim(space), flattener(space), space.dtype
+    chunk = max(1, min(1000, OBS_CHUNK_BYTES // (8 * dim)))
+    keep = it.track_obs or np.dtype(dtype or int).kind == "f"  # as in run_episodes
+    flatten, see = net.flatten or np.asarray, it.obs_filter or (lambda obs: obs)
+    layers = [(w.copy(), b if b is None else b.copy())  # one row per env, set per job
+              for w, b in net.layers(np.zeros((k, net.n_params)), it.obs_rms)]
+    activation, to_action, x = ACTIVATIONS[net.activation_fn], net.to_action(), np.zeros((k, dim))
+    queue, slots, results = collections.deque(enumerate(jobs)), [None] * k, [None] * len(jobs)
+
+    def fold(slot: types.SimpleNamespace) -> None:  # as run_episodes folds
+        if it.track_obs:
+            slot.visited.update(flat_rows(slot.rows))
+        elif not all_finite(slot.rows, dtype):
+            slot.visited.mean = np.full(dim, np.nan)
+        slot.rows.clear()
+
+    def begin(s: int) -> None:  # env s: the next episode of its job, else the next job
+        slot = slots[s]
+        if slot is not None and slot.episode == len(slot.job.seeds):
+            if slot.rows:
+                fold(slot)
+            flagged = not np.isfinite(slot.visited.mean).all()
+            results[slot.index] = Result(slot.returns, slot.lengths,
+                                         slot.visited if it.track_obs or flagged else None)
+            slot = slots[s] = None
+        if slot is None and not queue:
+            return
+        if slot is None:
+            index, job = queue.popleft()
+            for (w, b), (w_job, b_job) in zip(layers, net.layers(candidate_parameters(it, job),
+                                                                 it.obs_rms)):
+                w[s] = w_job
+                if b is not None:
+                    b[s] = b_job
+            n = len(job.seeds)
+            slot = slots[s] = types.SimpleNamespace(
+                index=index, job=job, episode=0, rows=[], visited=RunningMeanStd((dim,)),
+                returns=np.zeros(n), lengths=np.zeros(n, dtype=np.int64))
+        seed = int(slot.job.seeds[slot.episode])
+        slot.obs, slot.total, slot.steps = envs.reset(s, seed, options), 0.0, 0
+        own = envs.steps[s][1] if envs.steps else envs.limit  # as run_episodes counts
+        limits = [n for n in (own, it.max_episode_steps) if n is not None]
+        slot.limit, slot.limited = min(limits, default=NO_LIMIT_STEPS), bool(limits)
+        x[s] = flatten(see(slot.obs))
+
+    for s in range(k):
+        begin(s)
+    while any(slot is not None for slot in slots):
+        h = x
+        for i, (weight, bias) in enumerate(layers):  # the actor's layers, for k at once
+            h = np.matmul(weight, h[..., None])[..., 0]
+            h = h if bias is None else h + bias
+            h = activation(h) if i < len(layers) - 1 else h
+        actions, active = to_action(h), [s for s in range(k) if slots[s] is not None]
+        for s, transition in envs.step(actions, active).items():
+            slot, (obs, reward, terminated, truncated, _) = slots[s], transition
+            if keep:
+                slot.rows.append(slot.obs)
+            if on_step is not None:
+                on_step(actions[s], transition)
+            slot.total, slot.steps, slot.obs = slot.total + reward, slot.steps + 1, obs
+            if len(slot.rows) == chunk:
+                fold(slot)
+            if not (terminated or truncated or slot.steps == slot.limit):
+                x[s] = flatten(see(obs))
+                continue
+            if not slot.limited and not (terminated or truncated):
+                raise RuntimeError(f"an episode ran {NO_LIMIT_STEPS:,} steps without ending (env "
+                                   f"seed {slot.job.seeds[slot.episode]}), and the env has no "
+                                   "time limit: pass max_episode_steps= to ARS")
+            slot.returns[slot.episode], slot.lengths[slot.episode] = slot.total, slot.steps
+            slot.episode += 1
+            begin(s)
+    return results
+
+def run_jobs(env: gym.Env | VecEnvs, it: Iteration, jobs: Sequence[Job],
+             options: dict | None = None, on_step: Callable | None = None) -> list[Result]:
+    """Each job's Result, in order: by the core's :func:`run_job` on one env, or side by
+    side on a vector env's (:func:`run_side_by_side`)."""
+    if isinstance(env, VecEnvs):
+        return run_side_by_side(env, it, jobs, options, on_step)
+    return [run_job(env, it, job, options, on_step) for job in jobs]
 
 class _Evaluator:
     """The seed's evaluator API (``send_jobs``, ``get_results``, ``get_obs_rms``,
@@ -1499,7 +1646,7 @@ class InProcessEval(_Evaluator):
         """One Result per job, in job order; ``on_step`` hears of every env step, and
         ``record`` adds the visited states to what :meth:`get_obs_rms` returns."""
         with self._exclusive():
-            results = [run_job(self.env, it, job, self._options[0], on_step) for job in jobs]
+            results = run_jobs(self.env, it, jobs, self._options[0], on_step)
         for result in results if record else ():
             self._record_visited(0, result)
         return results
@@ -1532,16 +1679,17 @@ def _worker(remote: Any, parent_remote: Any, env_fn_bytes: bytes) -> None:
             break
         it_bytes, options, batch = data
         it = cloudpickle.loads(it_bytes) if it_bytes is not None else it
-        done, sent_at = [], time.monotonic()
-        for position, job in enumerate(batch, 1):
+        done, sent_at, k = [], time.monotonic(), getattr(env, "num_envs", 1)
+        units = [batch[i : i + k] for i in range(0, len(batch), k)]  # k jobs side by side
+        for position, unit in enumerate(units, 1):
             try:
-                done.append((job.candidate, run_job(env, it, job, options)))
+                done += zip([job.candidate for job in unit], run_jobs(env, it, unit, options))
             except BaseException:
                 remote.send(("results", done))
-                remote.send(("error", (job.candidate, traceback.format_exc())))
+                remote.send(("error", (unit[0].candidate, traceback.format_exc())))
                 break
             # Few messages per batch, yet regular news of progress.
-            if position == len(batch) or time.monotonic() - sent_at > RESULT_INTERVAL:
+            if position == len(units) or time.monotonic() - sent_at > RESULT_INTERVAL:
                 remote.send(("results", done))
                 done, sent_at = [], time.monotonic()
     env.close()
@@ -1735,7 +1883,7 @@ def _run_task(env_fn_bytes: bytes, it_bytes: bytes, jobs: list[Job], options: di
             _TASK_ENVS.pop(thread)[1].close()
         _TASK_ENVS[thread] = (key, make_env(cloudpickle.loads(env_fn_bytes)))
     env, it = _TASK_ENVS[thread][1], cloudpickle.loads(it_bytes)
-    return [(job.candidate, run_job(env, it, job, options)) for job in jobs]
+    return list(zip([job.candidate for job in jobs], run_jobs(env, it, jobs, options)))
 
 class ExecutorEval(_Evaluator):
     """Evaluate candidates as tasks on any ``concurrent.futures.Executor``.
@@ -2778,14 +2926,14 @@ def warm_start(model: ARS, demonstrations: Any, ridge: float = 1e-3) -> None:
 # them (a VecEnv given, an sb3-contrib file loaded, a torch tensor passed).
 
 def _is_vec_env(env: Any) -> bool:
-    return all(hasattr(env, name) for name in ("num_envs", "step_async", "step_wait", "reset"))
+    """An SB3 VecEnv (by its methods) or a gymnasium vector env."""
+    return isinstance(env, gym.vector.VectorEnv) or all(
+        hasattr(env, name) for name in ("num_envs", "step_async", "step_wait", "env_method"))
 
-def unwrap_vec_env(venv: Any) -> tuple[gym.Env, Any]:
-    """The gymnasium env inside an SB3 VecEnv holding one env, and its VecNormalize if any.
-
-    ``DummyVecEnv`` (as ``make_vec_env(id, n_envs=1)`` builds), with ``VecNormalize`` and
-    ``VecMonitor`` around it, is accepted; wrappers that change observations in ways ARS
-    cannot see through, several envs, or envs in other processes are refused clearly.
+def unwrap_vec_env(venv: Any) -> tuple[gym.Env | VecEnvs, Any]:
+    """What ARS steps in a vector env: its one env, or its k envs (:class:`VecEnvs`); and
+    its VecNormalize if any. SB3 VecEnvs may have ``VecNormalize`` and ``VecMonitor`` around
+    them; wrappers that change observations in ways ARS cannot see through are refused.
     """
     vec_normalize, layer = None, venv
     while hasattr(layer, "venv"):
@@ -2798,14 +2946,8 @@ def unwrap_vec_env(venv: Any) -> tuple[gym.Env, Any]:
             raise ValueError(f"ARS cannot see through {name}: give it the env, a DummyVecEnv, or "
                              "VecNormalize or VecMonitor around one")
         layer = layer.venv
-    if not hasattr(layer, "envs"):
-        raise ValueError(f"{type(layer).__name__} runs its envs in other processes; ARS steps one "
-                         "env here. Pass a DummyVecEnv (make_vec_env(..., n_envs=1)); for "
-                         "parallel rollouts use AsyncEval")
-    if layer.num_envs != 1:
-        raise ValueError(f"the VecEnv holds {layer.num_envs} envs; ARS steps one (n_envs=1). For "
-                         "parallel rollouts, use AsyncEval with one env function per worker")
-    return layer.envs[0], vec_normalize
+    one = layer.num_envs == 1 and type(layer).__name__ in ("DummyVecEnv", "SyncVectorEnv")
+    return layer.envs[0] if one else VecEnvs(layer), vec_normalize
 
 def resolve_env(env: Any) -> tuple[gym.Env, Any, Any]:
     """``(gymnasium env, the SB3 VecEnv given or None, its VecNormalize or None)``."""
@@ -3093,6 +3235,11 @@ def _rendering_env(model: Any, env: Any, render_mode: str, size: int | None = No
     if env is None:
         raise ValueError("recording needs an env: pass env='Hopper-v4' (or a model saving it)")
     made = env() if callable(env) and not isinstance(env, gym.Env) else env
+    if _is_vec_env(made):  # its first env, which must run in this process
+        made = unwrap_vec_env(made)[0]
+        made = (made.envs or [None])[0] if isinstance(made, VecEnvs) else made
+    if made is None:
+        raise ValueError("a video needs an env in this process: an id, an env or a DummyVecEnv")
     if getattr(made, "render_mode", None) != render_mode:
         raise ValueError(f"the env must be made with render_mode={render_mode!r}")
     return made

@@ -1855,10 +1855,151 @@ def test_vec_envs_with_one_env_are_accepted_everywhere(tmp_path):
         [lambda: make_vec_env("CartPole-v1", n_envs=1)] * 2, start_method="fork"
     ) as async_eval:
         model.learn(500, async_eval=async_eval)  # sb3-contrib's AsyncEval example: VecEnv factories
-    with pytest.raises(ValueError, match="holds 2 envs"):
-        ARS("LinearPolicy", make_vec_env("CartPole-v1", n_envs=2))
+    assert ARS("LinearPolicy", make_vec_env("CartPole-v1", n_envs=2)).n_envs == 2
     with pytest.raises(ValueError, match="cannot see through VecFrameStack"):
         ARS("LinearPolicy", vec_env.VecFrameStack(dummy, 2))
+
+
+class SeedRecorder(gym.Wrapper):
+    """Pendulum that records the seed of every reset, and which reset each step follows."""
+
+    def __init__(self, env=None):
+        super().__init__(env or gym.make("Pendulum-v1"))
+        self.log = []
+
+    def reset(self, *, seed=None, options=None):
+        self.log.append(seed)
+        return super().reset(seed=seed, options=options)
+
+    def step(self, action):
+        if self.log[-1] != "stepped":
+            self.log.append("stepped")
+        return super().step(action)
+
+
+def _vector_envs(k):
+    from stable_baselines3.common.env_util import make_vec_env
+    from stable_baselines3.common.vec_env import SubprocVecEnv
+
+    return {
+        "DummyVecEnv": lambda: make_vec_env("Pendulum-v1", n_envs=k),
+        "SubprocVecEnv": lambda: make_vec_env(
+            "Pendulum-v1",
+            n_envs=k,
+            vec_env_cls=SubprocVecEnv,
+            vec_env_kwargs={"start_method": "fork"},
+        ),
+        "SyncVectorEnv": lambda: gym.make_vec("Pendulum-v1", k, vectorization_mode="sync"),
+        "AsyncVectorEnv": lambda: gym.make_vec(
+            "Pendulum-v1", k, vectorization_mode="async", vector_kwargs={"context": "fork"}
+        ),
+    }
+
+
+@pytest.mark.slow
+def test_vector_envs_of_any_width_give_the_weights_and_evaluations_of_one_env():
+    pytest.importorskip("stable_baselines3")
+    settings = dict(n_delta=3, n_eval_episodes=2, normalize_obs=True, seed=5)
+    settings["policy_kwargs"] = {"net_arch": [8]}
+    one = ARS("MlpPolicy", "Pendulum-v1", **settings).learn(3000)
+    expected = ars.evaluate_policy(one, "Pendulum-v1", 3, return_episode_rewards=True)
+    for k in (1, 2, 5):
+        for name, make in _vector_envs(k).items():
+            env = make()
+            model = ARS("MlpPolicy", env, **settings).learn(3000)
+            assert model.n_envs == k, name
+            np.testing.assert_array_equal(
+                model.policy.parameters_to_vector(), one.policy.parameters_to_vector(), name
+            )
+            assert ars.evaluate_policy(one, env, 3, return_episode_rewards=True) == expected, name
+            env.close()
+    with pytest.raises(ValueError, match="CartPoleVectorEnv cannot reset one env"):
+        ARS("LinearPolicy", gym.make_vec("CartPole-v1", 2))  # gymnasium's own vectorised CartPole
+
+
+def test_side_by_side_rollouts_match_the_core_bit_for_bit_in_closed_cases():
+    from stable_baselines3.common.vec_env import DummyVecEnv
+
+    # V1 with Discrete actions, uneven episode lengths and more jobs than envs: every job's
+    # returns, lengths and visited statistics are run_job's.
+    env = ars.VecEnvs(DummyVecEnv([lambda: gym.make("CartPole-v1")] * 3))
+    policy = ARSLinearPolicy(env.observation_space, env.action_space)
+    for track_obs, obs_rms in ((False, None), (True, RunningMeanStd((4,)).update(np.ones((2, 4))))):
+        it = ars.Iteration(policy.network(), np.zeros(8), obs_rms, 0.5, 3, 0, track_obs, 60)
+        jobs = [
+            ars.Job(c, c % 4, (-1) ** c, np.arange(c, c + 1 + c % 3, dtype=np.uint64))
+            for c in range(7)
+        ]
+        single = gym.make("CartPole-v1")
+        for job, got in zip(jobs, ars.run_side_by_side(env, it, jobs)):
+            want = ars.run_job(single, it, job)
+            np.testing.assert_array_equal(got.returns, want.returns)
+            np.testing.assert_array_equal(got.lengths, want.lengths)
+            assert (got.visited is None) == (want.visited is None) == (not track_obs)
+            if track_obs:
+                assert got.visited.count == want.visited.count == want.lengths.sum()
+                np.testing.assert_array_equal(got.visited.var, want.visited.var)
+
+
+def test_an_automatic_reset_never_starts_an_episode():
+    from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv
+
+    for vec_cls, kwargs in ((DummyVecEnv, {}), (SubprocVecEnv, {"start_method": "fork"})):
+        venv = vec_cls([SeedRecorder] * 2, **kwargs)
+        ARS("LinearPolicy", venv, n_delta=2, n_eval_episodes=2, seed=1).learn(1000)
+        logs = venv.get_attr("log")
+        for log in logs:  # every episode's steps follow a reset given an env seed
+            assert all(log[i - 1] is not None for i, x in enumerate(log) if x == "stepped"), log
+        seeds = sorted(x for log in logs for x in log if x not in (None, "stepped"))
+        expected = sorted(
+            ars.env_seed(1, ars.ENV_SEEDS, 0, c % 2, e) for c in range(4) for e in range(2)
+        )
+        assert seeds == expected  # each episode's named seed, once
+        venv.close()
+    cartpole = functools.partial(gym.make, "CartPole-v1")
+    nan = gym.wrappers.TransformObservation(
+        cartpole(), lambda o: o * np.nan, cartpole().observation_space
+    )
+    with pytest.raises(FloatingPointError, match="non-finite observation"):  # V1's NaN check
+        ARS("LinearPolicy", DummyVecEnv([lambda: nan, cartpole]), n_delta=1).learn(200)
+
+
+@pytest.mark.slow
+def test_sb3_contrib_multi_env_test_and_sb3_eval_callback_example_run(tmp_path):
+    # sb3-contrib's tests/test_run.py::test_ars_multi_env, with only its import changed
+    from stable_baselines3.common.env_util import make_vec_env
+    from stable_baselines3.common.vec_env import VecNormalize
+
+    env = make_vec_env("Pendulum-v1", n_envs=2)
+    model = ARS("MlpPolicy", env, n_delta=1)
+    model.learn(total_timesteps=250)
+    env = VecNormalize(make_vec_env("Pendulum-v1", n_envs=1))
+    model = ARS("MlpPolicy", env, n_delta=2, seed=0)
+    async_eval = AsyncEval(
+        [lambda: VecNormalize(make_vec_env("Pendulum-v1", n_envs=1)) for _ in range(2)],
+        model.policy,
+    )
+    async_eval.seed(0)
+    async_eval.set_options()
+    model.learn(500, async_eval=async_eval)
+    async_eval.close()
+    # SB3's documented EvalCallback example: a 5-env eval env, SB3's callback and ars's
+    from stable_baselines3.common.callbacks import EvalCallback as SB3EvalCallback
+
+    train_env = make_vec_env("Pendulum-v1", n_envs=1, seed=0)
+    eval_env = make_vec_env("Pendulum-v1", n_envs=5, seed=0)
+    for callback_class in (SB3EvalCallback, ars.EvalCallback):
+        callback = callback_class(
+            eval_env,
+            best_model_save_path=tmp_path,
+            log_path=tmp_path,
+            eval_freq=500,
+            n_eval_episodes=5,
+            deterministic=True,
+            render=False,
+        )
+        ARS("MlpPolicy", train_env, n_delta=2).learn(1000, callback=callback)
+        assert len(callback.evaluations_results) >= 1 and len(callback.evaluations_results[0]) == 5
 
 
 @pytest.mark.slow
