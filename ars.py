@@ -1378,23 +1378,20 @@ def evaluate_episodes(policy: ARSPolicy, evaluator: Any, seeds: Sequence[int],
     return evaluator.evaluate(_observed_through(vec_normalize, it, training=False), jobs, on_step)
 
 class VecEnvs:
-    """The k envs of a vector env (SB3's VecEnv, gymnasium's Sync- or AsyncVectorEnv), as
-    :func:`run_side_by_side` steps them: every episode starts with a reset given its seed.
-
-    Envs in this process (DummyVecEnv, SyncVectorEnv) are stepped one by one: no automatic
-    reset, and their own float64 rewards (DummyVecEnv keeps float32). Others step as one
-    batch; an env is reset with the next episode's seed, after any automatic reset."""
+    """The k envs of a vector env (SB3's VecEnv, gymnasium's Sync- or AsyncVectorEnv) for
+    :func:`run_side_by_side`; each episode starts with a reset given its seed. Envs in this
+    process are stepped one by one: never reset automatically, and with their float64 rewards
+    (DummyVecEnv's are float32). Others step as one batch, and ARS resets after them."""
 
     def __init__(self, venv: Any):
-        self.gymnasium = isinstance(venv, gym.vector.VectorEnv)
-        if self.gymnasium and type(venv).__name__ not in ("SyncVectorEnv", "AsyncVectorEnv"):
-            raise ValueError(f"{type(venv).__name__} cannot reset one env with its own seed, as ARS "
-                             "needs: use gym.make_vec(id, n, vectorization_mode='sync' or 'async')")
+        self.gymnasium, name = isinstance(venv, gym.vector.VectorEnv), type(venv).__name__
+        if self.gymnasium and name not in ("SyncVectorEnv", "AsyncVectorEnv"):
+            raise ValueError(f"{name} cannot reset one env with its own seed, as ARS needs: use "
+                             "gym.make_vec(id, n, vectorization_mode='sync' or 'async')")
         self.venv, self.num_envs, self.spec = venv, int(venv.num_envs), venv.get_attr("spec")[0]
-        prefix = "single_" if self.gymnasium else ""
-        self.observation_space = getattr(venv, prefix + "observation_space")
-        self.action_space = getattr(venv, prefix + "action_space")
-        self.envs = getattr(venv, "envs", None)  # in this process: stepped one by one
+        self.observation_space, self.action_space = (getattr(venv, "single_" * self.gymnasium + k)
+                                                     for k in ("observation_space", "action_space"))
+        self.envs = getattr(venv, "envs", None)  # in this process
         self.steps = [_inner_step(env) for env in self.envs] if self.envs else None
         self.limit = getattr(self.spec, "max_episode_steps", None)  # the envs' own, if any
 
@@ -1402,16 +1399,16 @@ class VecEnvs:
         """Env ``i``'s first observation of an episode with env seed ``seed``."""
         if self.steps is not None:
             return self.envs[i].reset(seed=seed, options=options)[0]
-        if self.gymnasium:  # env i alone; gymnasium's reset_mask leaves the others be
+        if self.gymnasium:  # env i alone: gymnasium's reset_mask
             seeds, mask = [None] * self.num_envs, np.arange(self.num_envs) == i
             seeds[i] = seed
-            return self.venv.reset(seed=seeds, options={**(options or {}), "reset_mask": mask}
-                                   )[0][i]
+            options = {**(options or {}), "reset_mask": mask}
+            return self.venv.reset(seed=seeds, options=options)[0][i]
         return self.venv.env_method("reset", seed=seed, options=options, indices=[i])[0][0]
 
     def step(self, actions: np.ndarray, active: list[int]) -> dict[int, tuple]:
-        """One step of the envs: ``{i: (obs, reward, terminated, truncated, info)}`` for the
-        ``active`` ones (the others, idle, get their actions too when stepped as a batch)."""
+        """``{i: (obs, reward, terminated, truncated, info)}`` for the ``active`` envs (the
+        idle ones step too, when they step as a batch)."""
         if self.steps is not None:
             return {i: self.steps[i][0](actions[i]) for i in active}
         if self.gymnasium:
@@ -1422,92 +1419,83 @@ class VecEnvs:
             truncated = np.zeros(self.num_envs, bool)
         return {i: (obs[i], rewards[i], terminated[i], truncated[i], {}) for i in active}
 
-    def render(self) -> Any:
-        return self.venv.render()
-
-    def close(self) -> None:
-        self.venv.close()
+    render, close = (lambda self: self.venv.render()), (lambda self: self.venv.close())
 
 def run_side_by_side(envs: VecEnvs, it: Iteration, jobs: Sequence[Job],
                      options: dict | None = None, on_step: Callable | None = None) -> list[Result]:
-    """The Results of :func:`run_job` for ``jobs``, the same bits, from k envs side by side:
-    each env runs a job's episodes in turn, then the next job waiting. Every step sends one
-    batch of actions, from one forward pass of the k candidates' networks (np.matmul on the
-    stacked layers gives np.dot's bits, slice by slice)."""
-    net, k, space = it.network, envs.num_envs, envs.observation_space
+    """:func:`run_job`'s Results for ``jobs``, the same bits, from k envs side by side: each
+    env runs a job's episodes as run_episodes does, then the next job waiting. A step sends
+    one batch of actions from one forward pass of the k candidates' networks (np.matmul on
+    the stacked layers gives np.dot's bits, slice by slice)."""
+    net, k, space, queue = it.network, envs.num_envs, envs.observation_space, list(enumerate(jobs))
     dim, flat_rows, dtype = spaces.flatdim(space), flattener(space), space.dtype
     chunk = max(1, min(1000, OBS_CHUNK_BYTES // (8 * dim)))
-    keep = it.track_obs or np.dtype(dtype or int).kind == "f"  # as in run_episodes
+    keep = it.track_obs or np.dtype(dtype or int).kind == "f"
     flatten, see = net.flatten or np.asarray, it.obs_filter or (lambda obs: obs)
-    layers = [(w.copy(), b if b is None else b.copy())  # one row per env, set per job
+    layers = [(w.copy(), b if b is None else b.copy())  # a row per env, set per job
               for w, b in net.layers(np.zeros((k, net.n_params)), it.obs_rms)]
     activation, to_action, x = ACTIVATIONS[net.activation_fn], net.to_action(), np.zeros((k, dim))
-    queue, slots, results = collections.deque(enumerate(jobs)), [None] * k, [None] * len(jobs)
+    own = [step[1] for step in envs.steps] if envs.steps else [envs.limit] * k
+    limits = [[n for n in (n_own, it.max_episode_steps) if n is not None] for n_own in own]
+    slots, results = [None] * k, [None] * len(jobs)
 
-    def fold(slot: types.SimpleNamespace) -> None:  # as run_episodes folds
+    def fold(rows: list, visited: RunningMeanStd) -> None:
         if it.track_obs:
-            slot.visited.update(flat_rows(slot.rows))
-        elif not all_finite(slot.rows, dtype):
-            slot.visited.mean = np.full(dim, np.nan)
-        slot.rows.clear()
+            visited.update(flat_rows(rows))
+        elif not all_finite(rows, dtype):
+            visited.mean = np.full(dim, np.nan)
+        rows.clear()
 
-    def begin(s: int) -> None:  # env s: the next episode of its job, else the next job
-        slot = slots[s]
-        if slot is not None and slot.episode == len(slot.job.seeds):
-            if slot.rows:
-                fold(slot)
-            flagged = not np.isfinite(slot.visited.mean).all()
-            results[slot.index] = Result(slot.returns, slot.lengths,
-                                         slot.visited if it.track_obs or flagged else None)
-            slot = slots[s] = None
-        if slot is None and not queue:
-            return
-        if slot is None:
-            index, job = queue.popleft()
-            for (w, b), (w_job, b_job) in zip(layers, net.layers(candidate_parameters(it, job),
-                                                                 it.obs_rms)):
-                w[s] = w_job
-                if b is not None:
-                    b[s] = b_job
-            n = len(job.seeds)
-            slot = slots[s] = types.SimpleNamespace(
-                index=index, job=job, episode=0, rows=[], visited=RunningMeanStd((dim,)),
-                returns=np.zeros(n), lengths=np.zeros(n, dtype=np.int64))
-        seed = int(slot.job.seeds[slot.episode])
-        slot.obs, slot.total, slot.steps = envs.reset(s, seed, options), 0.0, 0
-        own = envs.steps[s][1] if envs.steps else envs.limit  # as run_episodes counts
-        limits = [n for n in (own, it.max_episode_steps) if n is not None]
-        slot.limit, slot.limited = min(limits, default=NO_LIMIT_STEPS), bool(limits)
-        x[s] = flatten(see(slot.obs))
+    def rollouts(s: int, index: int, job: Job) -> Any:  # a job on env s: sent its transitions
+        for stacked, layer in zip(layers, net.layers(candidate_parameters(it, job), it.obs_rms)):
+            for rows_of_k, row in zip(stacked, layer):
+                if row is not None:
+                    rows_of_k[s] = row
+        returns, lengths = np.zeros(len(job.seeds)), np.zeros(len(job.seeds), dtype=np.int64)
+        visited, rows, limit = RunningMeanStd((dim,)), [], min(limits[s], default=NO_LIMIT_STEPS)
+        for e, seed in enumerate(job.seeds):
+            obs, total, steps = envs.reset(s, int(seed), options), 0.0, 0
+            while True:
+                if keep:
+                    rows.append(obs)
+                x[s] = flatten(see(obs))
+                obs, reward, terminated, truncated, _ = yield
+                total, steps = total + reward, steps + 1
+                if len(rows) == chunk:
+                    fold(rows, visited)
+                if terminated or truncated or steps == limit:
+                    break
+            if not limits[s] and not (terminated or truncated):
+                raise RuntimeError(f"an episode ran {NO_LIMIT_STEPS:,} steps without ending (env "
+                                   f"seed {seed}), and the env has no time limit: pass "
+                                   "max_episode_steps= to ARS")
+            returns[e], lengths[e] = total, steps
+        if rows:
+            fold(rows, visited)
+        flagged = not np.isfinite(visited.mean).all()
+        results[index] = Result(returns, lengths, visited if it.track_obs or flagged else None)
+
+    def start(s: int) -> None:  # env s takes the next job waiting, if any
+        slots[s] = rollouts(s, *queue.pop(0)) if queue else None
+        if slots[s] is not None:
+            next(slots[s])
 
     for s in range(k):
-        begin(s)
-    while any(slot is not None for slot in slots):
+        start(s)
+    while any(slots):
         h = x
-        for i, (weight, bias) in enumerate(layers):  # the actor's layers, for k at once
+        for i, (weight, bias) in enumerate(layers):  # the actor's layers, k at once
             h = np.matmul(weight, h[..., None])[..., 0]
             h = h if bias is None else h + bias
             h = activation(h) if i < len(layers) - 1 else h
-        actions, active = to_action(h), [s for s in range(k) if slots[s] is not None]
-        for s, transition in envs.step(actions, active).items():
-            slot, (obs, reward, terminated, truncated, _) = slots[s], transition
-            if keep:
-                slot.rows.append(slot.obs)
+        actions = to_action(h)
+        for s, transition in envs.step(actions, [s for s in range(k) if slots[s]]).items():
             if on_step is not None:
                 on_step(actions[s], transition)
-            slot.total, slot.steps, slot.obs = slot.total + reward, slot.steps + 1, obs
-            if len(slot.rows) == chunk:
-                fold(slot)
-            if not (terminated or truncated or slot.steps == slot.limit):
-                x[s] = flatten(see(obs))
-                continue
-            if not slot.limited and not (terminated or truncated):
-                raise RuntimeError(f"an episode ran {NO_LIMIT_STEPS:,} steps without ending (env "
-                                   f"seed {slot.job.seeds[slot.episode]}), and the env has no "
-                                   "time limit: pass max_episode_steps= to ARS")
-            slot.returns[slot.episode], slot.lengths[slot.episode] = slot.total, slot.steps
-            slot.episode += 1
-            begin(s)
+            try:
+                slots[s].send(transition)
+            except StopIteration:
+                start(s)
     return results
 
 def run_jobs(env: gym.Env | VecEnvs, it: Iteration, jobs: Sequence[Job],
