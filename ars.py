@@ -15,9 +15,7 @@ core" (a copy cut there trains with the same weights). Then the ``ARS`` class (t
 SB3's API), evaluators, logging and callbacks, files, SB3 adapters, videos, the command line.
 """
 
-# The file is wrapped by hand, more densely than ruff's style (its length is a budget); `ruff
-# check` still holds every line to 100 characters.
-# fmt: off
+# fmt: off  (wrapped by hand, denser than ruff's style: the length is a budget; `ruff check` holds)
 from __future__ import annotations
 
 import math
@@ -665,15 +663,13 @@ class ARSPolicy(Network):
     def state_dict(self) -> dict[str, np.ndarray]:
         """Parameters under sb3-contrib's names (``action_net.0.weight``, ...), and V2's
         statistics (``obs_rms.mean``, ``.var``, ``.count``)."""
-        state = {}
+        state, rms = {}, self.obs_rms
         for i, (weight, bias) in enumerate(self.layers(self.parameters_to_vector())):
-            state.update({f"action_net.{2 * i}.weight": weight})
-            state.update({} if bias is None else {f"action_net.{2 * i}.bias": bias})
-        rms = self.obs_rms
+            state.update({f"action_net.{2 * i}.weight": weight, f"action_net.{2 * i}.bias": bias})
         if rms is not None:
-            state.update({"obs_rms.mean": rms.mean.copy(), "obs_rms.var": rms.var.copy()})
-            state["obs_rms.count"] = np.array(rms.count)
-        return state
+            state.update({"obs_rms.mean": rms.mean.copy(), "obs_rms.var": rms.var.copy(),
+                          "obs_rms.count": np.array(rms.count)})
+        return {key: value for key, value in state.items() if value is not None}
 
     def load_state_dict(self, state_dict: dict[str, Any], strict: bool = True) -> None:
         """Set parameters by :meth:`state_dict`'s names (NumPy arrays or torch tensors):
@@ -830,27 +826,25 @@ class ARS:
     ----------
     policy : str, ARSPolicy class or instance
         ``"LinearPolicy"`` (the paper's) or ``"MlpPolicy"``; an instance brings its spaces.
-    env : str, gymnasium.Env, SB3 VecEnv or callable, optional
-        An id, an env, a VecEnv of one env, or a function returning one. Without it, the
-        policy is built at the first ``learn(total_timesteps, env=...)``.
+    env : str, gymnasium.Env, vector env or callable, optional
+        An id, an env, an SB3 or gymnasium vector env (its ``n_envs`` envs run rollouts side
+        by side), or a function returning one; else given at ``learn(..., env=...)``.
     n_delta, n_top : int
         ``N`` directions per iteration (2N rollouts), and the ``b`` kept (default ``N``).
     learning_rate, delta_std : float or callable
         ``alpha`` and ``nu``, or schedules ``f(progress_remaining)`` going from 1 to 0.
-    zero_policy : bool
-        Start from all-zero parameters (the paper's); else torch-like random ones.
-    alive_bonus_offset : float
-        The paper's "shift": added to every training reward, never to evaluations.
+    zero_policy, alive_bonus_offset : bool, float
+        Start from all-zero parameters (the paper's), else torch-like random ones; the
+        paper's "shift", added to every training reward, never to evaluations.
     n_eval_episodes : int
         Episodes per candidate; its return is their mean.
     normalize_obs, normalization_samples : bool, int
         V2: normalise observations by the statistics of all states visited; with
         ``normalization_samples``, first take them from that many steps (whole episodes)
         of the initial policy, counted as timesteps.
-    common_random_numbers : bool
-        Give the + and - rollouts of a direction the same env seeds.
-    max_episode_steps : int, optional
-        End every episode after this many steps (needed where an env has no time limit).
+    common_random_numbers, max_episode_steps : bool, int or None
+        Give a direction's + and - rollouts the same env seeds; end every episode after this
+        many steps (needed where an env has no time limit).
     seed : int, optional
         One seed gives bit-identical weights, whatever runs the rollouts (default: drawn
         from NumPy's global generator, which SB3's ``set_random_seed`` seeds).
@@ -967,22 +961,17 @@ class ARS:
         log_interval, tb_log_name : int or None, str
             Log (and with ``verbose=1`` print) every this many iterations, to this run name
             under ``tensorboard_log``. ``log_every_n_steps`` is the seed's name for the first.
-        reset_num_timesteps : bool
-            False continues the step count (and schedules) of the previous call.
+        reset_num_timesteps, progress_bar : bool
+            False continues the step count (and schedules) of the previous call; show a tqdm
+            progress bar (``pip install tqdm``).
         async_eval : AsyncEval or ExecutorEval, optional
             Run the rollouts elsewhere; ``learn`` never closes it.
-        progress_bar : bool
-            Show a tqdm progress bar (``pip install tqdm``).
         env, default_root_dir, checkpoint_interval : keyword only
             The seed's: an env to (re)train on; a log folder used as it is. Every
             ``checkpoint_interval`` iterations and at the end, ``checkpoint.npz`` is written
             there with the callbacks' state: ``ARS.load`` it and ``learn(total -
             model.num_timesteps, reset_num_timesteps=False)`` to resume exactly.
-
-        Returns
-        -------
-        ARS
-            ``self``.
+        Returns ``self``.
         """
         check_learn_arguments(locals())
         if env is not None:
@@ -1070,7 +1059,6 @@ class ARS:
                 reporter.after(results, evaluator.n_workers)
             callbacks.hook("on_rollout_end")
             return results
-
         return evaluate
 
     def _schedule_value(self, name: str) -> float:
@@ -1314,7 +1302,6 @@ def paper_model(env_id: str, env: Any = None, **overrides: Any) -> ARS:
 
 
 # == Evaluators: where the rollouts run ===========================================================
-#
 # An evaluator turns ``(Iteration, jobs)`` into one Result per job, in job order, each by the
 # core's run_job: ``evaluate(it, jobs, on_step=None)``. Training, the statistics warm-up,
 # evaluations, videos and the seed's ``send_jobs`` all go through it. The iteration goes to
@@ -1339,12 +1326,19 @@ def batch_sizes(n_jobs: int, n_workers: int) -> list[int]:
 
 def make_env(env: Any) -> gym.Env | VecEnvs:
     """A gymnasium env from an id (``"Hopper-v4"``), an env or a function returning one; or
-    the env or envs of an SB3 or gymnasium vector env (see :func:`unwrap_vec_env`)."""
+    the env or envs of an SB3 or gymnasium vector env (see :func:`resolve_env`)."""
+    return resolve_env(env)[0]
+
+def resolve_env(env: Any) -> tuple[gym.Env | VecEnvs, Any, Any]:
+    """``(env, the vector env given or None, its VecNormalize or None)``. A vector env gives
+    its one env (DummyVecEnv, SyncVectorEnv), else :class:`VecEnvs`; SB3's may have
+    ``VecNormalize`` and ``VecMonitor`` around it. Wrappers that change observations in ways
+    ARS cannot see through are refused."""
     if isinstance(env, str):
         with warnings.catch_warnings():  # v4 MuJoCo ids still work; don't bury the output
             warnings.filterwarnings("ignore", message=".*is out of date.*")
             try:
-                return gym.make(env)
+                return gym.make(env), None, None
             except gym.error.DependencyNotInstalled as error:
                 if "mujoco" not in str(error).lower():
                     raise
@@ -1352,14 +1346,24 @@ def make_env(env: Any) -> gym.Env | VecEnvs:
                                           "(ars's 'mujoco' extra)") from error
     made = env() if callable(env) and not isinstance(env, (gym.Env, VecEnvs)) and \
         not _is_vec_env(env) else env
-    if isinstance(made, VecEnvs):
-        return made
-    if _is_vec_env(made):
-        return unwrap_vec_env(made)[0]
-    if not isinstance(made, gym.Env):
-        raise TypeError(f"expected an env id, a gymnasium.Env, an SB3 VecEnv or a function "
+    if not (isinstance(made, (gym.Env, VecEnvs)) or _is_vec_env(made)):
+        raise TypeError(f"expected an env id, a gymnasium.Env, a vector env or a function "
                         f"returning one; got {type(made).__name__} {made!r:.60}")
-    return made
+    vec_normalize, layer = None, made
+    while hasattr(layer, "venv"):  # SB3's VecEnv wrappers
+        name = type(layer).__name__
+        if name == "VecNormalize" and vec_normalize is not None:
+            raise ValueError("a VecNormalize inside a VecNormalize: ARS applies one; keep one")
+        if name == "VecNormalize":
+            vec_normalize = layer
+        elif name != "VecMonitor":
+            raise ValueError(f"ARS cannot see through {name}: give it the env, a VecEnv, or "
+                             "VecNormalize or VecMonitor around one")
+        layer = layer.venv
+    if not _is_vec_env(layer):
+        return layer, None, None
+    one = layer.num_envs == 1 and type(layer).__name__ in ("DummyVecEnv", "SyncVectorEnv")
+    return layer.envs[0] if one else VecEnvs(layer), made, vec_normalize
 
 def evaluation_seeds(seed: int, n_episodes: int) -> np.ndarray:
     """The env seeds of evaluation episodes: the seed's EVALUATION stream, never training's."""
@@ -1388,7 +1392,7 @@ class VecEnvs:
         if self.gymnasium and name not in ("SyncVectorEnv", "AsyncVectorEnv"):
             raise ValueError(f"{name} cannot reset one env with its own seed, as ARS needs: use "
                              "gym.make_vec(id, n, vectorization_mode='sync' or 'async')")
-        self.venv, self.num_envs, self.spec = venv, int(venv.num_envs), venv.get_attr("spec")[0]
+        self.vector, self.num_envs, self.spec = venv, int(venv.num_envs), venv.get_attr("spec")[0]
         self.observation_space, self.action_space = (getattr(venv, "single_" * self.gymnasium + k)
                                                      for k in ("observation_space", "action_space"))
         self.envs = getattr(venv, "envs", None)  # in this process
@@ -1403,8 +1407,8 @@ class VecEnvs:
             seeds, mask = [None] * self.num_envs, np.arange(self.num_envs) == i
             seeds[i] = seed
             options = {**(options or {}), "reset_mask": mask}
-            return self.venv.reset(seed=seeds, options=options)[0][i]
-        return self.venv.env_method("reset", seed=seed, options=options, indices=[i])[0][0]
+            return self.vector.reset(seed=seeds, options=options)[0][i]
+        return self.vector.env_method("reset", seed=seed, options=options, indices=[i])[0][0]
 
     def step(self, actions: np.ndarray, active: list[int]) -> dict[int, tuple]:
         """``{i: (obs, reward, terminated, truncated, info)}`` for the ``active`` envs (the
@@ -1412,14 +1416,14 @@ class VecEnvs:
         if self.steps is not None:
             return {i: self.steps[i][0](actions[i]) for i in active}
         if self.gymnasium:
-            obs, rewards, terminated, truncated, _ = self.venv.step(actions)
+            obs, rewards, terminated, truncated, _ = self.vector.step(actions)
         else:
-            self.venv.step_async(actions)
-            obs, rewards, terminated, _ = self.venv.step_wait()  # SB3's dones: both kinds
+            self.vector.step_async(actions)
+            obs, rewards, terminated, _ = self.vector.step_wait()  # SB3's dones: both kinds
             truncated = np.zeros(self.num_envs, bool)
         return {i: (obs[i], rewards[i], terminated[i], truncated[i], {}) for i in active}
 
-    render, close = (lambda self: self.venv.render()), (lambda self: self.venv.close())
+    render, close = (lambda self: self.vector.render()), (lambda self: self.vector.close())
 
 def run_side_by_side(envs: VecEnvs, it: Iteration, jobs: Sequence[Job],
                      options: dict | None = None, on_step: Callable | None = None) -> list[Result]:
@@ -1438,14 +1442,12 @@ def run_side_by_side(envs: VecEnvs, it: Iteration, jobs: Sequence[Job],
     own = [step[1] for step in envs.steps] if envs.steps else [envs.limit] * k
     limits = [[n for n in (n_own, it.max_episode_steps) if n is not None] for n_own in own]
     slots, results = [None] * k, [None] * len(jobs)
-
     def fold(rows: list, visited: RunningMeanStd) -> None:
         if it.track_obs:
             visited.update(flat_rows(rows))
         elif not all_finite(rows, dtype):
             visited.mean = np.full(dim, np.nan)
         rows.clear()
-
     def rollouts(s: int, index: int, job: Job) -> Any:  # a job on env s: sent its transitions
         for stacked, layer in zip(layers, net.layers(candidate_parameters(it, job), it.obs_rms)):
             for rows_of_k, row in zip(stacked, layer):
@@ -1474,12 +1476,10 @@ def run_side_by_side(envs: VecEnvs, it: Iteration, jobs: Sequence[Job],
             fold(rows, visited)
         flagged = not np.isfinite(visited.mean).all()
         results[index] = Result(returns, lengths, visited if it.track_obs or flagged else None)
-
     def start(s: int) -> None:  # env s takes the next job waiting, if any
         slots[s] = rollouts(s, *queue.pop(0)) if queue else None
         if slots[s] is not None:
             next(slots[s])
-
     for s in range(k):
         start(s)
     while any(slots):
@@ -1588,7 +1588,9 @@ class _Evaluator:
         """Normalise with ``obs_rms`` from now on (V2); resets the visited-state statistics."""
         if self._network is None:
             raise ValueError(f"this {type(self).__name__} has no policy to normalise for")
-        self._obs_rms = None if obs_rms is None else _as_rms(obs_rms).copy()
+        moments = [np.array(getattr(obs_rms, k, 0), float).reshape(-1) for k in ("mean", "var")]
+        self._obs_rms = None if obs_rms is None else RunningMeanStd.from_moments(  # SB3's too
+            *moments, obs_rms.count)
         self._visited = [self._no_statistics() for _ in range(self.n_workers)]
 
     def _no_statistics(self) -> RunningMeanStd:
@@ -1647,7 +1649,6 @@ def _worker(remote: Any, parent_remote: Any, env_fn_bytes: bytes) -> None:
     protocol alternates strictly (a batch goes out only when the last one's results are all
     in), so neither side can block on a full pipe while the other does, whatever the size."""
     import cloudpickle
-
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl+C is the main process's to handle
     parent_remote.close()
     try:
@@ -1700,7 +1701,7 @@ def _shutdown(processes: list[Any], remotes: list[Any]) -> None:
         remote.close()
 
 class AsyncEval(_Evaluator):
-    """Evaluate candidates in worker processes, one env each, over ``multiprocessing`` Pipes.
+    """Evaluate candidates in worker processes, over ``multiprocessing`` Pipes.
 
     Work is dealt in batches sized from the jobs left and the workers (see
     :func:`batch_sizes`), to whichever worker is free. ``learn(async_eval=...)`` gives the
@@ -1710,21 +1711,18 @@ class AsyncEval(_Evaluator):
     Parameters
     ----------
     envs_fn : list of callables
-        One function per worker returning a gymnasium env, an SB3 VecEnv holding one env,
-        or an env id; sent with cloudpickle.
-    train_policy : ARSPolicy or ARS, optional
-        The policy for the seed's ``send_jobs`` (``learn`` sends its own).
+        One function per worker returning an env id, a gymnasium env or a vector env (whose
+        envs run the worker's jobs side by side); sent with cloudpickle.
+    train_policy, n_eval_episodes : ARSPolicy or ARS, int
+        The policy and episodes per candidate for the seed's ``send_jobs`` (``learn`` sends
+        its own).
     start_method : str, optional
         ``"forkserver"`` (default where available), ``"spawn"`` or ``"fork"``. With the first
         two, guard your script with ``if __name__ == "__main__":``.
-    n_eval_episodes : int
-        Episodes per candidate for ``send_jobs``.
     job_timeout, start_timeout : float
         Seconds a worker may take for a job, and to start and build its env. Past them, the
         error names the worker (and the candidate and its env seeds), and the workers stop.
 
-    Examples
-    --------
     >>> with AsyncEval([lambda: make_env("HalfCheetah-v4")] * 2) as async_eval:
     ...     ARS("LinearPolicy", "HalfCheetah-v4").learn(100_000, async_eval=async_eval)
     """
@@ -1806,7 +1804,6 @@ class AsyncEval(_Evaluator):
         """One Result per job, in job order, whoever ran it (``on_step`` cannot be called
         from the workers; see InProcessEval.evaluate)."""
         import cloudpickle
-
         if self.closed:
             raise RuntimeError("this AsyncEval is closed")
         with self._exclusive():
@@ -1862,7 +1859,6 @@ def _run_task(env_fn_bytes: bytes, it_bytes: bytes, jobs: list[Job], options: di
     """One executor task: evaluate ``jobs`` with the env this worker (thread) keeps for the
     env function; it is closed when another function comes, and at exit."""
     import cloudpickle
-
     key, thread = hashlib.sha256(env_fn_bytes).hexdigest(), threading.get_ident()
     if _TASK_ENVS.get(thread, ("",))[0] != key:
         if not _TASK_ENVS:
@@ -1884,10 +1880,9 @@ class ExecutorEval(_Evaluator):
 
     Parameters
     ----------
-    executor : concurrent.futures.Executor
-        Anything with ``submit(fn, *args) -> Future``.
-    env_fn : callable or str
-        Function returning the env (or an env id), sent to the workers with cloudpickle.
+    executor, env_fn : concurrent.futures.Executor, callable or str
+        Anything with ``submit(fn, *args) -> Future``; the function returning the env (or a
+        vector env, or an env id), sent to the workers with cloudpickle.
     train_policy, n_eval_episodes
         As for :class:`AsyncEval`.
     jobs_per_task, n_workers : int, optional
@@ -1927,7 +1922,6 @@ class ExecutorEval(_Evaluator):
         import concurrent.futures
 
         import cloudpickle
-
         if self.closed:
             raise RuntimeError("this ExecutorEval is closed")
         if not self._given_workers:  # a cluster may have grown since the last iteration
@@ -2017,13 +2011,6 @@ def _policy_of(policy: Any) -> ARSPolicy | None:
     if policy is not None and not isinstance(policy, ARSPolicy):
         raise TypeError(f"expected an ARSPolicy or an ARS model; got {type(policy).__name__}")
     return policy
-
-def _as_rms(obs_rms: Any) -> RunningMeanStd:
-    """ars's RunningMeanStd from one with ``mean``, ``var`` and ``count`` (SB3's, say)."""
-    if isinstance(obs_rms, RunningMeanStd):
-        return obs_rms
-    mean, var = (np.asarray(x, np.float64).reshape(-1) for x in (obs_rms.mean, obs_rms.var))
-    return RunningMeanStd.from_moments(mean, var, obs_rms.count)
 
 
 # == Logging and callbacks, in the shapes Stable-Baselines3 users know ============================
@@ -2371,13 +2358,11 @@ def evaluate_policy(model: Any, env: Any, n_eval_episodes: int = 10, determinist
     gym_env, _, given = resolve_env(env)  # the env's VecNormalize, else the one trained on
     vec_normalize = given if getattr(given, "norm_obs", False) else observations_seen_by(model)
     seeds = evaluation_seeds(getattr(model, "seed", 0) if seed is None else seed, n_eval_episodes)
-
     def on_step(action: Any, transition: tuple) -> None:
         if render:
             gym_env.render()
         if callback is not None:
             callback({"actions": action, "transition": transition, "model": model}, globals())
-
     hook = on_step if (render or callback is not None) else None
     max_steps = getattr(model, "max_episode_steps", None)
     results = evaluate_episodes(_policy_of(model), InProcessEval(gym_env), seeds, max_steps,
@@ -2392,7 +2377,6 @@ def evaluate_policy(model: Any, env: Any, n_eval_episodes: int = 10, determinist
 
 
 # == Files: models as plain arrays and JSON in an .npz (a zip), never pickle; demonstrations ======
-#
 # Reading checks what is cheap first: the member names, the metadata's size, and every size
 # the metadata implies (spaces, parameters, arrays) against the caps, before anything is
 # decompressed, built or allocated. The model is then built by the constructors that build
@@ -2543,7 +2527,6 @@ def _metadata(model: ARS | ARSPolicy, kind: str = "model") -> dict[str, Any]:
 
 def _system_info() -> dict[str, str]:
     import platform
-
     return {"ars": __version__, "python": platform.python_version(), "numpy": np.__version__,
             "gymnasium": gym.__version__, "os": platform.platform()}
 
@@ -2683,12 +2666,10 @@ def _check_metadata(meta: Any, where: str) -> dict[str, Any]:
     if set(meta) - METADATA_FIELDS:
         raise ValueError(f"{where}: the metadata holds fields ars does not know: "
                          f"{sorted(set(meta) - METADATA_FIELDS)}")
-
     def need(field: str, ok: bool, what: str) -> None:
         if not ok:
             raise ValueError(f"{where}: metadata field {field!r} must be {what}; got "
                              f"{meta.get(field)!r:.200}")
-
     kind, kwargs = meta.setdefault("kind", "model"), meta.get("policy_kwargs")
     need("kind", kind in ("model", "policy"), '"model" or "policy"')
     need("policy", meta.get("policy") in POLICY_CLASSES, f"one of {list(POLICY_CLASSES)}")
@@ -2909,7 +2890,6 @@ def warm_start(model: ARS, demonstrations: Any, ridge: float = 1e-3) -> None:
 
 
 # == Stable-Baselines3 adapters: VecEnvs, VecNormalize, parameter names, sb3-contrib files, torch ==
-#
 # Duck-typed: SB3 and torch are never imported here unless the user's objects come from
 # them (a VecEnv given, an sb3-contrib file loaded, a torch tensor passed).
 
@@ -2918,53 +2898,17 @@ def _is_vec_env(env: Any) -> bool:
     return isinstance(env, gym.vector.VectorEnv) or all(
         hasattr(env, name) for name in ("num_envs", "step_async", "step_wait", "env_method"))
 
-def unwrap_vec_env(venv: Any) -> tuple[gym.Env | VecEnvs, Any]:
-    """What ARS steps in a vector env: its one env, or its k envs (:class:`VecEnvs`); and
-    its VecNormalize if any. SB3 VecEnvs may have ``VecNormalize`` and ``VecMonitor`` around
-    them; wrappers that change observations in ways ARS cannot see through are refused.
-    """
-    vec_normalize, layer = None, venv
-    while hasattr(layer, "venv"):
-        name = type(layer).__name__
-        if name == "VecNormalize" and vec_normalize is not None:
-            raise ValueError("a VecNormalize inside a VecNormalize: ARS applies one; keep one")
-        if name == "VecNormalize":
-            vec_normalize = layer
-        elif name != "VecMonitor":
-            raise ValueError(f"ARS cannot see through {name}: give it the env, a DummyVecEnv, or "
-                             "VecNormalize or VecMonitor around one")
-        layer = layer.venv
-    one = layer.num_envs == 1 and type(layer).__name__ in ("DummyVecEnv", "SyncVectorEnv")
-    return layer.envs[0] if one else VecEnvs(layer), vec_normalize
-
-def resolve_env(env: Any) -> tuple[gym.Env, Any, Any]:
-    """``(gymnasium env, the SB3 VecEnv given or None, its VecNormalize or None)``."""
-    if not isinstance(env, (str, gym.Env)) and not _is_vec_env(env) and callable(env):
-        env = env()
-    if _is_vec_env(env):
-        gym_env, vec_normalize = unwrap_vec_env(env)
-        return gym_env, env, vec_normalize
-    return make_env(env), None, None
-
-class _VecNormalizeFilter:
-    """VecNormalize's observation normalisation with its statistics frozen for an iteration:
-    ``clip((obs - mean) / sqrt(var + epsilon), -clip_obs, clip_obs)`` as float32."""
-
-    def __init__(self, vec_normalize: Any):
-        rms = vec_normalize.obs_rms
-        self.mean, self.scale = np.array(rms.mean), np.sqrt(rms.var + vec_normalize.epsilon)
-        self.clip = vec_normalize.clip_obs
-
-    def __call__(self, obs: np.ndarray) -> np.ndarray:
-        return np.clip((obs - self.mean) / self.scale, -self.clip, self.clip).astype(np.float32)
-
 def _observed_through(vec_normalize: Any, it: Iteration, training: bool = True) -> Iteration:
-    """``it`` with an SB3 VecNormalize's observations: the policy sees them, as sb3-contrib's
-    does, and while VecNormalize learns its statistics, the rollouts keep the raw states'."""
+    """``it`` with an SB3 VecNormalize's observations, its statistics frozen for the
+    iteration: the policy sees ``clip((obs - mean) / sqrt(var + epsilon), +-clip_obs)`` as
+    float32, as sb3-contrib's does; while VecNormalize learns, the rollouts keep raw states'."""
     if vec_normalize is None or not vec_normalize.norm_obs:
         return it
-    track = it.track_obs or (training and vec_normalize.training)
-    return it._replace(obs_filter=_VecNormalizeFilter(vec_normalize), track_obs=track)
+    rms, clip, track = vec_normalize.obs_rms, vec_normalize.clip_obs, it.track_obs or (
+        training and vec_normalize.training)
+    mean, scale = np.array(rms.mean), np.sqrt(rms.var + vec_normalize.epsilon)
+    see = lambda obs: np.clip((obs - mean) / scale, -clip, clip).astype(np.float32)
+    return it._replace(obs_filter=see, track_obs=track)
 
 def _update_vec_normalize(vec_normalize: Any, visited: Sequence[RunningMeanStd | None]) -> None:
     """Merge the raw observations of an iteration into VecNormalize's statistics, exactly
@@ -3157,7 +3101,6 @@ def _policy_to_torch(policy: ARSPolicy) -> Any:
         modules.append(linear)
         if i < len(layers) - 1:
             modules.append(activations[policy.activation_fn]())
-
     class TorchARSPolicy(nn.Module):
         """The ARS policy as a torch module: observations in, actions out."""
 
@@ -3167,7 +3110,6 @@ def _policy_to_torch(policy: ARSPolicy) -> Any:
             if isinstance(policy.action_space, spaces.Box):
                 self.register_buffer("low", torch.from_numpy(policy._low))
                 self.register_buffer("high", torch.from_numpy(policy._high))
-
         def forward(self, obs: Any) -> Any:
             obs = torch.as_tensor(obs, dtype=torch.float64)
             n_lead = obs.dim() - len(policy.observation_space.shape)
@@ -3177,7 +3119,6 @@ def _policy_to_torch(policy: ARSPolicy) -> Any:
             out = ((self.high + self.low) / 2 + (self.high - self.low) / 2 * torch.tanh(out)
                    if policy.squash_output else torch.clamp(out, self.low, self.high))
             return out.reshape(*out.shape[:-1], *policy.action_space.shape)
-
     return TorchARSPolicy()
 
 
@@ -3224,7 +3165,7 @@ def _rendering_env(model: Any, env: Any, render_mode: str, size: int | None = No
         raise ValueError("recording needs an env: pass env='Hopper-v4' (or a model saving it)")
     made = env() if callable(env) and not isinstance(env, gym.Env) else env
     if _is_vec_env(made):  # its first env, which must run in this process
-        made = unwrap_vec_env(made)[0]
+        made = resolve_env(made)[0]
         made = (made.envs or [None])[0] if isinstance(made, VecEnvs) else made
     if made is None:
         raise ValueError("a video needs an env in this process: an id, an env or a DummyVecEnv")
@@ -3271,7 +3212,6 @@ def _follow_the_agent(env: gym.Env, render_mode: str) -> None:
     """Make MuJoCo's camera follow the agent: gymnasium's locomotion envs ask their free
     camera to track a body, which MuJoCo only does for a tracking camera."""
     import mujoco
-
     renderer = env.unwrapped.mujoco_renderer
     renderer.camera_id = None  # keep the camera we set: a camera id would reset its type
     camera = renderer._get_viewer(render_mode).cam
@@ -3286,11 +3226,9 @@ def _play(model: Any, env: gym.Env, seed: int | None, max_steps: int | None,
     _check_same_spaces(_spaces_of(env), _spaces_of(policy), "the env", "the policy")
     seed = int(evaluation_seeds(getattr(model, "seed", 0), 1)[0]) if seed is None else seed
     max_steps = getattr(model, "max_episode_steps", None) if max_steps is None else max_steps
-
     def frame(*_: Any) -> None:
         show(env.render())
         frames[0] += 1
-
     env.reset(seed=seed)
     frame()
     vec_normalize = observations_seen_by(model)  # as it saw observations in training
@@ -3366,7 +3304,6 @@ def _number(kind: type, low: float | None = None) -> Callable[[str], Any]:
         if low is not None and value < low:
             raise argparse.ArgumentTypeError(f"{text!r} must be at least {low:g}")
         return kind(value)
-
     return parse
 
 def _net_arch(text: str) -> list[int]:
@@ -3498,7 +3435,6 @@ class _RunLock:
             self.file = path.open("a+")
             try:
                 import fcntl
-
                 fcntl.flock(self.file, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except ImportError:  # no fcntl (Windows): the folder is not locked
                 return
@@ -3526,7 +3462,6 @@ class _RunLock:
 def _print_progress(total: int, evaluation: EvalCallback, interrupts: _Interrupts) -> Callable:
     """A per-iteration callback: a progress line every two seconds; stops on request."""
     last = [0.0]
-
     def callback(locals_: dict[str, Any], globals_: dict[str, Any]) -> bool:
         model, now = locals_["self"], time.perf_counter()
         done = model.num_timesteps >= model._total_timesteps
@@ -3541,7 +3476,6 @@ def _print_progress(total: int, evaluation: EvalCallback, interrupts: _Interrupt
                   f"{evaluation.best_mean_reward:10.2f}) | {fps:9,.0f} steps/s | eta "
                   f"{eta:6.1f} min", flush=True)
         return not interrupts.requested
-
     return callback
 
 RUN_CONFIG = set("env total_timesteps workers eval_freq eval_episodes checkpoint_interval".split())
