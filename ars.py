@@ -532,6 +532,7 @@ from pathlib import Path
 
 Schedule = Callable[[float], float]
 MAX_PARAMETERS = 10**7  # a random direction of this size per candidate is already slow
+SPACE_KEYS = ("observation_space", "action_space")
 
 def is_int(value: Any) -> bool:
     """An int (NumPy's too), not a bool."""
@@ -549,14 +550,13 @@ def _require(module: str, install: str) -> Any:
 
 def check_spaces(observation_space: spaces.Space, action_space: spaces.Space) -> None:
     """Raise ``NotImplementedError`` naming the space when ARS cannot use it."""
-    if not isinstance(observation_space, (spaces.Box, spaces.Discrete, *MULTI_SPACES)):
+    if not isinstance(observation_space, (spaces.Box, spaces.Discrete, spaces.MultiDiscrete,
+                                          spaces.MultiBinary)):
         raise NotImplementedError(f"ARS supports Box, Discrete, MultiDiscrete and MultiBinary "
                                   f"observation spaces; got {observation_space} "
                                   f"(gymnasium.wrappers.FlattenObservation flattens others)")
     if not isinstance(action_space, (spaces.Box, spaces.Discrete)):
         raise NotImplementedError(f"ARS supports Box and Discrete actions; got {action_space}")
-
-MULTI_SPACES = (spaces.MultiDiscrete, spaces.MultiBinary)
 
 class ARSPolicy(Network):
     """A deterministic MLP policy that holds its flat parameters and V2's statistics.
@@ -591,8 +591,7 @@ class ARSPolicy(Network):
         if self.n_params > MAX_PARAMETERS:
             raise ValueError(f"a policy of {self.n_params:,} parameters is more than ars handles "
                              f"({MAX_PARAMETERS:,}): ARS draws that many normals per candidate")
-        self._theta = np.zeros(self.n_params)
-        self.obs_rms: RunningMeanStd | None = None  # V2's statistics, set by normalize_obs=True
+        self._theta, self.obs_rms = np.zeros(self.n_params), None  # obs_rms: V2's statistics
 
     def config(self) -> dict[str, Any]:
         """The constructor's arguments beyond the spaces, as plain data."""
@@ -1065,8 +1064,7 @@ class ARS:
         """A hyper-parameter's current value: a float, or its schedule's value now."""
         value, progress = self.hparams[name], self._current_progress_remaining
         if callable(value):
-            value = value(progress)
-            where = f"{name} (its schedule at progress {progress:.3f})"
+            value, where = value(progress), f"{name} (its schedule at progress {progress:.3f})"
             check_number(where, value, 0.0, positive=name == "delta_std")
         return float(value)
 
@@ -1393,8 +1391,8 @@ class VecEnvs:
             raise ValueError(f"{name} cannot reset one env with its own seed, as ARS needs: use "
                              "gym.make_vec(id, n, vectorization_mode='sync' or 'async')")
         self.vector, self.num_envs, self.spec = venv, int(venv.num_envs), venv.get_attr("spec")[0]
-        self.observation_space, self.action_space = (getattr(venv, "single_" * self.gymnasium + k)
-                                                     for k in ("observation_space", "action_space"))
+        self.observation_space, self.action_space = (
+            getattr(venv, "single_" * self.gymnasium + k) for k in SPACE_KEYS)
         self.envs = getattr(venv, "envs", None)  # in this process
         self.steps = [_inner_step(env) for env in self.envs] if self.envs else None
         self.limit = getattr(self.spec, "max_episode_steps", None)  # the envs' own, if any
@@ -1405,8 +1403,7 @@ class VecEnvs:
             return self.envs[i].reset(seed=seed, options=options)[0]
         if self.gymnasium:  # env i alone: gymnasium's reset_mask
             seeds, mask = [None] * self.num_envs, np.arange(self.num_envs) == i
-            seeds[i] = seed
-            options = {**(options or {}), "reset_mask": mask}
+            seeds[i], options = seed, {**(options or {}), "reset_mask": mask}
             return self.vector.reset(seed=seeds, options=options)[0][i]
         return self.vector.env_method("reset", seed=seed, options=options, indices=[i])[0][0]
 
@@ -1517,8 +1514,7 @@ class _Evaluator:
         if not (is_int(n_eval_episodes) and n_eval_episodes >= 1):
             raise ValueError(f"n_eval_episodes must be an integer >= 1; got {n_eval_episodes!r}")
         self.n_eval_episodes, self._seed, self._n_sends = int(n_eval_episodes), 0, 0
-        self._pending: tuple | None = None
-        self._options: list[dict | None] = [None] * self.n_workers
+        self._pending, self._options = None, [None] * self.n_workers
         self._lock = threading.Lock()
 
     @contextlib.contextmanager
@@ -1645,9 +1641,9 @@ class EvaluationTimeout(RuntimeError):
     """A job took longer than the evaluator's ``job_timeout``."""
 
 def _worker(remote: Any, parent_remote: Any, env_fn_bytes: bytes) -> None:
-    """An AsyncEval worker: builds its env once, then evaluates the batches it receives. The
-    protocol alternates strictly (a batch goes out only when the last one's results are all
-    in), so neither side can block on a full pipe while the other does, whatever the size."""
+    """An AsyncEval worker: builds its env once, then evaluates the batches it receives,
+    strictly in turn (a batch goes out when the last one's results are all in): neither side
+    can block on a full pipe while the other does."""
     import cloudpickle
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl+C is the main process's to handle
     parent_remote.close()
@@ -1742,8 +1738,7 @@ class AsyncEval(_Evaluator):
             raise ValueError(f"start_method must be one of {methods}; got {start_method!r}")
         self.n_workers, self.job_timeout = len(envs_fn), float(job_timeout)
         self._setup(train_policy, n_eval_episodes)
-        self.remotes: list[Any] = []
-        self.processes: list[Any] = []
+        self.remotes, self.processes = [], []
         self._closer = weakref.finalize(self, _shutdown, self.processes, self.remotes)
         self._batches: list[collections.deque] = [collections.deque() for _ in envs_fn]
         self._deadlines = [math.inf] * self.n_workers  # a busy worker's next result is due by then
@@ -2248,9 +2243,7 @@ class EvalCallback:
         self.best_model_name, self.render, self.verbose, self.seed = (best_model_name, render,
                                                                        verbose, seed)
         self.deterministic, self.warn, self.eval_concurrency = deterministic, warn, eval_concurrency
-        self.evaluations: list[tuple[int, float, float, float]] = []
-        self.evaluations_results: list[list[float]] = []
-        self.evaluations_length: list[list[int]] = []
+        self.evaluations, self.evaluations_results, self.evaluations_length = [], [], []
         self.best_mean_reward = self.last_mean_reward = -np.inf
         self._next, self._train_seconds, self._evaluator = 0, 0.0, None
 
@@ -2569,8 +2562,7 @@ def save_model(model: ARS, path: Any, exclude: Sequence[str] | None = None,
     return _write_npz(path, _arrays(model.policy, meta))
 
 def _check_member(archive: zipfile.ZipFile, name: str, limit: int, where: str) -> None:
-    """A member no larger than ``limit`` by the directory, stored or deflated (Python
-    decompresses bzip2 and LZMA without bounding the output)."""
+    """A member no larger than ``limit``, stored or deflated (Python inflates LZMA unbounded)."""
     info = archive.getinfo(name)
     if info.compress_type not in (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED):
         raise ValueError(f"{where}: member {name} is compressed with method "
@@ -2679,10 +2671,9 @@ def _check_metadata(meta: Any, where: str) -> dict[str, Any]:
         isinstance(kwargs.get(k, True), bool) for k in ("with_bias", "squash_output"))
     need("policy_kwargs", sizes_ok, "a dict whose net_arch is a list of layer sizes, and whose "
          "with_bias and squash_output are true or false")
-    sizes = [_space_size(meta.get(k), f"{where}: {k}") for k in ("observation_space",
-                                                                    "action_space")]
+    sizes = [_space_size(meta.get(k), f"{where}: {k}") for k in SPACE_KEYS]
     _parameter_count(meta["policy"], kwargs, *sizes, where)
-    for key in ("observation_space", "action_space"):
+    for key in SPACE_KEYS:
         meta[key] = _space_from_json(meta[key], f"{where}: {key}")
     if kind == "policy":
         return meta
@@ -2716,7 +2707,7 @@ def _parameter_count(policy: str, kwargs: dict, obs_dim: int, n_outputs: int, wh
 
 def _read_arrays(archive: zipfile.ZipFile, names: set[str], meta: dict, where: str) -> dict:
     """The arrays, each checked against the shape the metadata implies before it is read."""
-    obs_dim, n_outputs = (spaces.flatdim(meta[k]) for k in ("observation_space", "action_space"))
+    obs_dim, n_outputs = (spaces.flatdim(meta[k]) for k in SPACE_KEYS)
     n_params = _parameter_count(meta["policy"], meta["policy_kwargs"], obs_dim, n_outputs, where)
     expected = {"parameters": ((n_params,), "f")}
     if "obs_rms_mean.npy" in names:
@@ -2725,10 +2716,8 @@ def _read_arrays(archive: zipfile.ZipFile, names: set[str], meta: dict, where: s
     if {f"{k}.npy" for k in expected} != names - {"metadata.npy"}:
         found = sorted(n[:-4] for n in names - {"metadata.npy"})
         raise ValueError(f"{where}: expected the arrays {sorted(expected)}; the file holds {found}")
-    read = lambda name, shape: _read_member(archive, f"{name}.npy", 8 * math.prod(shape) + 4096,
-                                            where)
-    return {name: _npy(read(name, shape), shape, kinds, where, name)
-            for name, (shape, kinds) in expected.items()}
+    return {name: _npy(_read_member(archive, f"{name}.npy", 8 * math.prod(shape) + 4096, where),
+                       shape, kinds, where, name) for name, (shape, kinds) in expected.items()}
 
 def _build_policy(meta: dict[str, Any], arrays: dict[str, Any], where: str,
                   policy: ARSPolicy | None = None) -> ARSPolicy:
@@ -2779,8 +2768,8 @@ def load_model(path: Any, env: Any, device: Any, overrides: dict[str, Any],
             how = "was a schedule, saved as its last value" if name in schedules else how
             warnings.warn(f"{where}: {name} {how} {meta['hparams'].get(name, DEFAULTS[name])}; "
                           f"pass {name}= to ARS.load", stacklevel=3)
-    counters = meta.get("num_timesteps"), meta.get("n_updates")
-    episodes = meta.get("ep_info_buffer", [])
+    counters, episodes = (meta.get("num_timesteps"), meta.get("n_updates")), meta.get(
+        "ep_info_buffer", [])
     try:
         if not all(is_int(n) and 0 <= n < 2**63 for n in counters):
             raise ValueError(f"num_timesteps and n_updates must be integers >= 0; got {counters}")
@@ -2791,8 +2780,7 @@ def load_model(path: Any, env: Any, device: Any, overrides: dict[str, Any],
                              f"{episodes!r:.100}")
         settings = {**meta["hparams"], "policy_kwargs": meta["policy_kwargs"], **overrides}
         model = ARS(meta["policy"], _init_setup_model=False, device=device, **settings)
-        model.observation_space, model.action_space = (meta[k] for k in ("observation_space",
-                                                                         "action_space"))
+        model.observation_space, model.action_space = (meta[k] for k in SPACE_KEYS)
         model.env_id = meta.get("env_id")
         model._setup_model()
     except (ValueError, TypeError, NotImplementedError) as error:
@@ -2982,7 +2970,7 @@ def _read_sb3_zip(archive: zipfile.ZipFile, where: str, env: Any = None) -> tupl
     meta = dict(format=FORMAT, format_version=1, policy="LinearPolicy" if linear else "MlpPolicy",
                 policy_kwargs=kwargs, hparams=hparams, unreadable=unreadable,
                 num_timesteps=data.get("num_timesteps", 0), n_updates=data.get("_n_updates", 0))
-    for key in ("observation_space", "action_space"):
+    for key in SPACE_KEYS:
         meta[key] = _sb3_space(data.get(key))
         if meta[key] is None and env is None:
             raise ValueError(f"{where}: its {key} cannot be read (SB3 abbreviates more than "
@@ -2994,7 +2982,7 @@ def _read_sb3_zip(archive: zipfile.ZipFile, where: str, env: Any = None) -> tupl
                 raise ValueError(f"{where}: its {key} is {data[key].get('dtype')} of shape "
                                  f"{data[key].get('_shape')}; the env's is {space}")
     meta = _check_metadata(meta, where)
-    obs_dim, n_outputs = (spaces.flatdim(meta[k]) for k in ("observation_space", "action_space"))
+    obs_dim, n_outputs = (spaces.flatdim(meta[k]) for k in SPACE_KEYS)
     budget = _parameter_count(meta["policy"], kwargs, obs_dim, n_outputs, where)
     return meta, {"state_dict": _read_weights(archive, where, budget)}
 
@@ -3142,8 +3130,7 @@ def record_video(model: Any, path: str | os.PathLike, env: Any = None, seed: int
     if path.suffix.lower() not in (".mp4", ".gif") or path.is_dir():
         raise ValueError(f"a video must be an .mp4 or .gif file; got {str(path)!r}")
     ffmpeg = _require("imageio_ffmpeg", "pip install imageio-ffmpeg (ars's 'video' extra)")
-    gif = path.suffix.lower() == ".gif"
-    target = _atomic_file(path, "wb")
+    gif, target = path.suffix.lower() == ".gif", _atomic_file(path, "wb")
     with target:  # a target that cannot be written fails before anything is rendered
         render_env = _rendering_env(model, env, "rgb_array", width if gif else None)
         fps = float(render_env.metadata.get("render_fps") or 30)
@@ -3175,12 +3162,9 @@ def _rendering_env(model: Any, env: Any, render_mode: str, size: int | None = No
 
 def _render_env(env_id: str, render_mode: str, size: int | None = None) -> gym.Env:
     """``gym.make(env_id, render_mode=...)``, or one line saying what to set or install.
-
-    MuJoCo without a display needs ``MUJOCO_GL=egl`` before it is first imported (its
-    default, GLFW, aborts the process without a display), so that is set when it can be.
-    With ``size`` (for GIFs), MuJoCo renders ``size`` pixels square and draws its floor's
-    checker 8 times coarser: a moving fine checker is most of a GIF's bytes.
-    """
+    MuJoCo without a display needs ``MUJOCO_GL=egl`` before its first import (GLFW aborts),
+    set here when it can be. With ``size`` (GIFs), MuJoCo renders ``size`` pixels square and
+    its floor's checker 8 times coarser: a moving fine checker is most of a GIF's bytes."""
     display = os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")
     entry = gym.spec(env_id).entry_point
     mujoco, creator = "mujoco" in str(entry), entry
@@ -3604,8 +3588,7 @@ def _trim_progress(path: Path, n_updates: int) -> None:
     """Drop the rows a resumed run writes again (and a row cut short by a kill)."""
     if path.exists():
         with path.open(newline="") as f:
-            reader = csv.DictReader(f)
-            whole = lambda r: None not in r.values() and None not in r
+            reader, whole = csv.DictReader(f), lambda r: None not in r.values() and None not in r
             rows = [r for r in reader if whole(r) and r.get("train/iterations", "").isdigit()
                     and int(r["train/iterations"]) < n_updates]
         _write_csv_atomic(path, reader.fieldnames or [], rows)
