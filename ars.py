@@ -624,8 +624,7 @@ class ARSPolicy(Network):
         x, shape = _as_array(obs, None), self.observation_space.shape
         n_lead, population = x.ndim - len(shape), theta.ndim == 2
         if n_lead < 0 or x.shape[n_lead:] != shape:
-            raise ValueError(f"expected observations of shape {shape} or (B, *{shape}); got "
-                             f"{x.shape}")
+            raise ValueError(f"expected observations of shape {shape} or (B, *{shape}): {x.shape}")
         if population and (n_lead == 0 or x.shape[0] != len(theta)):
             raise ValueError(f"{len(theta)} parameter vectors need {len(theta)} observations")
         h = flattener(self.observation_space)(x).astype(np.float64)
@@ -771,8 +770,7 @@ def check_settings(hp: dict[str, Any]) -> dict[str, Any]:
     for name, (low, high) in INTEGERS.items():
         value, optional = hp[name], name == "max_episode_steps"
         if not (is_int(value) and low <= value <= high or optional and value is None):
-            raise ValueError(f"{name} must be an integer from {low:,} to {high:,}; got "
-                             f"{value!r:.99}")
+            raise ValueError(f"{name} must be an integer from {low:,} to {high:,}: {value!r:.60}")
         hp[name] = None if value is None else int(value)
     if hp["n_top"] > hp["n_delta"]:
         message = f"n_top={hp['n_top']} is larger than n_delta={hp['n_delta']}; using n_delta"
@@ -2415,9 +2413,8 @@ class _atomic_file:
                 os.fsync(self.file.fileno())
             self.file.close()
             if kind is None:
-                umask = os.umask(0)
-                os.umask(umask)
-                os.chmod(self.tmp, 0o666 & ~umask)  # what a new file gets
+                os.umask(umask := os.umask(0))  # read it: what a new file gets
+                os.chmod(self.tmp, 0o666 & ~umask)
                 os.replace(self.tmp, self.path)
         except OSError as failure:
             Path(self.tmp).unlink(missing_ok=True)
@@ -2741,16 +2738,14 @@ def _build_policy(meta: dict[str, Any], arrays: dict[str, Any], where: str,
         if has:
             mean, var, count = (arrays[f"obs_rms_{k}"] for k in ("mean", "var", "count"))
             if not (np.isfinite([mean, var]).all() and (var >= 0).all() and count >= 0):
-                raise ValueError("the observation statistics must be finite, variances and count "
-                                 ">= 0")
+                raise ValueError("the observation statistics must be finite, var and count >= 0")
             policy.obs_rms = RunningMeanStd.from_moments(mean.astype(float), var.astype(float),
                                                          int(count))
         return policy
     except (ValueError, TypeError, NotImplementedError, RuntimeError) as error:
         raise ValueError(f"{where}: {error}") from None
 
-def load_model(path: Any, env: Any, device: Any, overrides: dict[str, Any],
-               print_system_info: bool) -> ARS:
+def load_model(path: Any, env: Any, device: Any, overrides: dict, print_system_info: bool) -> ARS:
     """See :meth:`ARS.load`: the model is built by ``ARS(...)`` from the file's settings."""
     meta, arrays = read_model_file(path, env)
     where = str(getattr(path, "name", path))
@@ -3202,8 +3197,7 @@ def _follow_the_agent(env: gym.Env, render_mode: str) -> None:
     camera.type = mujoco.mjtCamera.mjCAMERA_TRACKING
     camera.trackbodyid = int((renderer.default_cam_config or {}).get("trackbodyid", 1) or 1)
 
-def _play(model: Any, env: gym.Env, seed: int | None, max_steps: int | None,
-          show: Callable) -> tuple:
+def _play(model: Any, env: Any, seed: int | None, max_steps: int | None, show: Callable) -> tuple:
     """One deterministic episode of ``model`` on ``env``, the first frame and one per step
     given to ``show`` as rendered: its return and its number of frames."""
     policy, frames = _policy_of(model), [0]
@@ -3315,18 +3309,14 @@ FLAGS = [  # flag, argparse keywords, help
     ("--total-timesteps", POSITIVE, "env steps to train for (on --resume: a new total)"),
     ("--seed", COUNT, "random seed (default: drawn, and saved in config.json)"),
     ("--max-episode-steps", POSITIVE, "end episodes after this many steps (--video: the clip)"),
-    ("--normalization-samples", {**COUNT, "default": 0}, "V2: statistics from this many steps"
-     " of the initial policy"),
+    ("--normalization-samples", {**COUNT, "default": 0}, "V2: first statistics from N steps"),
     ("--eval-freq", POSITIVE, "timesteps between evaluations (default: total / 20)"),
     ("--eval-episodes", {**POSITIVE, "default": 10}, "episodes per evaluation (default 10)"),
     ("--checkpoint-interval", {**POSITIVE, "default": 10}, "iterations between checkpoints"),
     ("--demos", {"metavar": "PATH"}, "warm start: fit the linear policy to demonstrations"),
-    ("--workers", {"type": _number(int)}, "worker processes for the rollouts (default: one per"
-     " core for MuJoCo tasks, else 0: this process)"),
-    ("--job-timeout", {**REAL, "default": DEFAULT_JOB_TIMEOUT}, "seconds a worker may spend on"
-     f" one candidate before it is taken for stuck (default {DEFAULT_JOB_TIMEOUT:g})"),
-    ("--start-timeout", {**REAL, "default": DEFAULT_START_TIMEOUT}, "seconds for a worker to"
-     f" start and build its env (default {DEFAULT_START_TIMEOUT:g})"),
+    ("--workers", {"type": _number(int)}, "rollout processes (default: cores for MuJoCo, else 0)"),
+    ("--job-timeout", {**REAL, "default": DEFAULT_JOB_TIMEOUT}, "seconds per job (%(default)g)"),
+    ("--start-timeout", {**REAL, "default": DEFAULT_START_TIMEOUT}, "worker start (%(default)g s)"),
     ("--run-dir", {}, "output folder (default runs/<env>-<date>-<time>-seed<seed>)"),
     ("--overwrite", FLAG, "start a new run in a --run-dir that holds one"),
     ("--resume", {"metavar": "RUN_DIR"}, "continue an interrupted run from its checkpoint"),
@@ -3593,8 +3583,7 @@ def _trim_progress(path: Path, n_updates: int) -> None:
                     and int(r["train/iterations"]) < n_updates]
         _write_csv_atomic(path, reader.fieldnames or [], rows)
 
-def _train(model: ARS, config: dict, run_dir: Path, evaluation: EvalCallback,
-           lock: _RunLock) -> int:
+def _train(model: ARS, config: dict, run_dir: Path, evaluation: EvalCallback, lock: Any) -> int:
     """Train to the run's total (in worker processes if the config says so), then write the
     final files and evaluate. Interrupts stop cleanly; the exit status says how it ended."""
     env_id, total, workers = config["env"], config["total_timesteps"], config["workers"]
