@@ -1182,11 +1182,9 @@ class ARS:
 
     n_envs = property(lambda self: getattr(self.gym_env, "num_envs", 1),
                       doc="How many envs the rollouts run on side by side (a vector env's).")
-
     def get_env(self) -> Any:
         """The training env as a VecEnv (SB3's ``reset``/``step``); ``gym_env`` is the env."""
         return self.env
-
     def get_vec_normalize_env(self) -> Any:
         """The SB3 ``VecNormalize`` env given by the user, if any."""
         return self._vec_normalize
@@ -1606,10 +1604,8 @@ class _Evaluator:
 
     def __enter__(self) -> _Evaluator:
         return self
-
     def __exit__(self, *exc_info: Any) -> None:
         self.close()
-
     def close(self) -> None:
         """Free what the evaluator holds. Idempotent."""
 
@@ -2035,9 +2031,7 @@ class Logger:
     def record(self, key: str, value: Any, exclude: Any = None) -> None:
         """Set ``key`` for the next :meth:`dump` (``exclude`` is accepted for SB3 callbacks)."""
         self.values[key] = value
-
     record_mean = record  # SB3's record_mean: here the last value is kept
-
     def get_dir(self) -> str | None:
         """The log folder (SB3's API)."""
         return None if self.dir is None else str(self.dir)
@@ -2392,7 +2386,6 @@ class _atomic_file:
 
     def __init__(self, path: Path, mode: str):
         self.path, self.mode = Path(path), mode
-
     def _error(self, error: OSError) -> OSError:
         return OSError(error.errno, f"could not write {self.path}: {error.strerror}")
 
