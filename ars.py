@@ -618,8 +618,7 @@ class ARSPolicy(Network):
 
         ``obs``: ``(*obs_shape)`` or ``(B, *obs_shape)``; with ``P`` parameter vectors
         (``theta`` of shape ``(P, n_params)``), ``(P, *obs_shape)`` or ``(P, B, *obs_shape)``.
-        A torch tensor in gives a torch tensor out.
-        """
+        A torch tensor in gives a torch tensor out."""
         theta = self._theta if theta is None else _as_array(theta)
         x, shape = _as_array(obs, None), self.observation_space.shape
         n_lead, population = x.ndim - len(shape), theta.ndim == 2
@@ -644,8 +643,7 @@ class ARSPolicy(Network):
         """``(action, None)`` for one observation or a batch, in the action space's dtype.
 
         SB3's signature and shapes; ``state``, ``episode_start`` and ``deterministic`` are
-        accepted and ignored (ARS policies are deterministic and stateless).
-        """
+        accepted and ignored (ARS policies are deterministic and stateless)."""
         actions, dtype = self.forward(observation), self.action_space.dtype
         if _is_torch(actions):
             return actions.to(getattr(sys.modules["torch"], str(np.dtype(dtype)))), None
@@ -763,8 +761,7 @@ def check_settings(hp: dict[str, Any]) -> dict[str, Any]:
 
     A ValueError names the first bad one. A ``seed`` of None is drawn from NumPy's global
     generator, so SB3's ``set_random_seed`` fixes it. ``learning_rate`` and ``delta_std``
-    may be schedules (functions of the progress remaining), checked when called.
-    """
+    may be schedules (functions of the progress remaining), checked when called."""
     hp = {**hp, "seed": np.random.randint(0, 2**31 - 1) if hp["seed"] is None else hp["seed"]}
     hp["n_top"] = hp["n_delta"] if hp["n_top"] is None else hp["n_top"]
     for name, (low, high) in INTEGERS.items():
@@ -968,8 +965,7 @@ class ARS:
             ``checkpoint_interval`` iterations and at the end, ``checkpoint.npz`` is written
             there with the callbacks' state: ``ARS.load`` it and ``learn(total -
             model.num_timesteps, reset_num_timesteps=False)`` to resume exactly.
-        Returns ``self``.
-        """
+        Returns ``self``."""
         check_learn_arguments(locals())
         if env is not None:
             self.set_env(env)
@@ -1223,8 +1219,7 @@ class ARS:
 
         A path without a suffix gets ``.zip``, as in SB3. ``exclude`` drops settings (they
         load as their defaults) or the episode window (``"ep_info_buffer"``); ``include``
-        adds attributes with JSON values.
-        """
+        adds attributes with JSON values."""
         return save_model(self, path, exclude=exclude, include=include)
 
     @classmethod
@@ -1881,8 +1876,7 @@ class ExecutorEval(_Evaluator):
     job_timeout : float
         Seconds per job before an unfinished task is taken for stuck (once tasks have been
         timed, at most ``job_timeout`` plus 20 times a task's measured length): the futures
-        are cancelled, this evaluator closes and a ProcessPoolExecutor's processes are ended.
-    """
+        are cancelled, this evaluator closes and a ProcessPoolExecutor's processes are ended."""
 
     def __init__(self, executor: Any, env_fn: Callable[[], Any] | str, train_policy: Any = None,
                  n_eval_episodes: int = 1, jobs_per_task: int | None = None,
@@ -1896,7 +1890,7 @@ class ExecutorEval(_Evaluator):
         self.n_workers = int(n_workers or _executor_workers(executor))
         self._setup(train_policy, n_eval_episodes)
         self._env_fn_bytes, self.closed = cloudpickle.dumps(env_fn), False
-        self._job_seconds: float | None = None  # the slowest measured seconds per job
+        self._job_seconds = None  # the slowest measured seconds per job
 
     def set_options(self, options: dict | None = None) -> list[None]:
         """Options passed to every ``env.reset`` of later jobs (one dict for all workers)."""
@@ -1932,18 +1926,13 @@ class ExecutorEval(_Evaluator):
                 raise
         return [results[job.candidate] for job in jobs]
 
-    def _timeout(self, n_jobs: int) -> float:
-        """Seconds to wait for a task of ``n_jobs``: generous, but hours only if measured."""
-        timeout, measured = self.job_timeout * n_jobs, self._job_seconds
-        if measured is not None:
-            timeout = min(timeout, self.job_timeout + 20 * measured * n_jobs)
-        return timeout
-
     def _collect(self, tasks: dict, futures: Any, record: bool) -> dict[int, Result]:
         """The tasks' results as they finish; a task late by its timeout raises."""
         pending, results, start = set(tasks), {}, time.monotonic()
         while pending:
-            timeout = self._timeout(max(len(tasks[f]) for f in pending))
+            n, measured = max(len(tasks[f]) for f in pending), self._job_seconds
+            timeout = self.job_timeout * n  # generous; hours only if tasks were measured so long
+            timeout = min(timeout, self.job_timeout + 20 * (measured or math.inf) * n)
             done, pending = futures.wait(pending, timeout=timeout, return_when="FIRST_COMPLETED")
             if not done:
                 jobs = tasks[next(iter(pending))]
@@ -2015,8 +2004,7 @@ class Logger:
 
     A row goes to the screen as a table (``verbose >= 1``), to ``folder/progress.csv`` (one
     write per row, so a killed run never leaves half a row), and, with ``tensorboard``, to
-    TensorBoard event files when a writer is installed (torch's or tensorboardX).
-    """
+    TensorBoard event files when a writer is installed (torch's or tensorboardX)."""
 
     def __init__(self, verbose: int = 0, folder: Any = None, tensorboard: bool = False):
         self.verbose, self.values, self.columns, self._writer = verbose, {}, [], None
@@ -2210,8 +2198,7 @@ class EvalCallback:
     the evaluations'), to ``best_model_save_path`` and, with ``log_path``, to
     ``evaluations.npz``. ``eval_concurrency`` runs the episodes in that many worker
     processes (the eval env is then an id or a function). ``deterministic`` and ``warn``
-    are accepted for SB3 compatibility.
-    """
+    are accepted for SB3 compatibility."""
 
     def __init__(self, eval_env: Any, callback_on_new_best: Any = None,
                  callback_after_eval: Any = None, n_eval_episodes: int = 5, eval_freq: int = 10_000,
@@ -2338,8 +2325,7 @@ def evaluate_policy(model: Any, env: Any, n_eval_episodes: int = 10, determinist
     env seeds come from the EVALUATION stream of ``seed`` (default: the model's seed, else
     0). With ``return_episode_rewards``, returns the lists of episode returns and lengths.
     ``callback(locals, globals)`` runs after every step; ``render`` renders every step;
-    ``reward_threshold`` raises below it.
-    """
+    ``reward_threshold`` raises below it."""
     gym_env, _, given = resolve_env(env)  # the env's VecNormalize, else the one trained on
     vec_normalize = given if getattr(given, "norm_obs", False) else observations_seen_by(model)
     seeds = evaluation_seeds(getattr(model, "seed", 0) if seed is None else seed, n_eval_episodes)
@@ -2819,8 +2805,7 @@ def warm_start(model: ARS, demonstrations: Any, ridge: float = 1e-3) -> None:
     regression of the actions on the normalised observations. Squashed Box actions are
     regressed through ``atanh``; Discrete actions through one-hot targets. ``demonstrations``:
     ``(observations, actions)`` arrays, or an ``.npz`` file or a folder of them; ``ridge``: the
-    L2 penalty of the regression.
-    """
+    L2 penalty of the regression."""
     policy = model.policy
     if policy is None or policy.net_arch:
         raise ValueError("warm_start fits linear policies (LinearPolicy, or MlpPolicy with "
