@@ -657,8 +657,7 @@ class ARSPolicy(Network):
         return self
 
     def state_dict(self) -> dict[str, np.ndarray]:
-        """Parameters under sb3-contrib's names (``action_net.0.weight``, ...), and V2's
-        statistics (``obs_rms.mean``, ``.var``, ``.count``)."""
+        """Parameters under sb3-contrib's names (``action_net.0.weight``...), V2's ``obs_rms.*``."""
         state, rms = {}, self.obs_rms
         for i, (weight, bias) in enumerate(self.layers(self.parameters_to_vector())):
             state.update({f"action_net.{2 * i}.weight": weight, f"action_net.{2 * i}.bias": bias})
@@ -698,8 +697,7 @@ class ARSPolicy(Network):
 
     @classmethod
     def load(cls, path: str | os.PathLike | io.IOBase, device: Any = "auto") -> ARSPolicy:
-        """A policy written by :meth:`save`, or the policy of a saved model (``device`` is
-        accepted for SB3 compatibility: ars computes on the CPU)."""
+        """A policy of :meth:`save`, or a saved model's (``device``: accepted, as in SB3)."""
         meta, arrays = read_model_file(path)
         if "vec_normalize" in meta:  # the model's evaluations apply it; a policy alone cannot
             warnings.warn(f"{path}: this policy learned on VecNormalize observations; load the "
@@ -925,8 +923,7 @@ class ARS:
         return self.policy
 
     def set_env(self, env: Any, force_reset: bool = True) -> None:
-        """Train on ``env`` (id, env, SB3 VecEnv or function); its spaces must match the
-        model's. ``force_reset`` is accepted for SB3 compatibility."""
+        """Train on ``env`` (id, env, vector env or function) of the model's spaces."""
         gym_env, vec_env, vec_normalize = resolve_env(env)
         check_spaces(*_spaces_of(gym_env))
         if self.observation_space is not None:
@@ -984,8 +981,7 @@ class ARS:
         log_interval = log_interval if log_every_n_steps is None else log_every_n_steps
         self._setup_logger(default_root_dir, tb_log_name, reset_num_timesteps)
         if checkpoint_interval and self.logger.dir is None:
-            raise ValueError("checkpoint_interval needs a log folder: default_root_dir or "
-                             "tensorboard_log")
+            raise ValueError("checkpoint_interval needs default_root_dir or tensorboard_log")
         checkpoint = checkpoint_interval and self.logger.dir / "checkpoint.npz"
         callbacks = _Callbacks(callback, self, progress_bar)
         self._start_time, self._start_steps = time.perf_counter(), self.num_timesteps
@@ -1040,8 +1036,7 @@ class ARS:
             raise
 
     def _rollouts(self, evaluator: Any, callbacks: _Callbacks) -> Evaluate:
-        """The core's ``evaluate``: ``evaluator``, with the callbacks' hooks around it and an
-        SB3 VecNormalize's observations (see :func:`_observed_through`)."""
+        """The core's ``evaluate``: ``evaluator``, the callbacks' hooks, VecNormalize's view."""
 
         def evaluate(it: Iteration, jobs: Sequence[Job]) -> list[Result]:
             callbacks.hook("on_rollout_start")
@@ -1146,8 +1141,7 @@ class ARS:
 
     @property
     def logger(self) -> Any:
-        """The logger ``learn`` writes to (see :meth:`set_logger`); before ``learn``, one
-        without a folder, so that callbacks can record from the start."""
+        """The logger ``learn`` writes to; before ``learn``, one without a folder for callbacks."""
         self._logger = Logger(self.verbose) if self._logger is None else self._logger
         return self._logger
 
@@ -1169,8 +1163,7 @@ class ARS:
 
     @property
     def env(self) -> Any:
-        """The training env as an SB3 VecEnv: the user's, else SB3's DummyVecEnv around
-        ``gym_env`` (which needs stable-baselines3)."""
+        """The training env as an SB3 VecEnv (else SB3's DummyVecEnv around ``gym_env``)."""
         if self._vec_env is None and self.gym_env is not None and self._env_view is None:
             vec_env = _require("stable_baselines3.common.vec_env", "pip install stable-baselines3")
             self._env_view = vec_env.DummyVecEnv([lambda env=self.gym_env: env])
@@ -1399,8 +1392,7 @@ class VecEnvs:
         return self.vector.env_method("reset", seed=seed, options=options, indices=[i])[0][0]
 
     def step(self, actions: np.ndarray, active: list[int]) -> dict[int, tuple]:
-        """``{i: (obs, reward, terminated, truncated, info)}`` for the ``active`` envs (the
-        idle ones step too, when they step as a batch)."""
+        """``{i: (obs, reward, terminated, truncated, info)}`` of the ``active`` envs."""
         if self.steps is not None:
             return {i: self.steps[i][0](actions[i]) for i in active}
         if self.gymnasium:
@@ -1488,15 +1480,13 @@ def run_side_by_side(envs: VecEnvs, it: Iteration, jobs: Sequence[Job],
 
 def run_jobs(env: gym.Env | VecEnvs, it: Iteration, jobs: Sequence[Job],
              options: dict | None = None, on_step: Callable | None = None) -> list[Result]:
-    """Each job's Result, in order: by the core's :func:`run_job` on one env, or side by
-    side on a vector env's (:func:`run_side_by_side`)."""
+    """Each job's Result, in order: by :func:`run_job`, or :func:`run_side_by_side`."""
     if isinstance(env, VecEnvs):
         return run_side_by_side(env, it, jobs, options, on_step)
     return [run_job(env, it, job, options, on_step) for job in jobs]
 
 class _Evaluator:
-    """The seed's evaluator API (``send_jobs``, ``get_results``, ``get_obs_rms``,
-    ``sync_obs_rms``, ``seed``, ``set_options``, ``close``), built on ``evaluate``."""
+    """The seed's evaluator API (``send_jobs``, ``get_results``, ...), built on ``evaluate``."""
 
     n_workers, closed = 1, False
 
@@ -1618,8 +1608,7 @@ class InProcessEval(_Evaluator):
 
     def evaluate(self, it: Iteration, jobs: Sequence[Job], on_step: Any = None,
                  record: bool = False) -> list[Result]:
-        """One Result per job, in job order; ``on_step`` hears of every env step, and
-        ``record`` adds the visited states to what :meth:`get_obs_rms` returns."""
+        """One Result per job, in order; ``record``: the visited states go to get_obs_rms."""
         with self._exclusive():
             results = run_jobs(self.env, it, jobs, self._options[0], on_step)
         for result in results if record else ():
@@ -1785,8 +1774,7 @@ class AsyncEval(_Evaluator):
 
     def evaluate(self, it: Iteration, jobs: Sequence[Job], on_step: Any = None,
                  record: bool = False) -> list[Result]:
-        """One Result per job, in job order, whoever ran it (``on_step`` cannot be called
-        from the workers; see InProcessEval.evaluate)."""
+        """One Result per job, in job order, whoever ran it (no ``on_step`` from workers)."""
         import cloudpickle
         if self.closed:
             raise RuntimeError("this AsyncEval is closed")
@@ -1840,8 +1828,7 @@ class AsyncEval(_Evaluator):
 _TASK_ENVS: dict[int, tuple[str, gym.Env]] = {}  # per worker thread: its env, and of what
 
 def _run_task(env_fn_bytes: bytes, it_bytes: bytes, jobs: list[Job], options: dict | None) -> list:
-    """One executor task: evaluate ``jobs`` with the env this worker (thread) keeps for the
-    env function; it is closed when another function comes, and at exit."""
+    """One executor task: ``jobs`` on the env this worker thread keeps for the env function."""
     import cloudpickle
     key, thread = hashlib.sha256(env_fn_bytes).hexdigest(), threading.get_ident()
     if _TASK_ENVS.get(thread, ("",))[0] != key:
@@ -2405,8 +2392,7 @@ class _atomic_file:
             raise self._error(error) from error
 
 def _write_npz(target: Any, arrays: dict[str, np.ndarray]) -> Path | None:
-    """``np.savez`` to a file object, or atomically to a path (returned). SB3's rule: a
-    path without a suffix gets ``.zip``."""
+    """``np.savez`` to a file object, or atomically to a path (SB3's: no suffix, ``.zip``)."""
     if hasattr(target, "write"):
         np.savez(target, **arrays)
         return None
@@ -2697,8 +2683,7 @@ def _read_arrays(archive: zipfile.ZipFile, names: set[str], meta: dict, where: s
 
 def _build_policy(meta: dict[str, Any], arrays: dict[str, Any], where: str,
                   policy: ARSPolicy | None = None) -> ARSPolicy:
-    """The file's policy, built as any policy is, then given the file's arrays: finite
-    weights, and V2's statistics exactly when the policy normalises."""
+    """The file's policy, built as any policy is, then given its checked weights and statistics."""
     try:
         if policy is None:
             spaces_ = meta["observation_space"], meta["action_space"]
@@ -3166,8 +3151,7 @@ def _render_env(env_id: str, render_mode: str, size: int | None = None) -> gym.E
                            ) from error
 
 def _follow_the_agent(env: gym.Env, render_mode: str) -> None:
-    """Make MuJoCo's camera follow the agent: gymnasium's locomotion envs ask their free
-    camera to track a body, which MuJoCo only does for a tracking camera."""
+    """Make MuJoCo's camera track the agent, as gymnasium's locomotion envs ask."""
     import mujoco
     renderer = env.unwrapped.mujoco_renderer
     renderer.camera_id = None  # keep the camera we set: a camera id would reset its type
@@ -3228,8 +3212,7 @@ class _Encoder:
             self.process.stdin.write(np.ascontiguousarray(frame, dtype=np.uint8).tobytes())
 
     def close(self, failed: bool = False) -> None:
-        """Finish the file, or stop ffmpeg if the episode failed; an OSError naming the file
-        if ffmpeg did."""
+        """Finish the file, or stop ffmpeg if the episode failed (an OSError if ffmpeg did)."""
         if self.process is None:
             return
         if failed:
@@ -3378,8 +3361,7 @@ class _Interrupts:
             signal.signal(sig, handler)
 
 class _RunLock:
-    """An exclusive lock on a run folder for the life of the process (the kernel frees it if
-    the process dies, so a killed run never leaves a stale lock)."""
+    """An exclusive lock on a run folder while the process lives (the kernel frees it after)."""
 
     def __init__(self, run_dir: Path):
         path = run_dir / ".lock"
@@ -3613,7 +3595,6 @@ def _train(model: ARS, config: dict, run_dir: Path, evaluation: EvalCallback, lo
         lock.release()
 
 if __name__ == "__main__":
-    # Run as a module named after this file, so that what the workers receive refers to it
-    # by name instead of carrying copies of this script's classes and functions.
+    # Run as the module named after this file: workers then get its names, not copies.
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     sys.exit(importlib.import_module(Path(__file__).stem).main())

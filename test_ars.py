@@ -1397,7 +1397,7 @@ def test_checkpoint_resume_is_exact_in_one_process_and_with_async_eval(tmp_path)
         _assert_same_weights(other, straight)
     rows = _rows(tmp_path / "a" / "progress.csv")
     assert [int(r["train/iterations"]) for r in rows] == [0, 1]
-    with pytest.raises(ValueError, match="checkpoint_interval needs a log folder"):
+    with pytest.raises(ValueError, match="checkpoint_interval needs default_root_dir"):
         model().learn(100, checkpoint_interval=1)
 
 
