@@ -10,9 +10,8 @@ with ``alpha = learning_rate`` and ``sigma_R`` the std of the ``2b`` kept return
 (arXiv 1803.07055, Algorithm 2). V2 also normalises each observation with the mean and
 variance of every state visited so far.
 
-The core comes first: the whole method on NumPy and gymnasium alone, up to "end of the
-core" (a copy cut there trains with the same weights). Then the ``ARS`` class (the seed's and
-SB3's API), evaluators, logging and callbacks, files, SB3 adapters, videos, the command line.
+The core comes first, the whole method on NumPy and gymnasium alone, up to "end of the
+core": a copy cut there trains with the same weights. Then the ``ARS`` class and plumbing.
 """
 
 # fmt: off  (wrapped by hand, denser than ruff's style: the length is a budget; `ruff check` holds)
@@ -279,15 +278,16 @@ def _inner_step(env: gym.Env) -> tuple[Callable[[Any], tuple], int | None]:
     return inner.step, limit
 
 
-def all_finite(rows: list, dtype: Any) -> bool:
-    """Whether every row (of the space's float ``dtype``) is finite, read as bytes: ~50 ns a row."""
+def joined(rows: list, dtype: Any) -> np.ndarray:
+    """The rows (arrays of ``dtype``, say the space's) as one flat array, read as bytes: ~50 ns
+    a row (a list's rows, or rows of other dtypes, go the slow way)."""
     try:
         flat = np.frombuffer(b"".join(rows), dtype)
     except (AttributeError, TypeError, ValueError):  # lists, or strided arrays
         flat = None
     if flat is None or flat.size != len(rows) * np.size(rows[0]):  # or mixed dtypes
-        flat = np.asarray(rows, dtype=np.float64)
-    return bool(np.isfinite(flat).all())
+        flat = np.asarray(rows, dtype=np.float64).reshape(-1)
+    return flat
 
 
 def run_episodes(env: gym.Env, act: Callable, seeds: Sequence[int], options: dict | None = None,
@@ -309,7 +309,7 @@ def run_episodes(env: gym.Env, act: Callable, seeds: Sequence[int], options: dic
     def fold() -> None:  # statistics (V2), or only the check (V1: NaN statistics flag it)
         if track_obs:
             visited.update(flatten(rows))
-        elif not all_finite(rows, env.observation_space.dtype):
+        elif not np.isfinite(joined(rows, env.observation_space.dtype)).all():
             visited.mean = np.full(dim, np.nan)
         rows.clear()
 
@@ -1058,8 +1058,7 @@ class ARS:
         return float(value)
 
     def _warm_up(self, evaluator: Any) -> None:
-        """``normalization_samples``: V2's statistics from whole episodes of the initial
-        policy before the first iteration, instead of Line 2's mu = 0, Sigma = I."""
+        """``normalization_samples``: V2's first statistics from the initial policy's episodes."""
         policy, seed, visited, episode, steps = self.policy, self.seed, [], 0, 0
         theta, max_steps = policy.parameters_to_vector(), self.max_episode_steps
         it = Iteration(policy.network(), theta, policy.obs_rms, 0.0, seed, 0, True, max_steps)
@@ -1307,8 +1306,7 @@ def batch_sizes(n_jobs: int, n_workers: int) -> list[int]:
     return sizes
 
 def make_env(env: Any) -> gym.Env | VecEnvs:
-    """A gymnasium env from an id (``"Hopper-v4"``), an env or a function returning one; or
-    the env or envs of an SB3 or gymnasium vector env (see :func:`resolve_env`)."""
+    """The env (or :class:`VecEnvs`) of an id, env, vector env or function: :func:`resolve_env`."""
     return resolve_env(env)[0]
 
 def resolve_env(env: Any) -> tuple[gym.Env | VecEnvs, Any, Any]:
@@ -1356,8 +1354,7 @@ def evaluation_seeds(seed: int, n_episodes: int) -> np.ndarray:
 def evaluate_episodes(policy: ARSPolicy, evaluator: Any, seeds: Sequence[int],
                       max_episode_steps: int | None = None, vec_normalize: Any = None,
                       on_step: Callable | None = None) -> list[Result]:
-    """One deterministic episode of ``policy`` per env seed, run by ``evaluator``: the path
-    of every evaluation (EvalCallback, evaluate_policy, videos, the command line)."""
+    """One deterministic episode per env seed, run by ``evaluator``: every evaluation's path."""
     it = Iteration(policy.network(), policy.parameters_to_vector(), policy.obs_rms, 0.0, 0, 0,
                    False, max_episode_steps)
     jobs = [Job(e, 0, 0, np.array([s], np.uint64)) for e, s in enumerate(seeds)]
@@ -1391,17 +1388,17 @@ class VecEnvs:
             return self.vector.reset(seed=seeds, options=options)[0][i]
         return self.vector.env_method("reset", seed=seed, options=options, indices=[i])[0][0]
 
-    def step(self, actions: np.ndarray, active: list[int]) -> dict[int, tuple]:
-        """``{i: (obs, reward, terminated, truncated, info)}`` of the ``active`` envs."""
+    def step(self, actions: list, active: list[int]) -> list[tuple[int, tuple]]:
+        """``(i, (obs, reward, terminated, truncated, info))`` for each ``active`` env ``i``."""
         if self.steps is not None:
-            return {i: self.steps[i][0](actions[i]) for i in active}
+            return [(i, self.steps[i][0](actions[i])) for i in active]
         if self.gymnasium:
             obs, rewards, terminated, truncated, _ = self.vector.step(actions)
         else:
             self.vector.step_async(actions)
             obs, rewards, terminated, _ = self.vector.step_wait()  # SB3's dones: both kinds
             truncated = np.zeros(self.num_envs, bool)
-        return {i: (obs[i], rewards[i], terminated[i], truncated[i], {}) for i in active}
+        return [(i, (obs[i], rewards[i], terminated[i], truncated[i], {})) for i in active]
 
     render, close = (lambda self: self.vector.render()), (lambda self: self.vector.close())
 
@@ -1415,19 +1412,22 @@ def run_side_by_side(envs: VecEnvs, it: Iteration, jobs: Sequence[Job],
     dim, flat_rows, dtype = spaces.flatdim(space), flattener(space), space.dtype
     chunk = max(1, min(1000, OBS_CHUNK_BYTES // (8 * dim)))
     keep = it.track_obs or np.dtype(dtype or int).kind == "f"
-    flatten, see = net.flatten or np.asarray, it.obs_filter or (lambda obs: obs)
+    flatten, see = net.flatten or (lambda obs: obs), it.obs_filter or (lambda obs: obs)
     layers = [(w.copy(), b if b is None else b.copy())  # a row per env, set per job
               for w, b in net.layers(np.zeros((k, net.n_params)), it.obs_rms)]
-    activation, to_action, x = ACTIVATIONS[net.activation_fn], net.to_action(), np.zeros((k, dim))
+    activation, to_action, x = ACTIVATIONS[net.activation_fn], net.to_action(), [np.zeros(dim)] * k
     own = [step[1] for step in envs.steps] if envs.steps else [envs.limit] * k
+    plain = net.flatten is None and it.obs_filter is None
     limits = [[n for n in (n_own, it.max_episode_steps) if n is not None] for n_own in own]
     slots, results = [None] * k, [None] * len(jobs)
+
     def fold(rows: list, visited: RunningMeanStd) -> None:
         if it.track_obs:
             visited.update(flat_rows(rows))
-        elif not all_finite(rows, dtype):
+        elif not np.isfinite(joined(rows, dtype)).all():
             visited.mean = np.full(dim, np.nan)
         rows.clear()
+
     def rollouts(s: int, index: int, job: Job) -> Any:  # a job on env s: sent its transitions
         for stacked, layer in zip(layers, net.layers(candidate_parameters(it, job), it.obs_rms)):
             for rows_of_k, row in zip(stacked, layer):
@@ -1440,7 +1440,7 @@ def run_side_by_side(envs: VecEnvs, it: Iteration, jobs: Sequence[Job],
             while True:
                 if keep:
                     rows.append(obs)
-                x[s] = flatten(see(obs))
+                x[s] = obs if plain else flatten(see(obs))
                 obs, reward, terminated, truncated, _ = yield
                 total, steps = total + reward, steps + 1
                 if len(rows) == chunk:
@@ -1456,26 +1456,31 @@ def run_side_by_side(envs: VecEnvs, it: Iteration, jobs: Sequence[Job],
             fold(rows, visited)
         flagged = not np.isfinite(visited.mean).all()
         results[index] = Result(returns, lengths, visited if it.track_obs or flagged else None)
+
     def start(s: int) -> None:  # env s takes the next job waiting, if any
         slots[s] = rollouts(s, *queue.pop(0)) if queue else None
         if slots[s] is not None:
             next(slots[s])
+
     for s in range(k):
         start(s)
-    while any(slots):
-        h = x
+    active = [s for s in range(k) if slots[s]]
+    while active:
+        h = joined(x, x[0].dtype).reshape(k, dim)  # one row per env
         for i, (weight, bias) in enumerate(layers):  # the actor's layers, k at once
             h = np.matmul(weight, h[..., None])[..., 0]
             h = h if bias is None else h + bias
             h = activation(h) if i < len(layers) - 1 else h
-        actions = to_action(h)
-        for s, transition in envs.step(actions, [s for s in range(k) if slots[s]]).items():
+        actions, done = list(to_action(h)), False
+        for s, transition in envs.step(actions, active):
             if on_step is not None:
                 on_step(actions[s], transition)
             try:
                 slots[s].send(transition)
             except StopIteration:
                 start(s)
+                done |= slots[s] is None
+        active = [s for s in active if slots[s]] if done else active
     return results
 
 def run_jobs(env: gym.Env | VecEnvs, it: Iteration, jobs: Sequence[Job],
@@ -1514,8 +1519,7 @@ class _Evaluator:
             self._visited[worker].combine(result.visited)
 
     def set_policy(self, policy: Any) -> None:
-        """Evaluate later ``send_jobs`` with ``policy``'s structure and a copy of its
-        statistics (:meth:`sync_obs_rms` changes the evaluator's, never the caller's)."""
+        """Later ``send_jobs`` use ``policy``'s structure and a copy of its statistics."""
         policy = _policy_of(policy)
         self._network = None if policy is None else policy.network()
         self._obs_rms = None if policy is None or policy.obs_rms is None else policy.obs_rms.copy()
@@ -2125,8 +2129,7 @@ class _Callbacks:
                 cb.load_state_dict(states[type(cb).__name__])
 
 class _StepReporter:
-    """SB3 callbacks' ``on_step``, as SB3 calls it: after each env step, with the model's
-    ``num_timesteps`` counted up to that step and the step's ``locals``."""
+    """SB3 callbacks' ``on_step`` as SB3 calls it: after each step, ``num_timesteps`` up to it."""
 
     def __init__(self, model: ARS, callbacks: list[Any]):
         self.model, self.callbacks = model, callbacks
@@ -2500,8 +2503,7 @@ def _own_attributes() -> frozenset[str]:
 
 def save_model(model: ARS, path: Any, exclude: Sequence[str] | None = None,
                include: Sequence[str] | None = None, callbacks: Any = None) -> Path | None:
-    """Write ``model`` as plain arrays and JSON (see :meth:`ARS.save`); a checkpoint also
-    holds the ``callbacks``' state, so that a resumed run repeats exactly."""
+    """Write ``model`` (see :meth:`ARS.save`); a checkpoint adds the ``callbacks``' state."""
     model._need_policy()
     meta, included = _metadata(model), {}
     for name in set(exclude or ()) - set(include or ()):  # as in SB3: include wins; excluded
@@ -2597,8 +2599,7 @@ def read_model_file(source: Any, env: Any = None) -> tuple[dict[str, Any], dict[
             f.close()
 
 def _json(text: str | bytes, where: str) -> Any:
-    """Parsed JSON, or a ValueError naming the file (also for too deep or too long numbers,
-    or more containers than any model needs: each costs memory out of proportion)."""
+    """Parsed JSON, or a ValueError naming the file (also if too deep, too long or too many)."""
     if sum(map((text if isinstance(text, bytes) else text.encode()).count, (b"{", b"["))) > 10**4:
         raise ValueError(f"{where} is not model metadata: it holds over 10,000 lists or objects")
     try:
@@ -3160,8 +3161,7 @@ def _follow_the_agent(env: gym.Env, render_mode: str) -> None:
     camera.trackbodyid = int((renderer.default_cam_config or {}).get("trackbodyid", 1) or 1)
 
 def _play(model: Any, env: Any, seed: int | None, max_steps: int | None, show: Callable) -> tuple:
-    """One deterministic episode of ``model`` on ``env``, the first frame and one per step
-    given to ``show`` as rendered: its return and its number of frames."""
+    """One deterministic episode of ``model`` on ``env``, each frame to ``show``: return, frames."""
     policy, frames = _policy_of(model), [0]
     _check_same_spaces(_spaces_of(env), _spaces_of(policy), "the env", "the policy")
     seed = int(evaluation_seeds(getattr(model, "seed", 0), 1)[0]) if seed is None else seed
@@ -3338,8 +3338,7 @@ def _interrupt(signum: int, frame: Any) -> None:
     raise KeyboardInterrupt
 
 class _Interrupts:
-    """Ctrl+C (SIGINT) once: finish the current iteration, then stop. Again, or SIGTERM:
-    stop now, discarding the unfinished iteration. Either way a checkpoint is written."""
+    """Ctrl+C once: finish the iteration, then stop; again, or SIGTERM: stop now, discarding it."""
 
     def __init__(self) -> None:
         self.requested = self.discarded = False

@@ -2,6 +2,7 @@
 
     python benchmarks/speed.py                                  # every case below, 3 repeats
     python benchmarks/speed.py --envs Humanoid-v4 --impls bare bare-2 ars-async
+    python benchmarks/speed.py --vector        # k = 1, 4, 16 envs side by side, in one process
 
 Every measurement runs in this process tree, interleaved (A B C A B C ...) so that drift
 of the machine cancels. Learning is frozen (learning_rate=0 from the zero policy), so each
@@ -12,6 +13,11 @@ for rollouts in worker processes. Ratios are medians of the per-repeat ratios. a
 cost, the time per step spent outside env.step and env.reset, is measured apart. Results go to
 benchmarks/results/speed.json and speed.md; sb3-contrib rows need
 ``pip install -e ".[bench]"``.
+
+``--vector`` measures ars on a vector env of k envs in this process (gymnasium's
+SyncVectorEnv: ars steps its envs one by one and runs k rollouts side by side, one batched
+forward pass per step), beside the bare loop and one plain env, and writes
+speed_vector.json and speed_vector.md.
 """
 
 from __future__ import annotations
@@ -39,6 +45,12 @@ CASES = [  # (env id, policy, net_arch)
     ("Pendulum-v1", "LinearPolicy", None),
 ]
 RATIOS = [("ars", "bare"), ("ars", "sb3"), ("ars-async", "bare-2"), ("ars-async", "sb3-async")]
+VECTOR_CASES = [  # (env id, policy, net_arch), each with k envs side by side
+    ("Pendulum-v1", "LinearPolicy", None),
+    ("HalfCheetah-v4", "LinearPolicy", None),
+    ("HalfCheetah-v4", "MlpPolicy", [64, 64]),
+]
+WIDTHS = (1, 4, 16)
 
 
 def _hp(env_id: str, n_delta: int | None) -> dict:
@@ -118,22 +130,96 @@ def _timed(fn, totals: list[float]):  # noqa: ANN001, ANN202
     return timed
 
 
+def vector_env(env_id: str, k: int) -> object:
+    """k envs in this process: gymnasium's SyncVectorEnv (k = 0: one plain env)."""
+    if k == 0:
+        return ars.make_env(env_id)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return ars.gym.make_vec(env_id, k, vectorization_mode="sync")
+
+
 def own_cost(
-    env_id: str, steps: int, policy: str, net_arch: list | None, n_delta: int | None, **_: object
+    env_id: str,
+    steps: int,
+    policy: str,
+    net_arch: list | None,
+    n_delta: int | None,
+    k: int = 0,
+    **_: object,
 ) -> tuple[float, float]:
     """ars's own time per step outside the env's step and reset, in microseconds, and its share.
 
-    The timer sits on the innermost env, so gymnasium's wrappers (which ars steps past)
-    are not counted against either side.
+    The timer sits on the innermost env (each of a vector env's k), so gymnasium's wrappers
+    (which ars steps past) are not counted against either side.
     """
-    env, in_env = ars.make_env(env_id), [0.0]
-    env.unwrapped.step = _timed(env.unwrapped.step, in_env)
-    env.unwrapped.reset = _timed(env.unwrapped.reset, in_env)
+    env, in_env = vector_env(env_id, k), [0.0]
+    for inner in getattr(env, "envs", [env]):
+        inner.unwrapped.step = _timed(inner.unwrapped.step, in_env)
+        inner.unwrapped.reset = _timed(inner.unwrapped.reset, in_env)
     model = _model(env_id, policy, net_arch, n_delta, env)
     start = time.perf_counter()
     model.learn(steps)
     total = time.perf_counter() - start
     return (total - in_env[0]) / model.num_timesteps * 1e6, 1 - in_env[0] / total
+
+
+def vector_case(env_id: str, policy: str, net_arch: list | None, args: argparse.Namespace) -> dict:
+    """Steps per second and ars's own cost per step, for one env and for k = 1, 4, 16."""
+    label = f"{env_id} {policy}{net_arch or ''}"
+    print(f"\n== {label}, vector envs ({args.steps:,} steps, {args.repeats} repeats)")
+    common = dict(
+        env_id=env_id, steps=args.steps, policy=policy, net_arch=net_arch, n_delta=args.n_delta
+    )
+    actions = policy_actions(env_id, policy, net_arch, args.n_delta)
+    runners = {"bare": functools.partial(bare, **common, actions=actions)}
+    for k in (0, *WIDTHS):
+        runners["ars" if k == 0 else f"ars k={k}"] = functools.partial(
+            ars_run, **common, env_fn=functools.partial(vector_env, env_id, k)
+        )
+    samples: dict[str, list[float]] = {i: [] for i in runners}
+    for repeat in range(args.repeats):
+        for impl, run in runners.items():
+            samples[impl].append(run())
+        print(
+            f"  repeat {repeat + 1}: " + "  ".join(f"{i} {v[-1]:,.0f}" for i, v in samples.items())
+        )
+    row = {"case": label, "steps": args.steps}
+    for impl, values in samples.items():
+        row[impl] = {"min": min(values), "median": statistics.median(values), "max": max(values)}
+    for k in (0, *WIDTHS):
+        name = "ars" if k == 0 else f"ars k={k}"
+        row[f"{name} own us/step"], row[f"{name} own share"] = own_cost(**common, k=k)
+        print(f"  {name}: own cost {row[f'{name} own us/step']:.2f} us per step")
+    return row
+
+
+def write_vector_results(rows: list[dict], args: argparse.Namespace) -> None:
+    """speed_vector.json and speed_vector.md."""
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    meta = {"cpus": os.cpu_count(), "numpy": np.__version__, "steps": args.steps}
+    (out / "speed_vector.json").write_text(json.dumps({**meta, "rows": rows}, indent=2) + "\n")
+    names = ["ars", *(f"ars k={k}" for k in WIDTHS)]
+    lines = [
+        "Steps per second (median of the repeats; min to max) and ars's own cost per step "
+        "(outside env.step and env.reset), in one process:",
+        "",
+        "| case | bare loop | "
+        + " | ".join(n.replace("ars", "ars, one env", n == "ars") for n in names)
+        + " |",
+        "|---" * (2 + len(names)) + "|",
+    ]
+    for r in rows:
+        cells = [
+            f"{r[n]['median']:,.0f} ({r[n]['min']:,.0f} to {r[n]['max']:,.0f}); own "
+            f"{r[n + ' own us/step']:.2f} us"
+            for n in names
+        ]
+        lines.append(f"| {r['case']} | {r['bare']['median']:,.0f} | " + " | ".join(cells) + " |")
+    text = "\n".join(lines) + "\n"
+    (out / "speed_vector.md").write_text(text)
+    print("\n" + text + f"\nwrote {out / 'speed_vector.json'} and {out / 'speed_vector.md'}")
 
 
 def ars_run(
@@ -143,9 +229,10 @@ def ars_run(
     net_arch: list | None,
     n_delta: int | None,
     async_eval: object = None,
+    env_fn: object = None,
     **_: object,
 ) -> float:
-    model = _model(env_id, policy, net_arch, n_delta)
+    model = _model(env_id, policy, net_arch, n_delta, env_fn() if env_fn else None)
     start = time.perf_counter()
     model.learn(steps, async_eval=async_eval)
     return model.num_timesteps / (time.perf_counter() - start)
@@ -209,8 +296,13 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--workers", type=int, default=os.cpu_count())
     parser.add_argument("--out", default=str(Path(__file__).resolve().parent / "results"))
+    parser.add_argument("--vector", action="store_true", help="k = 1, 4, 16 envs side by side")
     args = parser.parse_args()
     warnings.filterwarnings("ignore")
+    if args.vector:
+        cases = [c for c in VECTOR_CASES if not (args.envs and c[0] not in args.envs)]
+        write_vector_results([vector_case(*case, args) for case in cases], args)
+        return
     try:
         import sb3_contrib  # noqa: F401
     except ImportError:
