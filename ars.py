@@ -1415,7 +1415,7 @@ def run_side_by_side(envs: VecEnvs, it: Iteration, jobs: Sequence[Job],
     flatten, see = net.flatten or (lambda obs: obs), it.obs_filter or (lambda obs: obs)
     layers = [(w.copy(), b if b is None else b.copy())  # a row per env, set per job
               for w, b in net.layers(np.zeros((k, net.n_params)), it.obs_rms)]
-    activation, to_action, x = ACTIVATIONS[net.activation_fn], net.to_action(), [np.zeros(dim)] * k
+    activation, to_action, x = ACTIVATIONS[net.activation_fn], net.to_action(), [None] * k
     own = [step[1] for step in envs.steps] if envs.steps else [envs.limit] * k
     plain = net.flatten is None and it.obs_filter is None
     limits = [[n for n in (n_own, it.max_episode_steps) if n is not None] for n_own in own]
@@ -1461,6 +1461,7 @@ def run_side_by_side(envs: VecEnvs, it: Iteration, jobs: Sequence[Job],
         slots[s] = rollouts(s, *queue.pop(0)) if queue else None
         if slots[s] is not None:
             next(slots[s])
+        x[s] = x[0] if x[s] is None else x[s]  # an idle env's row: one of the same dtype
 
     for s in range(k):
         start(s)

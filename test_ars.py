@@ -1919,6 +1919,36 @@ def test_vector_envs_of_any_width_give_the_weights_and_evaluations_of_one_env():
             env.close()
     with pytest.raises(ValueError, match="CartPoleVectorEnv cannot reset one env"):
         ARS("LinearPolicy", gym.make_vec("CartPole-v1", 2))  # gymnasium's own vectorised CartPole
+    from stable_baselines3.common.env_util import make_vec_env
+    from stable_baselines3.common.vec_env import VecNormalize
+
+    with AsyncEval([lambda: make_vec_env("Pendulum-v1", n_envs=3)] * 2, start_method="fork") as ae:
+        model = ARS("MlpPolicy", "Pendulum-v1", **settings).learn(3000, async_eval=ae)
+    np.testing.assert_array_equal(
+        model.policy.parameters_to_vector(), one.policy.parameters_to_vector()
+    )  # AsyncEval's env functions may return vector envs
+    trained = []
+    for k in (1, 3):  # VecNormalize around k envs: frozen per iteration, merged exactly
+        env = VecNormalize(make_vec_env("Pendulum-v1", n_envs=k), norm_reward=False)
+        weights = ARS("LinearPolicy", env, n_delta=2, seed=1).learn(2000).policy
+        trained.append((weights.parameters_to_vector(), env.obs_rms.mean, env.obs_rms.var))
+    for first, second in zip(*trained):
+        np.testing.assert_array_equal(first, second)
+
+
+def test_videos_film_the_first_env_of_a_vector_env_in_this_process(tmp_path):
+    pytest.importorskip("mujoco")
+    pytest.importorskip("imageio_ffmpeg")
+    from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv
+
+    model = ARS("LinearPolicy", "InvertedPendulum-v4", seed=0)
+    make = functools.partial(gym.make, "InvertedPendulum-v4", render_mode="rgb_array")
+    alone = _clip(model, tmp_path / "a.gif", make(), max_steps=5)
+    assert _clip(model, tmp_path / "v.gif", DummyVecEnv([make] * 2), max_steps=5) == alone
+    subprocesses = SubprocVecEnv([make] * 2, "fork")
+    with pytest.raises(ValueError, match="a video needs an env in this process"):
+        ars.record_video(model, tmp_path / "s.gif", subprocesses)
+    subprocesses.close()
 
 
 def test_side_by_side_rollouts_match_the_core_bit_for_bit_in_closed_cases():
