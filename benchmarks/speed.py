@@ -45,10 +45,10 @@ CASES = [  # (env id, policy, net_arch)
     ("Pendulum-v1", "LinearPolicy", None),
 ]
 RATIOS = [("ars", "bare"), ("ars", "sb3"), ("ars-async", "bare-2"), ("ars-async", "sb3-async")]
-VECTOR_CASES = [  # (env id, policy, net_arch), each with k envs side by side
-    ("Pendulum-v1", "LinearPolicy", None),
-    ("HalfCheetah-v4", "LinearPolicy", None),
-    ("HalfCheetah-v4", "MlpPolicy", [64, 64]),
+VECTOR_CASES = [  # (env id, policy, net_arch, n_delta), each with k envs side by side
+    ("Pendulum-v1", "LinearPolicy", None, 8),  # 16 candidates an iteration: 16 envs busy
+    ("HalfCheetah-v4", "LinearPolicy", None, None),  # the paper's N = 32
+    ("HalfCheetah-v4", "MlpPolicy", [64, 64], None),
 ]
 WIDTHS = (1, 4, 16)
 
@@ -164,14 +164,17 @@ def own_cost(
     return (total - in_env[0]) / model.num_timesteps * 1e6, 1 - in_env[0] / total
 
 
-def vector_case(env_id: str, policy: str, net_arch: list | None, args: argparse.Namespace) -> dict:
+def vector_case(
+    env_id: str, policy: str, net_arch: list | None, n_delta: int | None, args: argparse.Namespace
+) -> dict:
     """Steps per second and ars's own cost per step, for one env and for k = 1, 4, 16."""
-    label = f"{env_id} {policy}{net_arch or ''}"
+    n_delta = args.n_delta or n_delta
+    label = f"{env_id} {policy}{net_arch or ''}, N = {_hp(env_id, n_delta)['n_delta']}"
     print(f"\n== {label}, vector envs ({args.steps:,} steps, {args.repeats} repeats)")
     common = dict(
-        env_id=env_id, steps=args.steps, policy=policy, net_arch=net_arch, n_delta=args.n_delta
+        env_id=env_id, steps=args.steps, policy=policy, net_arch=net_arch, n_delta=n_delta
     )
-    actions = policy_actions(env_id, policy, net_arch, args.n_delta)
+    actions = policy_actions(env_id, policy, net_arch, n_delta)
     runners = {"bare": functools.partial(bare, **common, actions=actions)}
     for k in (0, *WIDTHS):
         runners["ars" if k == 0 else f"ars k={k}"] = functools.partial(
@@ -187,9 +190,14 @@ def vector_case(env_id: str, policy: str, net_arch: list | None, args: argparse.
     row = {"case": label, "steps": args.steps}
     for impl, values in samples.items():
         row[impl] = {"min": min(values), "median": statistics.median(values), "max": max(values)}
-    for k in (0, *WIDTHS):
+    costs: dict[int, list] = {k: [] for k in (0, *WIDTHS)}
+    for _ in range(args.repeats):  # interleaved too: medians of the repeats
+        for k in costs:
+            costs[k].append(own_cost(**common, k=k))
+    for k, values in costs.items():
         name = "ars" if k == 0 else f"ars k={k}"
-        row[f"{name} own us/step"], row[f"{name} own share"] = own_cost(**common, k=k)
+        row[f"{name} own us/step"] = statistics.median(v[0] for v in values)
+        row[f"{name} own share"] = statistics.median(v[1] for v in values)
         print(f"  {name}: own cost {row[f'{name} own us/step']:.2f} us per step")
     return row
 
@@ -301,6 +309,7 @@ def main() -> None:
     warnings.filterwarnings("ignore")
     if args.vector:
         cases = [c for c in VECTOR_CASES if not (args.envs and c[0] not in args.envs)]
+        cases = [c for c in cases if c[1] in args.policies]
         write_vector_results([vector_case(*case, args) for case in cases], args)
         return
     try:
