@@ -322,7 +322,7 @@ def run_episodes(env: gym.Env, act: Callable, seeds: Sequence[int], options: dic
             action = act(obs)
             obs, reward, terminated, truncated, info = step(action)
             if on_step is not None:
-                on_step(action, (obs, reward, terminated, truncated, info))
+                on_step(action, (obs, reward, terminated, truncated or steps + 1 == limit, info))
             total += reward
             steps += 1
             if terminated or truncated or steps == stop:
@@ -1368,13 +1368,17 @@ class VecEnvs:
 
     def __init__(self, venv: Any):
         self.gymnasium, name = isinstance(venv, gym.vector.VectorEnv), type(venv).__name__
-        if self.gymnasium and name not in ("SyncVectorEnv", "AsyncVectorEnv"):
-            raise ValueError(f"{name} cannot reset one env with its own seed, as ARS needs: use "
-                             "gym.make_vec(id, n, vectorization_mode='sync' or 'async')")
+        if self.gymnasium and (name not in ("SyncVectorEnv", "AsyncVectorEnv")
+                               or not getattr(venv, "shared_memory", True)):
+            raise ValueError(f"{name} cannot reset each env with its own seed, as ARS needs: pass "
+                             "a SyncVectorEnv, or an AsyncVectorEnv with shared_memory=True (gym."
+                             "make_vec(id, n, vectorization_mode=...)), without vector wrappers")
         self.vector, self.num_envs, self.spec = venv, int(venv.num_envs), venv.get_attr("spec")[0]
         self.observation_space, self.action_space = (
             getattr(venv, "single_" * self.gymnasium + k) for k in SPACE_KEYS)
         self.envs = getattr(venv, "envs", None)  # in this process
+        for env in self.envs or ():
+            _check_same_spaces(_spaces_of(env), _spaces_of(self), "an env of it", "its first")
         self.steps = [_inner_step(env) for env in self.envs] if self.envs else None
         self.limit = getattr(self.spec, "max_episode_steps", None)  # the envs' own, if any
 
@@ -1419,7 +1423,7 @@ def run_side_by_side(envs: VecEnvs, it: Iteration, jobs: Sequence[Job],
     own = [step[1] for step in envs.steps] if envs.steps else [envs.limit] * k
     plain = net.flatten is None and it.obs_filter is None
     limits = [[n for n in (n_own, it.max_episode_steps) if n is not None] for n_own in own]
-    slots, results = [None] * k, [None] * len(jobs)
+    slots, results, actions = [None] * k, [None] * len(jobs), []
 
     def fold(rows: list, visited: RunningMeanStd) -> None:
         if it.track_obs:
@@ -1441,8 +1445,11 @@ def run_side_by_side(envs: VecEnvs, it: Iteration, jobs: Sequence[Job],
                 if keep:
                     rows.append(obs)
                 x[s] = obs if plain else flatten(see(obs))
-                obs, reward, terminated, truncated, _ = yield
+                obs, reward, terminated, truncated, info = yield
                 total, steps = total + reward, steps + 1
+                if on_step is not None:  # a limit ARS counts truncates too, as in run_episodes
+                    cut = truncated or steps == limit
+                    on_step(actions[s], (obs, reward, terminated, cut, info))
                 if len(rows) == chunk:
                     fold(rows, visited)
                 if terminated or truncated or steps == limit:
@@ -1474,8 +1481,6 @@ def run_side_by_side(envs: VecEnvs, it: Iteration, jobs: Sequence[Job],
             h = activation(h) if i < len(layers) - 1 else h
         actions, done = list(to_action(h)), False
         for s, transition in envs.step(actions, active):
-            if on_step is not None:
-                on_step(actions[s], transition)
             try:
                 slots[s].send(transition)
             except StopIteration:
@@ -2082,8 +2087,7 @@ def _is_sb3_callback(callback: Any) -> bool:
     return hasattr(callback, "on_step") and hasattr(callback, "init_callback")
 
 class _Callbacks:
-    """What ``learn`` calls: SB3 callbacks after every env step (and around rollouts),
-    functions ``f(locals, globals)`` and ars's own callbacks after every iteration."""
+    """What ``learn`` calls: SB3 callbacks per env step, functions and ars's per iteration."""
 
     def __init__(self, callback: Any, model: ARS, progress_bar: bool = False):
         items = callback if isinstance(callback, (list, tuple)) else [callback]
@@ -2144,8 +2148,7 @@ class _StepReporter:
                         infos=[info]))
 
     def after(self, results: Sequence[Result], n_workers: int) -> None:
-        """After rollouts in worker processes, as sb3-contrib's AsyncEval reports them: one
-        call per ``n_workers`` steps (the last: the rest), with their ``dones`` and ``infos``."""
+        """After workers' rollouts, as sb3-contrib reports them: ``dones`` per n_workers steps."""
         dones = [np.arange(1, n + 1) == n for r in results for n in r.lengths.tolist()]
         dones = np.concatenate(dones) if dones else np.zeros(0, bool)
         for start in range(0, len(dones), n_workers):
@@ -2358,8 +2361,7 @@ def _is_number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 class _atomic_file:
-    """Write ``path`` through a temporary file and a rename: never half a file, and no
-    temporary file left behind on failure (a full disk gives an OSError naming ``path``)."""
+    """Write ``path`` through a temporary file and a rename: never half a file, nothing left."""
 
     def __init__(self, path: Path, mode: str):
         self.path, self.mode = Path(path), mode
@@ -2947,8 +2949,7 @@ def _read_sb3_zip(archive: zipfile.ZipFile, where: str, env: Any = None) -> tupl
     return meta, {"state_dict": _read_weights(archive, where, budget)}
 
 def _sb3_space(data: Any) -> dict[str, Any] | None:
-    """A space's JSON in ars's form from the readable fields SB3 writes beside its pickle
-    (checked later as any file's); None where the bounds are abbreviated with "..."."""
+    """A space's JSON in ars's form from SB3's readable fields; None if bounds are abbreviated."""
     kind = str(data.get(":type:", "")) if isinstance(data, dict) else ""
     if kind.endswith(".Discrete'>"):
         number = lambda v: int(v) if isinstance(v, str) and re.fullmatch(r"-?\d{1,18}", v) else v
@@ -3544,8 +3545,7 @@ def _trim_progress(path: Path, n_updates: int) -> None:
         _write_csv_atomic(path, reader.fieldnames or [], rows)
 
 def _train(model: ARS, config: dict, run_dir: Path, evaluation: EvalCallback, lock: Any) -> int:
-    """Train to the run's total (in worker processes if the config says so), then write the
-    final files and evaluate. Interrupts stop cleanly; the exit status says how it ended."""
+    """Train to the run's total, write the final files, evaluate; the exit status says how."""
     env_id, total, workers = config["env"], config["total_timesteps"], config["workers"]
     interrupts, status, async_eval = _Interrupts(), 0, None
     try:

@@ -1936,6 +1936,39 @@ def test_vector_envs_of_any_width_give_the_weights_and_evaluations_of_one_env():
         np.testing.assert_array_equal(first, second)
 
 
+def test_episode_ends_reach_callbacks_alike_and_unseedable_vector_envs_are_refused():
+    from stable_baselines3.common.callbacks import StopTrainingOnMaxEpisodes
+    from stable_baselines3.common.vec_env import DummyVecEnv
+
+    envs = {
+        "env": lambda: "Pendulum-v1",
+        "SyncVectorEnv": lambda: gym.make_vec("Pendulum-v1", 2, vectorization_mode="sync"),
+        "AsyncVectorEnv": lambda: gym.make_vec(
+            "Pendulum-v1", 2, vectorization_mode="async", vector_kwargs={"context": "fork"}
+        ),
+    }
+    counts = {}
+    for name, make in envs.items():  # a time limit ends an episode: dones=True, everywhere
+        env = make()  # SB3's callback counts max_episodes per env: 6 episodes in all
+        stop = StopTrainingOnMaxEpisodes(max_episodes=6 if name == "env" else 3)
+        model = ARS("LinearPolicy", env, n_delta=2, seed=0).learn(5000, callback=stop)
+        counts[name] = (model.num_timesteps, model._n_updates, stop.n_episodes)
+        getattr(env, "close", lambda: None)()
+    assert set(counts.values()) == {(800, 1, 6)}, counts  # the second iteration: discarded
+    model = ARS("LinearPolicy", "Pendulum-v1", n_delta=2, seed=0, max_episode_steps=50)
+    stop = StopTrainingOnMaxEpisodes(max_episodes=3)
+    assert model.learn(5000, callback=stop).num_timesteps < 5000  # ars's own limit too
+    unseedable = gym.vector.AsyncVectorEnv([PENDULUM] * 2, shared_memory=False, context="fork")
+    wrapped = gym.wrappers.vector.RecordEpisodeStatistics(gym.vector.SyncVectorEnv([PENDULUM] * 2))
+    for env in (unseedable, wrapped):
+        with pytest.raises(ValueError, match="cannot reset each env with its own seed"):
+            ARS("LinearPolicy", env)
+    unseedable.close(terminate=True)
+    mixed = DummyVecEnv([PENDULUM, lambda: gym.make("MountainCarContinuous-v0")])
+    with pytest.raises(ValueError, match="an env of it has observation space"):
+        ARS("LinearPolicy", mixed)
+
+
 def test_videos_film_the_first_env_of_a_vector_env_in_this_process(tmp_path):
     pytest.importorskip("mujoco")
     pytest.importorskip("imageio_ffmpeg")
