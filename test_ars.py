@@ -1972,6 +1972,7 @@ def test_episode_ends_reach_callbacks_alike_and_unseedable_vector_envs_are_refus
 def test_videos_film_the_first_env_of_a_vector_env_in_this_process(tmp_path):
     pytest.importorskip("mujoco")
     pytest.importorskip("imageio_ffmpeg")
+    os.environ.setdefault("MUJOCO_GL", "egl")  # made here, not by ars: no display needed
     from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv
 
     model = ARS("LinearPolicy", "InvertedPendulum-v4", seed=0)
