@@ -1917,7 +1917,7 @@ def test_vector_envs_of_any_width_give_the_weights_and_evaluations_of_one_env():
             )
             assert ars.evaluate_policy(one, env, 3, return_episode_rewards=True) == expected, name
             env.close()
-    with pytest.raises(ValueError, match="CartPoleVectorEnv cannot reset one env"):
+    with pytest.raises(ValueError, match="CartPoleVectorEnv cannot reset each env"):
         ARS("LinearPolicy", gym.make_vec("CartPole-v1", 2))  # gymnasium's own vectorised CartPole
     from stable_baselines3.common.env_util import make_vec_env
     from stable_baselines3.common.vec_env import VecNormalize
