@@ -14,7 +14,8 @@ The core comes first, the whole method on NumPy and gymnasium alone, up to "end 
 core": a copy cut there trains with the same weights. Then the ``ARS`` class and plumbing.
 """
 
-# fmt: off  (wrapped by hand, denser than ruff's style: the length is a budget; `ruff check` holds)
+# Wrapped by hand, denser than ruff's style (the length is a budget); `ruff check` still holds.
+# fmt: off
 from __future__ import annotations
 
 import math
@@ -667,8 +668,7 @@ class ARSPolicy(Network):
         return {key: value for key, value in state.items() if value is not None}
 
     def load_state_dict(self, state_dict: dict[str, Any], strict: bool = True) -> None:
-        """Set parameters by :meth:`state_dict`'s names (NumPy arrays or torch tensors):
-        every name, shape and number is checked first, then all are set at once."""
+        """Set parameters by :meth:`state_dict`'s names (NumPy or torch): all checked, then set."""
         old = {"action_net.weight": "action_net.0.weight", "action_net.bias": "action_net.0.bias"}
         given = {old.get(k, k): _as_array(v, None) for k, v in state_dict.items()}  # < 1.7's
         expected = self.state_dict()
