@@ -7,6 +7,8 @@
     python benchmarks/learning.py --report                        # table and plots only
     python benchmarks/learning.py --envs HalfCheetah-v4 --set normalization_samples=1000 \
         --results benchmarks/results/ablation_halfcheetah.json    # an arm of an ablation
+    python benchmarks/learning.py --envs HalfCheetah-v4 --arm per-step-statistics \
+        --results benchmarks/results/ablation_halfcheetah.json    # a rule of benchmarks/arms.py
 
 Protocol. Every --eval-freq timesteps (checked after each iteration) the current policy is
 evaluated: deterministic, 10 episodes, the env's own rewards (no alive bonus), on seeds of
@@ -134,6 +136,11 @@ def run_ars(env_id: str, seed: int, budget: int, eval_freq: int, args: argparse.
             (run_dir / old).unlink(missing_ok=True)
 
     env_fns = [ars.functools.partial(ars.make_env, env_id)] * workers
+    if args.arm:  # a rule of issue 19's ablation, here and in each worker
+        import arms
+
+        arms.install(args.arm)
+        env_fns = [ars.functools.partial(arms.make_env, args.arm, env_id)] * workers
     with ars.AsyncEval(env_fns, model.policy) as async_eval:
 
         def evaluate() -> None:
@@ -216,7 +223,7 @@ def parse_setting(text: str) -> tuple[str, object]:
 
 def label_suffix(args: argparse.Namespace, sep: str = ":") -> str:
     """What tells this arm's runs apart from the paper's settings: --label, else the --set."""
-    label = args.label or ",".join(f"{k}={v}" for k, v in args.set.items())
+    label = args.label or args.arm or ",".join(f"{k}={v}" for k, v in args.set.items())
     return sep + label if label else ""
 
 
@@ -472,6 +479,11 @@ def main() -> None:
         help="an ARS setting to change (repeatable); the runs are kept under their own key",
     )
     parser.add_argument("--label", help="the key's suffix for these runs (default: the --set)")
+    parser.add_argument(
+        "--arm",
+        choices=["per-step-statistics", "per-step-statistics-first-iteration"],
+        help="a statistics rule of benchmarks/arms.py (issue 19's ablation); the key's suffix",
+    )
     args = parser.parse_args()
     args.set = dict(args.set)
     warnings.filterwarnings("ignore")

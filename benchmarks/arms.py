@@ -1,0 +1,77 @@
+"""Rules that change ars's V2 statistics, for the HalfCheetah ablation of issue 19.
+
+    python benchmarks/learning.py --envs HalfCheetah-v4 --seeds 237 --arm per-step-statistics \
+        --results benchmarks/results/ablation_halfcheetah.json
+
+The paper (Algorithm 2, Line 5) freezes mu and Sigma during an iteration's rollouts and merges
+every visited state into them afterwards (Line 8). sb3-contrib's VecNormalize instead updates
+its statistics at every step, so a rollout's later states are normalised with statistics that
+already include its earlier ones. These arms do that deterministically:
+
+``per-step-statistics``
+    Each training rollout starts from the iteration's frozen statistics and folds each state
+    into a private copy before acting on it: ``x_t`` is normalised with the statistics of the
+    frozen data plus ``x_0 .. x_t``. Line 8 is unchanged (the frozen statistics absorb the
+    rollouts' states exactly, in order), so the run's statistics are the paper's; only what
+    the policy sees during a rollout differs. Rollouts share nothing, so the same seed gives
+    the same weights whatever the number of workers.
+``per-step-statistics-first-iteration``
+    The same, in the first iteration only (the one whose frozen statistics are empty).
+
+Evaluations (``track_obs`` false) keep the frozen statistics, as sb3-contrib's do. An arm is
+installed in each process that runs rollouts: :func:`make_env` installs it in the worker that
+builds its env.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import ars
+
+ARMS = ("per-step-statistics", "per-step-statistics-first-iteration")
+_FROZEN_RULE = ars.run_job  # the paper's
+
+
+def per_step_actor(network: ars.Network, theta: Any, frozen: ars.RunningMeanStd) -> Any:
+    """``obs -> action`` that folds each ``obs`` into a private copy of ``frozen``, then acts
+    on it normalised with the statistics so far (V2 folded into the first layer, as ars does)."""
+    statistics = frozen.copy()
+
+    def act(obs: Any) -> Any:
+        statistics.update(obs)
+        return network.actor(theta, statistics)(obs)
+
+    return act
+
+
+def run_job(
+    env: Any,
+    it: ars.Iteration,
+    job: ars.Job,
+    options: dict | None = None,
+    on_step: Any = None,
+    first_only: bool = False,
+) -> ars.Result:
+    """:func:`ars.run_job` with the per-step rule for training rollouts of V2."""
+    if not it.track_obs or it.obs_filter is not None or (first_only and it.index != 0):
+        return _FROZEN_RULE(env, it, job, options, on_step)
+    act = per_step_actor(it.network, ars.candidate_parameters(it, job), it.obs_rms)
+    returns, lengths, visited = ars.run_episodes(
+        env, act, job.seeds, options, True, it.max_episode_steps, on_step
+    )
+    return ars.Result(returns, lengths, visited)
+
+
+def install(arm: str) -> None:
+    """Make ``arm`` the rule of this process's rollouts."""
+    if arm not in ARMS:
+        raise ValueError(f"unknown arm {arm!r}: use one of {ARMS}")
+    first_only = arm.endswith("first-iteration")
+    ars.run_job = lambda *args, **kwargs: run_job(*args, **kwargs, first_only=first_only)
+
+
+def make_env(arm: str, env_id: str) -> Any:
+    """``ars.make_env(env_id)`` in a worker, with ``arm`` installed there first."""
+    install(arm)
+    return ars.make_env(env_id)
