@@ -1,6 +1,6 @@
 """The HalfCheetah ablation of issue 19: each arm's episodes to the paper's threshold.
 
-    python benchmarks/ablation.py   # reads results/ablation_halfcheetah(_more).json, writes the .md
+    python benchmarks/ablation.py   # reads results/ablation_halfcheetah*.json, writes the .md
 
 The runs come from benchmarks/learning.py (same protocol: evaluations every 50k steps,
 stop at a confirmed 3430, a 12.5M-step budget), one key per arm. HalfCheetah's episodes
@@ -19,7 +19,11 @@ import numpy as np
 from learning import NOTES, RESULTS, THRESHOLDS
 
 PATH, BASE, LENGTH = RESULTS / "ablation_halfcheetah.json", "ars:HalfCheetah-v4", 1000
-MORE = RESULTS / "ablation_halfcheetah_more.json"  # arms added later, run beside the first
+# Arms added later, run beside the first; a later file's arm replaces an earlier one's whole
+# (the per-step arms of benchmarks/arms.py replace those of a lost branch). The default's and
+# sb3-contrib's seeds 4 to 7 come from the ten-seed table's runs.
+MORE = [RESULTS / f"ablation_halfcheetah_{name}.json" for name in ("more", "per_step")]
+TEN_SEEDS = RESULTS / "learning10.json"
 
 
 def episodes_to_threshold(run: dict) -> float:
@@ -56,8 +60,11 @@ def table(results: dict) -> str:
 
 def main() -> None:
     results = {
-        k: v for p in (PATH, MORE) if p.exists() for k, v in json.loads(p.read_text()).items()
+        k: v for p in (PATH, *MORE) if p.exists() for k, v in json.loads(p.read_text()).items()
     }
+    ten = json.loads(TEN_SEEDS.read_text()) if TEN_SEEDS.exists() else {}
+    for key in (BASE, "sb3-contrib:HalfCheetah-v4"):
+        results.setdefault(key, {}).update(ten.get(key, {}))  # the same protocol and seeds
     text, md = table(results), PATH.with_suffix(".md")
     notes = md.read_text().partition(NOTES)[2] if md.exists() else ""
     md.write_text(text + "\n" + (f"\n{NOTES}{notes}" if notes else ""))
