@@ -3678,3 +3678,66 @@ def test_cli_evaluates_a_policy_file_and_checks_the_env(tmp_path):
     assert result.returncode == 0 and f"mean return {mean:.2f}" in result.stdout, result.stderr
     result = _cli(tmp_path, "--eval", "model.npz", "--env", "Pendulum-v1")
     assert result.returncode == 2 and "but the model was built for" in result.stderr
+
+
+def _arms():
+    sys.path.insert(0, str(HERE / "benchmarks"))
+    import arms
+
+    return arms
+
+
+class CountingEnv(gym.Env):
+    """Observations 1, 2, 3 (one episode), and the actions it was sent."""
+
+    observation_space = spaces.Box(-np.inf, np.inf, (1,), np.float64)
+    action_space = spaces.Box(-10.0, 10.0, (1,), np.float64)
+
+    def reset(self, *, seed=None, options=None):
+        self.t, self.actions = 1, getattr(self, "actions", [])
+        return np.array([1.0]), {}
+
+    def step(self, action):
+        self.actions.append(float(action[0]))
+        self.t += 1
+        return np.array([float(self.t)]), 0.0, self.t > 3, False, {}
+
+
+def test_per_step_statistics_rule_in_closed_form(monkeypatch):
+    """Issue 19's arm: x_t is normalised with the frozen rows (-1, 1) plus x_0 .. x_t; each
+    rollout starts again from the frozen statistics; Line 8 merges every state as before."""
+    arms = _arms()
+    env, frozen = CountingEnv(), RunningMeanStd.from_moments(np.zeros(1), np.ones(1), 2)
+    network = ars.Network(
+        env.observation_space, env.action_space, [], with_bias=False, squash_output=False
+    )
+    it = ars.Iteration(network, np.ones(1), frozen, 0.1, 0, 1, track_obs=True)
+    jobs = [ars.Job(c, 0, 0, np.array([c])) for c in range(2)]
+    results = [arms.run_job(env, it, job) for job in jobs]
+    seen = [
+        (1 - 1 / 3) / np.sqrt(8 / 9),
+        (2 - 3 / 4) / np.sqrt(19 / 16),
+        (3 - 6 / 5) / np.sqrt(44 / 25),
+    ]
+    np.testing.assert_allclose(env.actions, seen * 2, rtol=1e-12)
+    assert frozen.count == 2 and frozen.mean[0] == 0 and frozen.var[0] == 1  # left alone
+    merged = ars.merge_statistics(frozen, [r.visited for r in results])
+    assert merged.count == 8 and np.allclose([merged.mean[0], merged.var[0]], [1.5, 1.5])
+    env.actions = []  # the first-iteration arm, past iteration 0, and evaluations: frozen
+    arms.run_job(env, it, jobs[0], first_only=True)
+    arms.run_job(env, it._replace(track_obs=False), jobs[0])
+    np.testing.assert_allclose(env.actions, [1, 2, 3] * 2)
+
+
+@pytest.mark.slow
+def test_per_step_statistics_rule_gives_the_same_weights_with_any_worker_count(monkeypatch):
+    arms = _arms()
+    monkeypatch.setattr(ars, "run_job", ars.run_job)  # restored after the test
+    frozen_rule = _pendulum_model().learn(2400).policy.parameters_to_vector()
+    arms.install("per-step-statistics")
+    one = _pendulum_model().learn(2400)
+    make = functools.partial(arms.make_env, "per-step-statistics", "Pendulum-v1")
+    with AsyncEval([make] * 2, _pendulum_model().policy) as async_eval:
+        two = _pendulum_model().learn(2400, async_eval=async_eval)
+    _assert_same_weights(one, two)
+    assert not np.array_equal(one.policy.parameters_to_vector(), frozen_rule)
