@@ -70,6 +70,10 @@ ZOO = {  # rl-baselines3-zoo's published sb3-contrib ARS results (older env vers
     "Humanoid": "not published",
 }
 PAPER_SEEDS = [237, 759, 959]
+# Humanoid's minutes depend on the machine: each record keeps the bare single-core env.step
+# rate measured just before its run, and the table scales minutes to this rate (the rate
+# when the seed-237 record was made, which is also what a record without one is taken at).
+REFERENCE_RATE = {"Humanoid": 4150}
 NOTES = "<!-- notes: kept when the table above is rebuilt -->"
 HERE = Path(__file__).resolve().parent
 RESULTS, RUNS = HERE / "results", HERE / "runs"
@@ -125,6 +129,9 @@ def run_ars(env_id: str, seed: int, budget: int, eval_freq: int, args: argparse.
     else:
         model = ars.paper_model(env_id, seed=seed, **overrides)
         state = {"checkpoint": None, "evaluations": [], "train_seconds": 0.0, "next_eval": 0}
+        if task(env_id) in REFERENCE_RATE:  # on a quiet machine, just before the run
+            state["bare_steps_per_second"] = bare_rate(env_id, model.n_delta)
+            print(f"  bare env.step: {state['bare_steps_per_second']:,.0f} steps/s", flush=True)
     seeds, per_iteration = eval_seeds(seed), 2 * model.n_delta * model.n_eval_episodes
 
     def checkpoint() -> None:
@@ -207,7 +214,17 @@ def run_ars(env_id: str, seed: int, budget: int, eval_freq: int, args: argparse.
         "n_top": model.n_top,
         "stopped": state.get("stopped") or "budget",
         "evaluations": state["evaluations"],
+        **{k: state[k] for k in ("bare_steps_per_second",) if k in state},
     }
+
+
+def bare_rate(env_id: str, n_delta: int, steps: int = 20_000) -> float:
+    """The bare single-core env.step rate, replaying the actions of the run's first
+    candidates, as ``benchmarks/speed.py --impls bare`` measures it: the median of 3."""
+    import speed
+
+    actions = speed.policy_actions(env_id, "LinearPolicy", None, n_delta)
+    return statistics.median(speed.bare(env_id, steps, actions) for _ in range(3))
 
 
 def parse_setting(text: str) -> tuple[str, object]:
@@ -345,9 +362,15 @@ def first_reach(evaluations: list, threshold: float) -> list | None:
     return next((e for e in evaluations if e[2] >= threshold), None)
 
 
-def summary(runs: dict, threshold: float) -> dict:
-    """Medians over seeds; a seed that never reached the threshold counts as infinite."""
+def summary(runs: dict, threshold: float, env: str = "") -> dict:
+    """Medians over seeds; a seed that never reached the threshold counts as infinite.
+    ``scaled_seconds``: the training times at the task's REFERENCE_RATE, if it has one."""
     reached = [first_reach(r["evaluations"], threshold) for r in runs.values()]
+    reference = REFERENCE_RATE.get(task(env))
+    scale = [
+        r.get("bare_steps_per_second", reference) / reference if reference else 1.0
+        for r in runs.values()
+    ]
 
     def median(i: int) -> float:
         return statistics.median([h[i] if h else float("inf") for h in reached])
@@ -359,6 +382,9 @@ def summary(runs: dict, threshold: float) -> dict:
         "n": len(runs),
         "steps": median(0),
         "seconds": median(1),
+        "scaled_seconds": statistics.median(
+            [h[1] * x if h else float("inf") for h, x in zip(reached, scale)]
+        ),
         "episodes": median(4)
         if all(len(e) > 4 for r in runs.values() for e in r["evaluations"])
         else float("nan"),
@@ -401,19 +427,23 @@ def report(results: dict, folder: Path = RESULTS, prefix: str = "") -> str:
         impl, env_id, *arm = key.split(":", 2)
         impl = " ".join([impl, *arm])
         runs = results[key]
-        s = summary(runs, THRESHOLDS[task(env_id)])
+        s = summary(runs, THRESHOLDS[task(env_id)], env_id)
+        minutes = _fmt(s["seconds"], 60, " min")
+        if task(env_id) in REFERENCE_RATE:
+            rate = REFERENCE_RATE[task(env_id)]
+            minutes += f" ({_fmt(s['scaled_seconds'], 60, ' min')} at {rate:,} steps/s)"
         first = next(iter(runs.values()))
         n_top = first.get("n_top", ars.settings_for(env_id)["n_top"])  # older peer records
         lines.append(
             f"| {env_id} | {impl} | {first['n_delta']}, {n_top} "
             f"| {THRESHOLDS[task(env_id)]} | {s['hits']}/{s['n']} | {_fmt(s['steps'], 1e6, 'M')} "
-            f"| {_fmt(s['episodes'], 1e3, 'k')} | {_fmt(s['seconds'], 60, ' min')} "
+            f"| {_fmt(s['episodes'], 1e3, 'k')} | {minutes} "
             f"| {s['final']:.0f} ({s['min']:.0f} to {s['max']:.0f}) | {s['stopped']} "
             f"| {s['budget'] / 1e6:g}M | {ZOO[task(env_id)]} |"
         )
         short.append(
             f"| {env_id} | {impl} | {s['hits']}/{s['n']} | {_fmt(s['steps'], 1e6, 'M')} "
-            f"| {_fmt(s['episodes'], 1e3, 'k')} | {_fmt(s['seconds'], 60, ' min')} "
+            f"| {_fmt(s['episodes'], 1e3, 'k')} | {minutes} "
             f"| {s['final']:.0f} ({s['min']:.0f} to {s['max']:.0f}) | {ended_by(runs)} |"
         )
     lines += ["", "Short form (medians over seeds; to the paper's threshold):", "", *short]
