@@ -120,6 +120,13 @@ def run_ars(env_id: str, seed: int, budget: int, eval_freq: int, args: argparse.
     run_dir = Path(args.runs_dir) / name
     run_dir.mkdir(parents=True, exist_ok=True)
     state_path, threshold = run_dir / "state.json", THRESHOLDS[task(env_id)]
+    vec_normalize = None
+    if args.arm == "vecnormalize":  # SB3's VecNormalize observations: a file does not keep its
+        import speed  # count, so this arm starts again rather than resume
+
+        vec_normalize = speed.sb3_env(env_id, True)
+        overrides.update(env=vec_normalize, normalize_obs=False)
+        state_path.unlink(missing_ok=True)
     if state_path.exists():  # the state names the checkpoint written with it
         state = json.loads(state_path.read_text())
         model = ars.ARS.load(run_dir / state["checkpoint"], env=env_id)
@@ -142,8 +149,12 @@ def run_ars(env_id: str, seed: int, budget: int, eval_freq: int, args: argparse.
         if old and old != new:
             (run_dir / old).unlink(missing_ok=True)
 
-    env_fns = [ars.functools.partial(ars.make_env, env_id)] * workers
-    if args.arm:  # a rule of issue 19's ablation, here and in each worker
+    make_env = ars.functools.partial(ars.make_env, env_id)
+    env_fns = [make_env] * workers
+    if args.arm in (
+        "per-step-statistics",
+        "per-step-statistics-first-iteration",
+    ):  # a rule of issue 19's ablation, here and in each worker
         import arms
 
         arms.install(args.arm)
@@ -152,10 +163,15 @@ def run_ars(env_id: str, seed: int, budget: int, eval_freq: int, args: argparse.
 
         def evaluate() -> None:
             """Evaluate now, the 10 episodes spread over the workers; schedule the next one."""
-            async_eval.set_policy(model.policy)
-            theta = np.tile(model.policy.parameters_to_vector(), (len(seeds), 1))
-            async_eval.send_jobs(theta, len(seeds), episode_seeds=seeds[:, None])
-            returns = np.array([r[0] for _, (r, _) in async_eval.get_results()])
+            if vec_normalize is not None:  # the observations it learned on, frozen
+                returns = np.array(
+                    episode_returns(model, vec_normalize.normalize_obs, make_env(), seeds)
+                )
+            else:
+                async_eval.set_policy(model.policy)
+                theta = np.tile(model.policy.parameters_to_vector(), (len(seeds), 1))
+                async_eval.send_jobs(theta, len(seeds), episode_seeds=seeds[:, None])
+                returns = np.array([r[0] for _, (r, _) in async_eval.get_results()])
             episodes = model._n_updates * per_iteration
             state["evaluations"].append(
                 [
@@ -511,8 +527,9 @@ def main() -> None:
     parser.add_argument("--label", help="the key's suffix for these runs (default: the --set)")
     parser.add_argument(
         "--arm",
-        choices=["per-step-statistics", "per-step-statistics-first-iteration"],
-        help="a statistics rule of benchmarks/arms.py (issue 19's ablation); the key's suffix",
+        choices=["per-step-statistics", "per-step-statistics-first-iteration", "vecnormalize"],
+        help="a statistics rule of benchmarks/arms.py, or ars on SB3's VecNormalize "
+        "observations (issue 19's ablation); the key's suffix",
     )
     args = parser.parse_args()
     args.set = dict(args.set)
