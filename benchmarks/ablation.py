@@ -22,7 +22,9 @@ PATH, BASE, LENGTH = RESULTS / "ablation_halfcheetah.json", "ars:HalfCheetah-v4"
 # Arms added later, run beside the first; a later file's arm replaces an earlier one's whole
 # (the per-step arms of benchmarks/arms.py replace those of a lost branch). The default's and
 # sb3-contrib's seeds 4 to 7 come from the ten-seed table's runs.
-MORE = [RESULTS / f"ablation_halfcheetah_{name}.json" for name in ("more", "per_step")]
+MORE = [
+    RESULTS / f"ablation_halfcheetah_{name}.json" for name in ("more", "per_step", "vecnormalize")
+]
 TEN_SEEDS = RESULTS / "learning10.json"
 
 
