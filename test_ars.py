@@ -3691,7 +3691,7 @@ class CountingEnv(gym.Env):
     """Observations 1, 2, 3 (one episode), and the actions it was sent."""
 
     observation_space = spaces.Box(-np.inf, np.inf, (1,), np.float64)
-    action_space = spaces.Box(-10.0, 10.0, (1,), np.float64)
+    action_space = spaces.Box(-100.0, 100.0, (1,), np.float64)
 
     def reset(self, *, seed=None, options=None):
         self.t, self.actions = 1, getattr(self, "actions", [])
@@ -3704,8 +3704,9 @@ class CountingEnv(gym.Env):
 
 
 def test_per_step_statistics_rule_in_closed_form(monkeypatch):
-    """Issue 19's arm: x_t is normalised with the frozen rows (-1, 1) plus x_0 .. x_t; each
-    rollout starts again from the frozen statistics; Line 8 merges every state as before."""
+    """Issue 19's arms. Per step: x_t is normalised with the frozen rows (-1, 1) plus x_0 ..
+    x_t; each rollout starts again from the frozen statistics; Line 8 merges every state as
+    before. Clip-10: the frozen statistics, the normalised observations clipped to +-10."""
     arms = _arms()
     env, frozen = CountingEnv(), RunningMeanStd.from_moments(np.zeros(1), np.ones(1), 2)
     network = ars.Network(
@@ -3724,9 +3725,13 @@ def test_per_step_statistics_rule_in_closed_form(monkeypatch):
     merged = ars.merge_statistics(frozen, [r.visited for r in results])
     assert merged.count == 8 and np.allclose([merged.mean[0], merged.var[0]], [1.5, 1.5])
     env.actions = []  # the first-iteration arm, past iteration 0, and evaluations: frozen
-    arms.run_job(env, it, jobs[0], first_only=True)
+    arms.run_job(env, it, jobs[0], arm="per-step-statistics-first-iteration")
     arms.run_job(env, it._replace(track_obs=False), jobs[0])
     np.testing.assert_allclose(env.actions, [1, 2, 3] * 2)
+    env.actions, narrow = [], it._replace(obs_rms=RunningMeanStd.from_moments([0.0], [0.04], 2))
+    for clipped in (narrow, narrow._replace(track_obs=False)):  # clip-10: x / 0.2, at most 10
+        arms.run_job(env, clipped, jobs[0], arm="clip-10")
+    np.testing.assert_allclose(env.actions, [5, 10, 10] * 2)
 
 
 @pytest.mark.slow

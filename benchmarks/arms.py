@@ -17,6 +17,9 @@ already include its earlier ones. These arms do that deterministically:
     the same weights whatever the number of workers.
 ``per-step-statistics-first-iteration``
     The same, in the first iteration only (the one whose frozen statistics are empty).
+``clip-10``
+    The paper's statistics, but the normalised observations are clipped to +-10, as
+    VecNormalize's ``clip_obs`` does, in training and in evaluations.
 
 Evaluations (``track_obs`` false) keep the frozen statistics, as sb3-contrib's do. An arm is
 installed in each process that runs rollouts: :func:`make_env` installs it in the worker that
@@ -27,9 +30,11 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 import ars
 
-ARMS = ("per-step-statistics", "per-step-statistics-first-iteration")
+ARMS = ("per-step-statistics", "per-step-statistics-first-iteration", "clip-10")
 _FROZEN_RULE = ars.run_job  # the paper's
 
 
@@ -45,30 +50,40 @@ def per_step_actor(network: ars.Network, theta: Any, frozen: ars.RunningMeanStd)
     return act
 
 
+def clipped_actor(network: ars.Network, theta: Any, frozen: ars.RunningMeanStd) -> Any:
+    """``obs -> action`` on ``clip((obs - mean) / sqrt(var), +-10)`` (the 1e-8 rule kept)."""
+    act, mean, scale = network.actor(theta), frozen.mean, ars.inverse_std(frozen.var)
+    return lambda obs: act(np.clip((obs - mean) * scale, -10.0, 10.0))
+
+
 def run_job(
     env: Any,
     it: ars.Iteration,
     job: ars.Job,
     options: dict | None = None,
     on_step: Any = None,
-    first_only: bool = False,
+    arm: str = "per-step-statistics",
 ) -> ars.Result:
-    """:func:`ars.run_job` with the per-step rule for training rollouts of V2."""
-    if not it.track_obs or it.obs_filter is not None or (first_only and it.index != 0):
+    """:func:`ars.run_job` with ``arm``'s rule where it applies (V2), else the paper's."""
+    per_step = arm.startswith("per-step") and it.track_obs and it.obs_filter is None
+    if arm.endswith("first-iteration") and it.index != 0:
+        per_step = False
+    if it.obs_rms is None or not (per_step or arm == "clip-10"):
         return _FROZEN_RULE(env, it, job, options, on_step)
-    act = per_step_actor(it.network, ars.candidate_parameters(it, job), it.obs_rms)
+    actor = per_step_actor if per_step else clipped_actor
+    act = actor(it.network, ars.candidate_parameters(it, job), it.obs_rms)
     returns, lengths, visited = ars.run_episodes(
-        env, act, job.seeds, options, True, it.max_episode_steps, on_step
+        env, act, job.seeds, options, it.track_obs, it.max_episode_steps, on_step
     )
-    return ars.Result(returns, lengths, visited)
+    flagged = not np.isfinite(visited.mean).all()  # as ars.run_job: NaN statistics flag a state
+    return ars.Result(returns, lengths, visited if it.track_obs or flagged else None)
 
 
 def install(arm: str) -> None:
     """Make ``arm`` the rule of this process's rollouts."""
     if arm not in ARMS:
         raise ValueError(f"unknown arm {arm!r}: use one of {ARMS}")
-    first_only = arm.endswith("first-iteration")
-    ars.run_job = lambda *args, **kwargs: run_job(*args, **kwargs, first_only=first_only)
+    ars.run_job = lambda *args, **kwargs: run_job(*args, **kwargs, arm=arm)
 
 
 def make_env(arm: str, env_id: str) -> Any:

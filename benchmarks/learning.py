@@ -527,7 +527,12 @@ def main() -> None:
     parser.add_argument("--label", help="the key's suffix for these runs (default: the --set)")
     parser.add_argument(
         "--arm",
-        choices=["per-step-statistics", "per-step-statistics-first-iteration", "vecnormalize"],
+        choices=[
+            "per-step-statistics",
+            "per-step-statistics-first-iteration",
+            "clip-10",
+            "vecnormalize",
+        ],
         help="a statistics rule of benchmarks/arms.py, or ars on SB3's VecNormalize "
         "observations (issue 19's ablation); the key's suffix",
     )
