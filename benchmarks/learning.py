@@ -151,10 +151,7 @@ def run_ars(env_id: str, seed: int, budget: int, eval_freq: int, args: argparse.
 
     make_env = ars.functools.partial(ars.make_env, env_id)
     env_fns = [make_env] * workers
-    if args.arm in (
-        "per-step-statistics",
-        "per-step-statistics-first-iteration",
-    ):  # a rule of issue 19's ablation, here and in each worker
+    if args.arm and args.arm != "vecnormalize":  # a rule of arms.py, here and in each worker
         import arms
 
         arms.install(args.arm)
