@@ -23,7 +23,8 @@ PATH, BASE, LENGTH = RESULTS / "ablation_halfcheetah.json", "ars:HalfCheetah-v4"
 # (the per-step arms of benchmarks/arms.py replace those of a lost branch). The default's and
 # sb3-contrib's seeds 4 to 7 come from the ten-seed table's runs.
 MORE = [
-    RESULTS / f"ablation_halfcheetah_{name}.json" for name in ("more", "per_step", "vecnormalize")
+    RESULTS / f"ablation_halfcheetah_{name}.json"
+    for name in ("more", "per_step", "vecnormalize", "clip")
 ]
 TEN_SEEDS = RESULTS / "learning10.json"
 
