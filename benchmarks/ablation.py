@@ -29,10 +29,21 @@ MORE = [
 TEN_SEEDS = RESULTS / "learning10.json"
 
 
-def episodes_to_threshold(run: dict) -> float:
-    """Episodes (timesteps / 1,000) at the first evaluation at the threshold, else inf."""
-    hit = next((e for e in run["evaluations"] if e[2] >= THRESHOLDS["HalfCheetah"]), None)
+def episodes_to_threshold(run: dict, level: float = THRESHOLDS["HalfCheetah"]) -> float:
+    """Episodes (timesteps / 1,000) at the first evaluation at ``level``, else inf."""
+    hit = next((e for e in run["evaluations"] if e[2] >= level), None)
     return hit[0] / LENGTH if hit else math.inf
+
+
+def falls(run: dict) -> float:
+    """The share of evaluations, from the first at 2000 on, whose 10 episodes spread by more
+    than 500 (std): a running gait that fell in some episodes (a fallen cheetah scores about
+    -200 where a running one scores 3,500 or more)."""
+    late: list = []
+    for e in run["evaluations"]:
+        if late or e[2] >= 2000:
+            late.append(e[3] > 500)
+    return float(np.mean(late)) if late else math.nan
 
 
 def table(results: dict) -> str:
@@ -40,8 +51,9 @@ def table(results: dict) -> str:
 
     base = {s: episodes_to_threshold(r) for s, r in results[BASE].items()}
     rows = [
-        "| arm | seeds reaching | median episodes | quartiles | p (fewer than default) |",
-        "|---|---|---|---|---|",
+        "| arm | seeds reaching | median episodes | quartiles | p (fewer than default) "
+        "| median episodes to 1000, 2000, 3000 | evaluations with a fall |",
+        "|---|---|---|---|---|---|---|",
     ]
     for key, runs in sorted(results.items(), key=lambda kv: kv[0] != BASE):
         episodes = {s: episodes_to_threshold(r) for s, r in runs.items()}
@@ -52,11 +64,17 @@ def table(results: dict) -> str:
         arm, base_arm = [episodes[s] for s in shared], [base[s] for s in shared]
         p = "" if key == BASE else mannwhitneyu(arm, base_arm, alternative="less").pvalue
         show = lambda x: "not reached" if x >= 1e17 else f"{x:,.0f}"
+        climbs = [
+            np.median([min(episodes_to_threshold(r, level), 1e18) for r in runs.values()])
+            for level in (1000, 2000, 3000)
+        ]
         name = key.removeprefix(BASE + ":") if key.startswith("ars") else key.split(":")[0]
         rows.append(
             f"| {'default (the paper)' if key == BASE else name} "
             f"| {np.isfinite(values).sum()}/{len(values)} | {show(median)} "
-            f"| {show(q1)} to {show(q3)} | {p if p == '' else f'{p:.3f}'} |"
+            f"| {show(q1)} to {show(q3)} | {p if p == '' else f'{p:.3f}'} "
+            f"| {' / '.join(show(x) for x in climbs)} "
+            f"| {np.nanmedian([falls(r) for r in runs.values()]):.0%} |"
         )
     return "\n".join(rows)
 
