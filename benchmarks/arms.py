@@ -1,12 +1,13 @@
 """Rules that change ars's V2 statistics, for the HalfCheetah ablation of issue 19.
 
     python benchmarks/learning.py --envs HalfCheetah-v4 --seeds 237 --arm per-step-statistics \
-        --results benchmarks/results/ablation_halfcheetah.json
+        --results benchmarks/results/ablation_halfcheetah_per_step.json
 
 The paper (Algorithm 2, Line 5) freezes mu and Sigma during an iteration's rollouts and merges
 every visited state into them afterwards (Line 8). sb3-contrib's VecNormalize instead updates
 its statistics at every step, so a rollout's later states are normalised with statistics that
-already include its earlier ones. These arms do that deterministically:
+already include its earlier ones, and clips them to +-10. These arms try each difference,
+deterministically:
 
 ``per-step-statistics``
     Each training rollout starts from the iteration's frozen statistics and folds each state
@@ -21,7 +22,9 @@ already include its earlier ones. These arms do that deterministically:
     The paper's statistics, but the normalised observations are clipped to +-10, as
     VecNormalize's ``clip_obs`` does, in training and in evaluations.
 
-Evaluations (``track_obs`` false) keep the frozen statistics, as sb3-contrib's do. An arm is
+``learning.py --arm vecnormalize`` trains ars on SB3's VecNormalize observations instead.
+Evaluations (``track_obs`` false) of the per-step arms keep the frozen statistics, as
+sb3-contrib's do. Results: ``benchmarks/results/ablation_halfcheetah.md``. An arm is
 installed in each process that runs rollouts: :func:`make_env` installs it in the worker that
 builds its env.
 """
