@@ -3680,8 +3680,8 @@ def test_cli_evaluates_a_policy_file_and_checks_the_env(tmp_path):
     assert result.returncode == 2 and "but the model was built for" in result.stderr
 
 
-def _arms():
-    sys.path.insert(0, str(HERE / "benchmarks"))
+def _arms(monkeypatch):
+    monkeypatch.syspath_prepend(str(HERE / "benchmarks"))
     import arms
 
     return arms
@@ -3707,13 +3707,13 @@ def test_per_step_statistics_rule_in_closed_form(monkeypatch):
     """Issue 19's arms. Per step: x_t is normalised with the frozen rows (-1, 1) plus x_0 ..
     x_t; each rollout starts again from the frozen statistics; Line 8 merges every state as
     before. Clip-10: the frozen statistics, the normalised observations clipped to +-10."""
-    arms = _arms()
+    arms = _arms(monkeypatch)
     env, frozen = CountingEnv(), RunningMeanStd.from_moments(np.zeros(1), np.ones(1), 2)
     network = ars.Network(
         env.observation_space, env.action_space, [], with_bias=False, squash_output=False
     )
-    it = ars.Iteration(network, np.ones(1), frozen, 0.1, 0, 1, track_obs=True)
-    jobs = [ars.Job(c, 0, 0, np.array([c])) for c in range(2)]
+    it = ars.Iteration(network, np.ones(1), frozen, 0.0, 0, 1, track_obs=True)  # nu 0: theta
+    jobs = [ars.Job(c, 0, (-1) ** c, np.array([c])) for c in range(2)]  # + and - of a direction
     results = [arms.run_job(env, it, job) for job in jobs]
     seen = [
         (1 - 1 / 3) / np.sqrt(8 / 9),
@@ -3724,10 +3724,15 @@ def test_per_step_statistics_rule_in_closed_form(monkeypatch):
     assert frozen.count == 2 and frozen.mean[0] == 0 and frozen.var[0] == 1  # left alone
     merged = ars.merge_statistics(frozen, [r.visited for r in results])
     assert merged.count == 8 and np.allclose([merged.mean[0], merged.var[0]], [1.5, 1.5])
-    env.actions = []  # the first-iteration arm, past iteration 0, and evaluations: frozen
+    env.actions = []  # the first-iteration arm in iteration 0 only; evaluations: frozen
+    arms.run_job(env, it._replace(index=0), jobs[0], arm="per-step-statistics-first-iteration")
+    np.testing.assert_allclose(env.actions, seen, rtol=1e-12)
+    env.actions = []
     arms.run_job(env, it, jobs[0], arm="per-step-statistics-first-iteration")
     arms.run_job(env, it._replace(track_obs=False), jobs[0])
-    np.testing.assert_allclose(env.actions, [1, 2, 3] * 2)
+    arms.run_job(env, it, jobs[0]._replace(weights=np.ones(1)))  # as AsyncEval.send_jobs sends
+    arms.run_job(env, it, jobs[0]._replace(sign=0))  # theta itself
+    np.testing.assert_allclose(env.actions, [1, 2, 3] * 4)
     env.actions, narrow = [], it._replace(obs_rms=RunningMeanStd.from_moments([0.0], [0.04], 2))
     for clipped in (narrow, narrow._replace(track_obs=False)):  # clip-10: x / 0.2, at most 10
         arms.run_job(env, clipped, jobs[0], arm="clip-10")
@@ -3736,7 +3741,7 @@ def test_per_step_statistics_rule_in_closed_form(monkeypatch):
 
 @pytest.mark.slow
 def test_per_step_statistics_rule_gives_the_same_weights_with_any_worker_count(monkeypatch):
-    arms = _arms()
+    arms = _arms(monkeypatch)
     monkeypatch.setattr(ars, "run_job", ars.run_job)  # restored after the test
     frozen_rule = _pendulum_model().learn(2400).policy.parameters_to_vector()
     arms.install("per-step-statistics")

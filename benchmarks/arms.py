@@ -10,12 +10,13 @@ already include its earlier ones, and clips them to +-10. These arms try each di
 deterministically:
 
 ``per-step-statistics``
-    Each training rollout starts from the iteration's frozen statistics and folds each state
-    into a private copy before acting on it: ``x_t`` is normalised with the statistics of the
-    frozen data plus ``x_0 .. x_t``. Line 8 is unchanged (the frozen statistics absorb the
-    rollouts' states exactly, in order), so the run's statistics are the paper's; only what
-    the policy sees during a rollout differs. Rollouts share nothing, so the same seed gives
-    the same weights whatever the number of workers.
+    Each training candidate's rollouts start from the iteration's frozen statistics and fold
+    each state into a private copy before acting on it: ``x_t`` is normalised with the
+    statistics of the frozen data plus ``x_0 .. x_t`` (and of the candidate's earlier
+    episodes). Line 8 is unchanged (the frozen statistics absorb the rollouts' states
+    exactly, in order), so the run's statistics are the paper's; only what the policy sees
+    during a rollout differs. Candidates share nothing, so the same seed gives the same
+    weights whatever the number of workers.
 ``per-step-statistics-first-iteration``
     The same, in the first iteration only (the one whose frozen statistics are empty).
 ``clip-10``
@@ -23,10 +24,10 @@ deterministically:
     VecNormalize's ``clip_obs`` does, in training and in evaluations.
 
 ``learning.py --arm vecnormalize`` trains ars on SB3's VecNormalize observations instead.
-Evaluations (``track_obs`` false) of the per-step arms keep the frozen statistics, as
-sb3-contrib's do. Results: ``benchmarks/results/ablation_halfcheetah.md``. An arm is
-installed in each process that runs rollouts: :func:`make_env` installs it in the worker that
-builds its env.
+Evaluations (jobs that carry their own weights, as ``AsyncEval.send_jobs`` sends, or that
+are theta itself) of the per-step arms keep the frozen statistics, as sb3-contrib's do.
+Results: ``benchmarks/results/ablation_halfcheetah.md``. An arm is installed in each process
+that runs rollouts: :func:`make_env` installs it in the worker that builds its env.
 """
 
 from __future__ import annotations
@@ -55,6 +56,8 @@ def per_step_actor(network: ars.Network, theta: Any, frozen: ars.RunningMeanStd)
 
 def clipped_actor(network: ars.Network, theta: Any, frozen: ars.RunningMeanStd) -> Any:
     """``obs -> action`` on ``clip((obs - mean) / sqrt(var), +-10)`` (the 1e-8 rule kept)."""
+    if network.flatten is not None:
+        raise ValueError("the clip-10 arm needs a flat Box observation space")
     act, mean, scale = network.actor(theta), frozen.mean, ars.inverse_std(frozen.var)
     return lambda obs: act(np.clip((obs - mean) * scale, -10.0, 10.0))
 
@@ -68,9 +71,13 @@ def run_job(
     arm: str = "per-step-statistics",
 ) -> ars.Result:
     """:func:`ars.run_job` with ``arm``'s rule where it applies (V2), else the paper's."""
-    per_step = arm.startswith("per-step") and it.track_obs and it.obs_filter is None
+    # A training rollout: a direction of the iteration, tracked; not weights sent to evaluate.
+    training = it.track_obs and job.weights is None and job.sign != 0
+    per_step = arm.startswith("per-step") and training and it.obs_filter is None
     if arm.endswith("first-iteration") and it.index != 0:
         per_step = False
+    if arm == "clip-10" and it.obs_filter is not None:
+        raise ValueError("the clip-10 arm is V2's: train on raw observations, not VecNormalize's")
     if it.obs_rms is None or not (per_step or arm == "clip-10"):
         return _FROZEN_RULE(env, it, job, options, on_step)
     actor = per_step_actor if per_step else clipped_actor

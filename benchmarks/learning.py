@@ -253,7 +253,8 @@ def parse_setting(text: str) -> tuple[str, object]:
 
 def label_suffix(args: argparse.Namespace, sep: str = ":") -> str:
     """What tells this arm's runs apart from the paper's settings: --label, else the --set."""
-    label = args.label or args.arm or ",".join(f"{k}={v}" for k, v in args.set.items())
+    setting = ",".join(f"{k}={v}" for k, v in args.set.items())
+    label = args.label or ",".join(x for x in (args.arm, setting) if x)
     return sep + label if label else ""
 
 
@@ -277,7 +278,7 @@ class StopPeer(Exception):
 
 
 def code_version() -> str:
-    """The commit of the ars.py this benchmark imports, "+changes" if it or this file differ."""
+    """The commit of the ars.py this benchmark imports, "+changes" if it or a benchmark differ."""
     folder = Path(ars.__file__).resolve().parent
 
     def git(*args: str) -> str:
@@ -285,7 +286,7 @@ def code_version() -> str:
         return done.stdout.strip() if done.returncode == 0 else ""
 
     commit = git("rev-parse", "--short", "HEAD") or "unknown"
-    changed = git("status", "--porcelain", "--", "ars.py", "benchmarks/learning.py")
+    changed = git("status", "--porcelain", "--", "ars.py", "benchmarks/*.py")
     return commit + ("+changes" if changed else "")
 
 
@@ -544,6 +545,8 @@ def main() -> None:
         parser.error(f"no paper threshold for {', '.join(unknown)}: use {', '.join(THRESHOLDS)}")
     if args.budget is not None and not args.budget > 0:
         parser.error(f"--budget must be a positive number of timesteps, got {args.budget:g}")
+    if args.peer and (args.arm or args.set):
+        parser.error("--arm and --set change ars's runs: they cannot apply to --peer")
     results = read_results(path)
     if not args.report:
         impl, runner = ("sb3-contrib", run_sb3) if args.peer else ("ars", run_ars)
