@@ -3149,9 +3149,10 @@ def _render_env(env_id: str, render_mode: str, size: int | None = None) -> gym.E
             _follow_the_agent(env, render_mode)
         return env
     except Exception as error:  # GL and display errors come from several libraries
-        fix = "; set MUJOCO_GL=egl (or osmesa) and check that its library is installed" * mujoco
-        raise RuntimeError(f"cannot render {env_id}: {type(error).__name__}: {error}{fix}"
-                           ) from error
+        if _INTERRUPTED:  # a signal during GL setup, which a library turned into an error
+            raise KeyboardInterrupt from error
+        raise RuntimeError(f"cannot render {env_id}: {type(error).__name__}: {error}" + (
+            "; set MUJOCO_GL=egl or osmesa, with its library installed" * mujoco)) from error
 
 def _follow_the_agent(env: gym.Env, render_mode: str) -> None:
     """Make MuJoCo's camera track the agent, as gymnasium's locomotion envs ask."""
@@ -3315,7 +3316,7 @@ def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p = _parser()
     args = p.parse_args(argv)
     video = args.video is not None
-    for wrong, message in [
+    for message in [message for wrong, message in [  # the first conflict found, in one line
         (not 0 <= (args.workers or 0) <= MAX_WORKERS, f"--workers must be from 0 to {MAX_WORKERS}"),
         (args.env is not None and not args.env.strip(), "--env needs an env id, e.g. CartPole-v1"),
         ((video or args.render) and not args.eval, "--video and --render: add --eval MODEL"),
@@ -3326,9 +3327,8 @@ def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         (args.eval and (args.resume or args.run_dir or args.overwrite), "--eval goes without "
          "--resume, --run-dir and --overwrite: it writes no run"),
         (args.overwrite and not args.run_dir, "--overwrite needs the --run-dir it replaces"),
-    ]:
-        if wrong:
-            p.error(message)
+    ] if wrong]:
+        p.error(message)
     args.explicit = {f for f in RUN_FLAGS if getattr(args, f) != p.get_default(f)}
     return args
 
