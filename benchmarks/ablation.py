@@ -1,35 +1,34 @@
-"""The HalfCheetah ablation of issue 19: each arm's episodes to the paper's threshold.
+"""The ablations of issue 19: each arm's episodes to the paper's threshold.
 
-    python benchmarks/ablation.py   # reads results/ablation_halfcheetah*.json, writes the .md
+    python benchmarks/ablation.py            # results/ablation_halfcheetah*.json -> its .md
+    python benchmarks/ablation.py Swimmer    # results/ablation_swimmer.json -> its .md
 
 The runs come from benchmarks/learning.py (same protocol: evaluations every 50k steps,
-stop at a confirmed 3430, a 12.5M-step budget), one key per arm. HalfCheetah's episodes
-always last 1,000 steps, so episodes = timesteps / 1,000, warm-up episodes included. A seed
-that never reached the threshold counts as infinitely many episodes; the medians and
-quartiles treat it so, and so does the one-sided Mann-Whitney U test of each arm against
-today's default (``ars:HalfCheetah-v4``): "fewer episodes than the default".
+stop at a confirmed threshold, the task's budget), one key per arm. HalfCheetah's and
+Swimmer's episodes always last 1,000 steps, so episodes = timesteps / 1,000, warm-up
+episodes included. A seed that never reached the threshold counts as infinitely many
+episodes; the medians and quartiles treat it so, and so does the one-sided Mann-Whitney U
+test of each arm against today's default (``ars:<task>-v4``): "fewer episodes than the
+default". The default's and sb3-contrib's runs are those of the ten-seed table.
 """
 
 from __future__ import annotations
 
 import json
 import math
+import sys
 
 import numpy as np
 from learning import NOTES, RESULTS, THRESHOLDS
 
-PATH, BASE, LENGTH = RESULTS / "ablation_halfcheetah.json", "ars:HalfCheetah-v4", 1000
-# Arms added later, run beside the first; a later file's arm replaces an earlier one's whole
-# (the per-step arms of benchmarks/arms.py replace those of a lost branch). The default's and
-# sb3-contrib's seeds 4 to 7 come from the ten-seed table's runs.
-MORE = [
-    RESULTS / f"ablation_halfcheetah_{name}.json"
-    for name in ("more", "per_step", "vecnormalize", "clip")
-]
-TEN_SEEDS = RESULTS / "learning10.json"
+LENGTH, TEN_SEEDS = 1000, RESULTS / "learning10.json"
+# HalfCheetah's arms added later ran beside the first; a later file's arm replaces an earlier
+# one's whole (the per-step arms of benchmarks/arms.py replace those of a lost branch).
+MORE = {"HalfCheetah": ("more", "per_step", "vecnormalize", "clip"), "Swimmer": ()}
+CLIMB = {"HalfCheetah": (1000, 2000, 3000), "Swimmer": (100, 200, 300)}
 
 
-def episodes_to_threshold(run: dict, level: float = THRESHOLDS["HalfCheetah"]) -> float:
+def episodes_to_threshold(run: dict, level: float) -> float:
     """Episodes (timesteps / 1,000) at the first evaluation at ``level``, else inf."""
     hit = next((e for e in run["evaluations"] if e[2] >= level), None)
     return hit[0] / LENGTH if hit else math.inf
@@ -46,47 +45,53 @@ def falls(run: dict) -> float:
     return float(np.mean(late)) if late else math.nan
 
 
-def table(results: dict) -> str:
+def table(results: dict, task: str) -> str:
+    """The Markdown table: one row per arm, the default first."""
     from scipy.stats import mannwhitneyu
 
-    base = {s: episodes_to_threshold(r) for s, r in results[BASE].items()}
+    base_key, threshold, cheetah = f"ars:{task}-v4", THRESHOLDS[task], task == "HalfCheetah"
+    base = {s: episodes_to_threshold(r, threshold) for s, r in results[base_key].items()}
     rows = [
         "| arm | seeds reaching | median episodes | quartiles | p (fewer than default) "
-        "| median episodes to 1000, 2000, 3000 | evaluations with a fall |",
-        "|---|---|---|---|---|---|---|",
+        f"| median episodes to {', '.join(map(str, CLIMB[task]))} "
+        + ("| evaluations with a fall |" if cheetah else "|"),
+        "|---" * (7 if cheetah else 6) + "|",
     ]
-    for key, runs in sorted(results.items(), key=lambda kv: kv[0] != BASE):
-        episodes = {s: episodes_to_threshold(r) for s, r in runs.items()}
+    for key, runs in sorted(results.items(), key=lambda kv: kv[0] != base_key):
+        episodes = {s: episodes_to_threshold(r, threshold) for s, r in runs.items()}
         values = np.array(sorted(episodes.values()))
         big = np.where(np.isinf(values), 1e18, values)  # inf * 0 would be nan; a quartile
         q1, median, q3 = (np.percentile(big, q) for q in (25, 50, 75))  # this big: not reached
         shared = sorted(set(episodes) & set(base))  # the same seeds in both arms
         arm, base_arm = [episodes[s] for s in shared], [base[s] for s in shared]
-        p = "" if key == BASE else mannwhitneyu(arm, base_arm, alternative="less").pvalue
+        p = "" if key == base_key else mannwhitneyu(arm, base_arm, alternative="less").pvalue
         show = lambda x: "not reached" if x >= 1e17 else f"{x:,.0f}"
         climbs = [
             np.median([min(episodes_to_threshold(r, level), 1e18) for r in runs.values()])
-            for level in (1000, 2000, 3000)
+            for level in CLIMB[task]
         ]
-        name = key.removeprefix(BASE + ":") if key.startswith("ars") else key.split(":")[0]
+        name = key.removeprefix(base_key + ":") if key.startswith("ars") else key.split(":")[0]
+        fell = np.nanmedian([falls(r) for r in runs.values()]) if cheetah else None
         rows.append(
-            f"| {'default (the paper)' if key == BASE else name} "
+            f"| {'default (the paper)' if key == base_key else name} "
             f"| {np.isfinite(values).sum()}/{len(values)} | {show(median)} "
             f"| {show(q1)} to {show(q3)} | {p if p == '' else f'{p:.3f}'} "
-            f"| {' / '.join(show(x) for x in climbs)} "
-            f"| {np.nanmedian([falls(r) for r in runs.values()]):.0%} |"
+            f"| {' / '.join(show(x) for x in climbs)} |" + (f" {fell:.0%} |" if cheetah else "")
         )
     return "\n".join(rows)
 
 
 def main() -> None:
-    results = {
-        k: v for p in (PATH, *MORE) if p.exists() for k, v in json.loads(p.read_text()).items()
-    }
+    task = sys.argv[1] if len(sys.argv) > 1 else "HalfCheetah"
+    if task not in MORE:
+        sys.exit(f"error: no ablation of {task!r}: use one of {', '.join(MORE)}")
+    path = RESULTS / f"ablation_{task.lower()}.json"
+    files = [path, *(RESULTS / f"ablation_{task.lower()}_{name}.json" for name in MORE[task])]
+    results = {k: v for p in files if p.exists() for k, v in json.loads(p.read_text()).items()}
     ten = json.loads(TEN_SEEDS.read_text()) if TEN_SEEDS.exists() else {}
-    for key in (BASE, "sb3-contrib:HalfCheetah-v4"):
+    for key in (f"ars:{task}-v4", f"sb3-contrib:{task}-v4"):
         results.setdefault(key, {}).update(ten.get(key, {}))  # the same protocol and seeds
-    text, md = table(results), PATH.with_suffix(".md")
+    text, md = table(results, task), path.with_suffix(".md")
     notes = md.read_text().partition(NOTES)[2] if md.exists() else ""
     md.write_text(text + "\n" + (f"\n{NOTES}{notes}" if notes else ""))
     print(text)
