@@ -3267,7 +3267,8 @@ def test_interrupts_finish_or_discard_the_iteration_and_resume_is_exact(tmp_path
 
 
 def test_ctrl_c_once_asks_to_stop_twice_stops_now():
-    before = signal.getsignal(signal.SIGINT)  # SIG_IGN when run in the background (nohup, &)
+    signals = (signal.SIGINT, signal.SIGTERM)
+    before = [signal.getsignal(s) for s in signals]  # SIGINT: SIG_IGN if started by a shell's &
     interrupts = ars._Interrupts()
     try:
         interrupts._handle(signal.SIGINT, None)
@@ -3278,7 +3279,7 @@ def test_ctrl_c_once_asks_to_stop_twice_stops_now():
         interrupts._handle(signal.SIGTERM, None)
     finally:
         interrupts.restore()
-    assert signal.getsignal(signal.SIGINT) is before
+    assert [signal.getsignal(s) for s in signals] == before
 
 
 @pytest.mark.slow
