@@ -1643,28 +1643,23 @@ def _worker(remote: Any, parent_remote: Any, env_fn_bytes: bytes) -> None:
         remote.send(("error", (None, traceback.format_exc())))
         return
     it = None
-    while True:
-        try:
-            command, data = remote.recv()
-        except (EOFError, OSError):  # the main process is gone
-            break
-        if command == "close":
-            break
-        it_bytes, options, batch = data
-        it = cloudpickle.loads(it_bytes) if it_bytes is not None else it
-        done, sent_at, k = [], time.monotonic(), getattr(env, "num_envs", 1)
-        units = [batch[i : i + k] for i in range(0, len(batch), k)]  # k jobs side by side
-        for position, unit in enumerate(units, 1):
-            try:
-                done += zip([job.candidate for job in unit], run_jobs(env, it, unit, options))
-            except BaseException:
-                remote.send(("results", done))
-                remote.send(("error", (unit[0].candidate, traceback.format_exc())))
-                break
-            # Few messages per batch, yet regular news of progress.
-            if position == len(units) or time.monotonic() - sent_at > RESULT_INTERVAL:
-                remote.send(("results", done))
-                done, sent_at = [], time.monotonic()
+    with contextlib.suppress(EOFError, OSError):  # the main process is gone: nobody to tell
+        while (message := remote.recv())[0] != "close":
+            it_bytes, options, batch = message[1]
+            it = cloudpickle.loads(it_bytes) if it_bytes is not None else it
+            done, sent_at, k = [], time.monotonic(), getattr(env, "num_envs", 1)
+            units = [batch[i : i + k] for i in range(0, len(batch), k)]  # k jobs side by side
+            for position, unit in enumerate(units, 1):
+                try:
+                    done += zip([job.candidate for job in unit], run_jobs(env, it, unit, options))
+                except BaseException:
+                    remote.send(("results", done))
+                    remote.send(("error", (unit[0].candidate, traceback.format_exc())))
+                    break
+                # Few messages per batch, yet regular news of progress.
+                if position == len(units) or time.monotonic() - sent_at > RESULT_INTERVAL:
+                    remote.send(("results", done))
+                    done, sent_at = [], time.monotonic()
     env.close()
     remote.close()
 

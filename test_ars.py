@@ -1279,6 +1279,28 @@ def test_async_eval_killed_worker_raises_within_seconds():
 
 
 @pytest.mark.slow
+def test_a_worker_whose_main_process_is_killed_exits_quietly(tmp_path):
+    # The main process dies mid-batch: the worker's next send finds no reader, and it must
+    # exit without a BrokenPipeError's traceback on the terminal they share.
+    script = (
+        "import os, signal, threading, numpy as np, ars\n"
+        "from test_ars import SlowEnv\n"
+        "policy = ars.ARSLinearPolicy(SlowEnv.observation_space, SlowEnv.action_space)\n"
+        "ae = ars.AsyncEval([SlowEnv], policy, start_method='fork')\n"
+        "print(ae.processes[0].pid, flush=True)\n"
+        "ae.send_jobs(np.zeros((1, policy.n_params)), 1)  # 3 s of work\n"
+        "threading.Timer(0.5, os.kill, (os.getpid(), signal.SIGKILL)).start()\n"
+        "ae.get_results()\n"
+    )
+    (tmp_path / "killed.py").write_text(script)
+    # The worker inherits stderr, so communicate() returns once the worker has exited too.
+    result = _run([str(tmp_path / "killed.py")], tmp_path, timeout=60)
+    assert result.returncode == -signal.SIGKILL and result.stdout.strip().isdigit()
+    assert "Traceback" not in result.stderr, result.stderr
+    assert not _alive(int(result.stdout))
+
+
+@pytest.mark.slow
 def test_async_eval_env_that_fails_at_start_up():
     policy = ARSLinearPolicy(NoisyWalk.observation_space, NoisyWalk.action_space)
     before = {p.pid for p in multiprocessing.active_children()}
