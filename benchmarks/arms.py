@@ -100,3 +100,256 @@ def make_env(arm: str, env_id: str) -> Any:
     """``ars.make_env(env_id)`` in a worker, with ``arm`` installed there first."""
     install(arm)
     return ars.make_env(env_id)
+
+
+# == sb3-emulation (issue 33): sb3-contrib's ARS with 2 AsyncEval workers, inside ars ==========
+# Read from sb3-contrib 2.9.2 (``ars/ars.py``, ``common/vec_env/async_eval.py``) and SB3's
+# ``vec_normalize.py``, ``running_mean_std.py``, ``evaluation.py`` and ``dummy_vec_env.py``.
+# Each setting below is sb3-contrib's behaviour; the reverse ablation turns one off at a time.
+
+SB3_EMULATION: dict[str, Any] = {
+    # candidates are ordered all + then all -, candidate i runs in lane i % lanes, in order
+    "lanes": 2,
+    # merge each lane's statistics (the main ones plus its states), then count -= old count
+    "count_correction": True,
+    # iteration 0: each lane's fresh statistics (count 1e-4) update at every step
+    "first_iteration_normalised": True,
+    # a lane's statistics carry across its candidates (else each starts from the synced ones)
+    "carry_over": True,
+    # + and - of a direction start from one env seed (else each lane's env continues its stream)
+    "common_random_numbers": False,
+    "clip_obs": 10.0,  # 0: no clip
+    "float32": True,  # observations normalised, policy run and weights updated in float32
+    "sb3_sigma": True,  # sigma_R with ddof 1 and step alpha / (b sigma_R + 1e-6)
+}
+EPSILON = 1e-8  # VecNormalize's: z = (x - mean) / sqrt(var + 1e-8)
+
+
+class SB3Statistics:
+    """SB3's RunningMeanStd: count starts at 1e-4 with mean 0 and var 1; merges by moments."""
+
+    def __init__(self, dim: int):
+        self.mean, self.var, self.count = np.zeros(dim), np.ones(dim), 1e-4
+
+    def combine(self, mean: np.ndarray, var: np.ndarray, count: float) -> SB3Statistics:
+        """SB3's ``update_from_moments``."""
+        delta, total = mean - self.mean, self.count + count
+        m_2 = self.var * self.count + var * count + np.square(delta) * self.count * count / total
+        self.mean, self.var, self.count = self.mean + delta * count / total, m_2 / total, total
+        return self
+
+    def copy(self) -> SB3Statistics:
+        other = SB3Statistics(len(self.mean))
+        other.mean, other.var, other.count = self.mean.copy(), self.var.copy(), self.count
+        return other
+
+    def to_json(self) -> list:
+        return [self.mean.tolist(), self.var.tolist(), self.count]
+
+    @staticmethod
+    def from_json(data: list) -> SB3Statistics:
+        rms = SB3Statistics(len(data[0]))
+        rms.mean, rms.var, rms.count = np.array(data[0]), np.array(data[1]), float(data[2])
+        return rms
+
+
+class Emulation:
+    """sb3-contrib's ARS (LinearPolicy, VecNormalize, ``lanes`` AsyncEval workers) run
+    deterministically in one process: the lanes are virtual workers, each with its own env.
+
+    ``iterate()`` runs one iteration; ``evaluate(env, seeds)`` the deterministic policy on the
+    main statistics, clipped, as ``benchmarks/learning.py`` evaluates sb3-contrib; ``state()``
+    and ``Emulation.resume`` checkpoint it exactly (JSON).
+    """
+
+    def __init__(self, env_id: str, seed: int, n_delta: int | None = None, **settings: Any):
+        unknown = sorted(set(settings) - set(SB3_EMULATION))
+        if unknown:
+            raise ValueError(f"unknown sb3-emulation settings {unknown}: use {list(SB3_EMULATION)}")
+        hp = ars.settings_for(env_id)
+        if hp["policy"] != "LinearPolicy":
+            raise ValueError(f"sb3-emulation runs LinearPolicy tasks, not {env_id}")
+        self.env_id, self.seed, self.settings = env_id, seed, {**SB3_EMULATION, **settings}
+        self.n = n_delta or hp["n_delta"]
+        self.b = min(hp["n_top"] or self.n, self.n) if n_delta is None else self.n
+        self.alpha, self.nu = hp["learning_rate"], hp["delta_std"]
+        self.shift, self.v2 = hp["alive_bonus_offset"], hp["normalize_obs"]
+        self.dtype = np.float32 if self.settings["float32"] else np.float64
+        self.envs = [ars.make_env(env_id) for _ in range(self.settings["lanes"])]
+        space = self.envs[0].action_space
+        self.low, self.high = space.low.astype(self.dtype), space.high.astype(self.dtype)
+        self.obs_dim = self.envs[0].observation_space.shape[0]
+        self.act_dim = space.shape[0]
+        self.theta = np.zeros(self.act_dim * self.obs_dim, self.dtype)  # zero_policy
+        self.index = self.timesteps = 0
+        self.old_count, self.diagnostics = 0.0, []
+        for lane, env in enumerate(self.envs):  # an unseeded worker env, made repeatable
+            env.unwrapped.np_random = np.random.default_rng(ars.env_seed(seed, 9, lane))
+        self.main = self.exact = None
+        if self.v2:  # sb3's learn() resets the main env (seeded): its first state is counted
+            obs, _ = ars.make_env(env_id).reset(seed=ars.env_seed(seed, 10))
+            self.main = SB3Statistics(self.obs_dim).combine(obs, np.zeros(self.obs_dim), 1)
+            self.exact = ars.RunningMeanStd((self.obs_dim,)).update(obs[None])
+
+    def state(self) -> dict:
+        """Everything a resume needs, as JSON."""
+        return {
+            "seed": self.seed,
+            "n_delta": self.n,
+            "settings": self.settings,
+            "theta": self.theta.tolist(),
+            "index": self.index,
+            "timesteps": self.timesteps,
+            "old_count": self.old_count,
+            "diagnostics": self.diagnostics,
+            "main": None if self.main is None else self.main.to_json(),
+            "exact": None
+            if self.exact is None
+            else [self.exact.mean.tolist(), self.exact.var.tolist(), self.exact.count],
+            "rng": [env.unwrapped.np_random.bit_generator.state for env in self.envs],
+        }
+
+    @staticmethod
+    def resume(env_id: str, state: dict) -> Emulation:
+        """The emulation ``state()`` was taken from, exactly."""
+        n_delta = (
+            state["n_delta"] if state["n_delta"] != ars.settings_for(env_id)["n_delta"] else None
+        )
+        emulation = Emulation(env_id, state["seed"], n_delta, **state["settings"])
+        emulation.theta = np.array(state["theta"], emulation.dtype)
+        emulation.index, emulation.timesteps = state["index"], state["timesteps"]
+        emulation.old_count, emulation.diagnostics = state["old_count"], state["diagnostics"]
+        if state["main"] is not None:
+            emulation.main = SB3Statistics.from_json(state["main"])
+            mean, var, count = state["exact"]
+            emulation.exact = ars.RunningMeanStd.from_moments(np.array(mean), np.array(var), count)
+        for env, rng in zip(emulation.envs, state["rng"]):
+            env.unwrapped.np_random.bit_generator.state = rng
+        return emulation
+
+    def normalise(self, obs: np.ndarray, rms: SB3Statistics | None) -> np.ndarray:
+        """VecNormalize's ``normalize_obs``: ``clip((x - mean) / sqrt(var + 1e-8), +-10)``."""
+        if rms is None:
+            return obs.astype(self.dtype)
+        z, clip = (obs - rms.mean) / np.sqrt(rms.var + EPSILON), self.settings["clip_obs"]
+        return (np.clip(z, -clip, clip) if clip else z).astype(self.dtype)
+
+    def episode(
+        self,
+        env: Any,
+        weights: np.ndarray,
+        rms: Any,
+        update: bool,
+        rows: list,
+        reset_seed: int | None,
+    ) -> tuple[float, int, int]:
+        """One candidate's episode, as SB3's evaluate_policy runs it in a worker: its return,
+        length and clipped entries. With ``update``, ``rms`` takes each state before it is
+        normalised (VecNormalize's training mode); ``rows`` gets every state it took: the
+        reset one, each next one, and DummyVecEnv's auto-reset one (the final one never)."""
+        low, high, clip = self.low, self.high, self.settings["clip_obs"]
+        zeros, total, length, clipped = np.zeros(self.obs_dim), 0.0, 0, 0
+        obs, _ = env.reset(seed=reset_seed)
+        while True:
+            if rms is not None:
+                rows.append(obs)
+                if update:
+                    rms.combine(obs, zeros, 1)
+                z = (obs - rms.mean) / np.sqrt(rms.var + EPSILON)
+                if clip:
+                    clipped += np.count_nonzero(np.abs(z) > clip)
+                    z = np.clip(z, -clip, clip)
+                obs = z
+            action = np.clip(weights @ obs.astype(self.dtype), low, high)
+            obs, reward, terminated, truncated, _ = env.step(action)
+            total, length = total + reward, length + 1
+            if terminated or truncated:
+                break
+        obs, _ = env.reset()  # DummyVecEnv's auto-reset: VecNormalize takes its state
+        if rms is not None:
+            rows.append(obs)
+            if update:
+                rms.combine(obs, zeros, 1)
+        return round(total, 6), length, clipped  # Monitor rounds the return to 6 digits
+
+    def iterate(self) -> None:
+        """One iteration of sb3-contrib's ``_do_one_update`` with ``lanes`` workers."""
+        n, s = self.n, self.settings
+        deltas = np.stack(
+            [ars.direction(self.seed, self.index, k, len(self.theta)) for k in range(n)]
+        ).astype(self.dtype)
+        candidates = np.concatenate([self.theta + self.nu * deltas, self.theta - self.nu * deltas])
+        returns, steps, clipped, lanes = np.zeros(2 * n, self.dtype), 0, 0, []
+        per_step = self.index > 0 or s["first_iteration_normalised"]
+        for lane, env in enumerate(self.envs):
+            start = None
+            if self.v2:  # sync_obs_rms after each iteration; iteration 0's are fresh
+                start = self.main.copy() if self.index > 0 else SB3Statistics(self.obs_dim)
+            rms, rows = None if start is None else start.copy(), []
+            for i in range(lane, 2 * n, len(self.envs)):
+                if start is not None and not s["carry_over"]:
+                    rms = start.copy()
+                seed = None
+                if s["common_random_numbers"]:
+                    seed = ars.env_seed(self.seed, ars.ENV_SEEDS, self.index, i % n, 0)
+                weights = candidates[i].reshape(self.act_dim, self.obs_dim)
+                r, length, c = self.episode(env, weights, rms, per_step, rows, seed)
+                returns[i], steps, clipped = r + self.shift * length, steps + length, clipped + c
+            if start is not None:
+                new = ars.RunningMeanStd((self.obs_dim,)).update(np.array(rows))
+                carried = (
+                    rms
+                    if per_step and s["carry_over"]
+                    else start.combine(new.mean, new.var, new.count)
+                )
+                lanes.append((carried, new))
+        self.merge(lanes, clipped)
+        r_plus, r_minus = returns[:n], returns[n:]
+        top = np.argsort(-np.maximum(r_plus, r_minus), kind="stable")[: self.b]
+        kept = np.concatenate([r_plus[top], r_minus[top]])
+        if s["sb3_sigma"]:
+            step_size = self.alpha / (self.b * kept.std(ddof=1) + 1e-6)
+        else:
+            sigma = kept.std()
+            step_size = self.alpha / (self.b * sigma) if sigma > 0 else 0.0
+        self.theta = self.theta + step_size * ((r_plus[top] - r_minus[top]) @ deltas[top])
+        self.index, self.timesteps = self.index + 1, self.timesteps + steps
+
+    def merge(self, lanes: list, clipped: int) -> None:
+        """sb3-contrib's merge of the workers' statistics into the main ones, or the exact one,
+        and the diagnostics: the share of clipped entries, the merged over the exact sigma."""
+        if self.main is None:
+            return
+        for carried, new in lanes:
+            if self.settings["count_correction"]:  # the old data is counted again, then
+                self.main.combine(carried.mean, carried.var, carried.count)  # its count not
+                self.main.count -= self.old_count
+            else:
+                self.main.combine(new.mean, new.var, new.count)
+            self.exact.combine(new)
+        self.old_count = self.main.count
+        ratio = np.sqrt(self.main.var / np.where(self.exact.var > 0, self.exact.var, np.nan))
+        entries = sum(new.count for _, new in lanes) * self.obs_dim
+        self.diagnostics.append(
+            [
+                self.timesteps,
+                float(clipped / entries),
+                float(np.nanmedian(ratio)),
+                float(np.nanmin(ratio)),
+                float(np.nanmax(ratio)),
+            ]
+        )
+
+    def evaluate(self, env: Any, seeds: Any) -> np.ndarray:
+        """Deterministic returns, one episode per env seed, on the main statistics (frozen)."""
+        weights, returns = self.theta.reshape(self.act_dim, self.obs_dim), []
+        for episode_seed in seeds:
+            obs, _ = env.reset(seed=int(episode_seed))
+            total, done = 0.0, False
+            while not done:
+                z = self.normalise(obs, self.main)
+                action = np.clip(weights @ z, self.low, self.high)
+                obs, reward, terminated, truncated, _ = env.step(action)
+                total, done = total + reward, terminated or truncated
+            returns.append(total)
+        return np.array(returns)

@@ -231,6 +231,84 @@ def run_ars(env_id: str, seed: int, budget: int, eval_freq: int, args: argparse.
     }
 
 
+def run_emulation(
+    env_id: str, seed: int, budget: int, eval_freq: int, args: argparse.Namespace
+) -> dict:
+    """run_ars's protocol for the sb3-emulation arm (benchmarks/arms.py): sb3-contrib's
+    rules, run in one process with ``lanes`` virtual workers; resumes from its state."""
+    import arms
+
+    stop, threshold = args.stop_at_threshold, THRESHOLDS[task(env_id)]
+    run_dir = Path(args.runs_dir) / (f"ars-{env_id}-{seed}" + label_suffix(args, "-"))
+    run_dir.mkdir(parents=True, exist_ok=True)
+    state_path = run_dir / "state.json"
+    if state_path.exists():  # the whole emulation is JSON: it resumes exactly
+        state = json.loads(state_path.read_text())
+        emulation = arms.Emulation.resume(env_id, state["emulation"])
+        print(f"  resuming at {emulation.timesteps:,} steps, iteration {emulation.index}")
+    else:
+        emulation = arms.Emulation(env_id, seed, args.n_delta, **args.set)
+        state = {"evaluations": [], "train_seconds": 0.0, "next_eval": 0}
+    eval_env, seeds = ars.make_env(env_id), eval_seeds(seed)
+
+    def evaluate() -> None:
+        returns = emulation.evaluate(eval_env, seeds)
+        episodes = emulation.index * 2 * emulation.n
+        state["evaluations"].append(
+            [
+                emulation.timesteps,
+                state["train_seconds"],
+                float(returns.mean()),
+                float(returns.std()),
+                episodes,
+            ]
+        )
+        while state["next_eval"] <= emulation.timesteps:
+            state["next_eval"] += eval_freq
+        print(
+            f"  {emulation.timesteps:>11,} steps {episodes:>8,} episodes "
+            f"{state['train_seconds'] / 60:6.1f} min: {returns.mean():8.1f}",
+            flush=True,
+        )
+
+    def checkpoint() -> None:
+        state["emulation"] = emulation.state()
+        write_json(state_path, state)
+
+    if not state["evaluations"]:
+        evaluate()
+        checkpoint()
+    mark = saved = time.perf_counter()
+    while not state.get("stopped") and emulation.timesteps < budget:
+        emulation.iterate()
+        now = time.perf_counter()
+        state["train_seconds"] += now - mark
+        if emulation.timesteps >= state["next_eval"]:
+            evaluate()
+            if stop and confirmed(state["evaluations"], threshold):
+                state["stopped"] = "threshold reached and confirmed"
+        if now - saved >= args.checkpoint_seconds or state["next_eval"] > emulation.timesteps:
+            checkpoint()
+            saved = time.perf_counter()
+        mark = time.perf_counter()
+    if state["evaluations"][-1][0] != emulation.timesteps:
+        evaluate()
+        checkpoint()
+    return {
+        "budget": budget,
+        "workers": 1,
+        "lanes": emulation.settings["lanes"],
+        "n_delta": emulation.n,
+        "n_top": emulation.b,
+        "stopped": state.get("stopped") or "budget",
+        "evaluations": state["evaluations"],
+        "settings": emulation.settings,
+        # per iteration: timesteps before it, share of clipped entries, merged / exact sigma
+        # of the observations (median, min and max over the inputs)
+        "diagnostics": emulation.diagnostics,
+    }
+
+
 def bare_rate(env_id: str, n_delta: int, steps: int = 20_000) -> float:
     """The bare single-core env.step rate, replaying the actions of the run's first
     candidates, as ``benchmarks/speed.py --impls bare`` measures it: the median of 3."""
@@ -245,6 +323,9 @@ def parse_setting(text: str) -> tuple[str, object]:
     name, sep, value = text.partition("=")
     if not sep or not name.isidentifier():
         raise argparse.ArgumentTypeError(f"expected NAME=VALUE, got {text!r}")
+    python = {"True": True, "False": False, "None": None}  # what users type, beside JSON
+    if value in python:
+        return name, python[value]
     try:
         return name, json.loads(value)
     except json.JSONDecodeError:
@@ -530,9 +611,11 @@ def main() -> None:
             "per-step-statistics-first-iteration",
             "clip-10",
             "vecnormalize",
+            "sb3-emulation",
         ],
         help="a statistics rule of benchmarks/arms.py, or ars on SB3's VecNormalize "
-        "observations (issue 19's ablation); the key's suffix",
+        "observations (issue 19's ablation), or sb3-contrib's rules emulated (issue 33; "
+        "--set its SB3_EMULATION settings); the key's suffix",
     )
     args = parser.parse_args()
     args.set = dict(args.set)
@@ -550,6 +633,7 @@ def main() -> None:
     results = read_results(path)
     if not args.report:
         impl, runner = ("sb3-contrib", run_sb3) if args.peer else ("ars", run_ars)
+        runner = run_emulation if args.arm == "sb3-emulation" else runner
         for env_id in args.envs:
             key = f"{impl}:{env_id}" + (f":N{args.n_delta}" if args.n_delta else "")
             key += label_suffix(args)
