@@ -14,8 +14,6 @@ The core comes first, the whole method on NumPy and gymnasium alone, up to "end 
 core": a copy cut there trains with the same weights. Then the ``ARS`` class and plumbing.
 """
 
-# Wrapped by hand, denser than ruff's style (the length is a budget); `ruff check` still holds.
-# fmt: off
 from __future__ import annotations
 
 import math
@@ -49,9 +47,20 @@ PAPER_SETTINGS = {task: dict(zip(_COLUMNS.split(), row)) for task, row in _PAPER
 PAPER_SETTINGS["Pendulum"].update(policy="MlpPolicy", net_arch=[16], zero_policy=False)
 
 DEFAULTS: dict[str, Any] = dict(  # train()'s hyper-parameters, named and set as in ARS()
-    policy="LinearPolicy", policy_kwargs=None, n_delta=8, n_top=None, learning_rate=0.02,
-    delta_std=0.05, zero_policy=True, alive_bonus_offset=0.0, n_eval_episodes=1,
-    normalize_obs=False, common_random_numbers=True, max_episode_steps=None, seed=None)
+    policy="LinearPolicy",
+    policy_kwargs=None,
+    n_delta=8,
+    n_top=None,
+    learning_rate=0.02,
+    delta_std=0.05,
+    zero_policy=True,
+    alive_bonus_offset=0.0,
+    n_eval_episodes=1,
+    normalize_obs=False,
+    common_random_numbers=True,
+    max_episode_steps=None,
+    seed=None,
+)
 
 
 # == Running statistics ==========================================================================
@@ -163,9 +172,15 @@ class Network:
     Discrete actions; for a Box, ``tanh`` rescaled to its bounds (``squash_output``) or clip.
     """
 
-    def __init__(self, observation_space: spaces.Space, action_space: spaces.Space,
-                 net_arch: Sequence[int] = (64, 64), activation_fn: str = "relu",
-                 with_bias: bool = True, squash_output: bool = True):
+    def __init__(
+        self,
+        observation_space: spaces.Space,
+        action_space: spaces.Space,
+        net_arch: Sequence[int] = (64, 64),
+        activation_fn: str = "relu",
+        with_bias: bool = True,
+        squash_output: bool = True,
+    ):
         self.observation_space, self.action_space = observation_space, action_space
         self.net_arch, self.activation_fn = [int(n) for n in net_arch], activation_fn
         self.with_bias, self.squash_output = bool(with_bias), bool(squash_output)
@@ -291,9 +306,15 @@ def joined(rows: list, dtype: Any) -> np.ndarray:
     return flat
 
 
-def run_episodes(env: gym.Env, act: Callable, seeds: Sequence[int], options: dict | None = None,
-                 track_obs: bool = True, max_episode_steps: int | None = None,
-                 on_step: Callable | None = None) -> tuple:
+def run_episodes(
+    env: gym.Env,
+    act: Callable,
+    seeds: Sequence[int],
+    options: dict | None = None,
+    track_obs: bool = True,
+    max_episode_steps: int | None = None,
+    on_step: Callable | None = None,
+) -> tuple:
     """Roll out ``act`` (``obs -> action``) for one episode per env seed: their returns and
     lengths, and the statistics of the states acted on. ``options`` go to every reset;
     ``on_step(action, transition)`` hears of each step. An episode ends at ``max_episode_steps``
@@ -333,9 +354,11 @@ def run_episodes(env: gym.Env, act: Callable, seeds: Sequence[int], options: dic
                     break
                 stop = min(limit, steps + chunk - len(rows))
         if not limits and not (terminated or truncated):
-            raise RuntimeError(f"an episode ran {NO_LIMIT_STEPS:,} steps without ending (env seed "
-                               f"{seed}), and the env has no time limit: wrap it in gymnasium's "
-                               "TimeLimit, or pass max_episode_steps= to ARS")
+            raise RuntimeError(
+                f"an episode ran {NO_LIMIT_STEPS:,} steps without ending (env seed "
+                f"{seed}), and the env has no time limit: wrap it in gymnasium's "
+                "TimeLimit, or pass max_episode_steps= to ARS"
+            )
         returns[i], lengths[i] = total, steps
     if rows:
         fold()
@@ -385,14 +408,16 @@ def candidate_parameters(it: Iteration, job: Job) -> np.ndarray:
     return it.theta + (job.sign * it.delta_std) * _LAST_DIRECTION.delta  # theta +- nu delta
 
 
-def run_job(env: gym.Env, it: Iteration, job: Job, options: dict | None = None,
-            on_step: Any = None) -> Result:
+def run_job(
+    env: gym.Env, it: Iteration, job: Job, options: dict | None = None, on_step: Any = None
+) -> Result:
     """Evaluate one candidate: its episodes' returns and lengths, the states it visited."""
     act = it.network.actor(candidate_parameters(it, job), it.obs_rms)
     if it.obs_filter is not None:
         act = (lambda policy, f: lambda obs: policy(f(obs)))(act, it.obs_filter)
-    returns, lengths, visited = run_episodes(env, act, job.seeds, options, it.track_obs,
-                                             it.max_episode_steps, on_step)
+    returns, lengths, visited = run_episodes(
+        env, act, job.seeds, options, it.track_obs, it.max_episode_steps, on_step
+    )
     flagged = not np.isfinite(visited.mean).all()  # V1's check: NaN statistics flag a state
     return Result(returns, lengths, visited if it.track_obs or flagged else None)
 
@@ -405,9 +430,11 @@ def check_finite(result: Result, job: Job, index: int) -> None:
         big = np.isfinite(rms.mean).all()  # finite states whose squares overflow: scale them
         what = "variance of the observations: scale them" if big else "observation (nan or inf)"
     if what:
-        raise FloatingPointError(f"iteration {index}, candidate {job.candidate} (direction "
-                                 f"{job.k}, {sign}): a non-finite {what}, with env seeds "
-                                 f"{seeds}; the weights are unchanged")
+        raise FloatingPointError(
+            f"iteration {index}, candidate {job.candidate} (direction "
+            f"{job.k}, {sign}): a non-finite {what}, with env seeds "
+            f"{seeds}; the weights are unchanged"
+        )
 
 
 # == One iteration of Algorithm 2, and training ==================================================
@@ -415,8 +442,9 @@ def check_finite(result: Result, job: Job, index: int) -> None:
 Evaluate = Callable[[Iteration, Sequence[Job]], Sequence[Result]]  # one Result per job, in order
 
 
-def iteration(theta: np.ndarray, obs_rms: Any, evaluate: Evaluate, network: Network, index: int,
-              hp: dict) -> tuple[np.ndarray, Any, dict[str, Any]]:
+def iteration(
+    theta: np.ndarray, obs_rms: Any, evaluate: Evaluate, network: Network, index: int, hp: dict
+) -> tuple[np.ndarray, Any, dict[str, Any]]:
     """One iteration of Algorithm 2, values in and values out; comments give its lines.
 
     ``hp`` holds the settings (``learning_rate`` and ``delta_std`` as numbers);
@@ -426,8 +454,9 @@ def iteration(theta: np.ndarray, obs_rms: Any, evaluate: Evaluate, network: Netw
     n, b, alpha, nu, seed = (hp[k] for k in "n_delta n_top learning_rate delta_std seed".split())
     # Line 4: N directions delta_k ~ N(0, I), each the stream direction(seed, index, k),
     # drawn where it is used.
-    it = Iteration(network, theta, obs_rms, nu, seed, index, obs_rms is not None,
-                   hp["max_episode_steps"])
+    it = Iteration(
+        network, theta, obs_rms, nu, seed, index, obs_rms is not None, hp["max_episode_steps"]
+    )
 
     # Line 5: 2N rollouts of theta +- nu delta_k (candidates k and N + k), mu and Sigma
     # frozen; common random numbers (ars's, not the paper's): a direction's two share env seeds.
@@ -535,9 +564,11 @@ Schedule = Callable[[float], float]
 MAX_PARAMETERS = 10**7  # a random direction of this size per candidate is already slow
 SPACE_KEYS = ("observation_space", "action_space")
 
+
 def is_int(value: Any) -> bool:
     """An int (NumPy's too), not a bool."""
     return isinstance(value, (int, np.integer)) and not isinstance(value, bool)
+
 
 def _require(module: str, install: str) -> Any:
     """Import an optional dependency, or fail with the command that installs it."""
@@ -549,15 +580,20 @@ def _require(module: str, install: str) -> Any:
 
 # == The API: ARSPolicy and ARS, as the seed and Stable-Baselines3 shape them ====================
 
+
 def check_spaces(observation_space: spaces.Space, action_space: spaces.Space) -> None:
     """Raise ``NotImplementedError`` naming the space when ARS cannot use it."""
-    if not isinstance(observation_space, (spaces.Box, spaces.Discrete, spaces.MultiDiscrete,
-                                          spaces.MultiBinary)):
-        raise NotImplementedError(f"ARS supports Box, Discrete, MultiDiscrete and MultiBinary "
-                                  f"observation spaces; got {observation_space} "
-                                  f"(gymnasium.wrappers.FlattenObservation flattens others)")
+    if not isinstance(
+        observation_space, (spaces.Box, spaces.Discrete, spaces.MultiDiscrete, spaces.MultiBinary)
+    ):
+        raise NotImplementedError(
+            f"ARS supports Box, Discrete, MultiDiscrete and MultiBinary "
+            f"observation spaces; got {observation_space} "
+            f"(gymnasium.wrappers.FlattenObservation flattens others)"
+        )
     if not isinstance(action_space, (spaces.Box, spaces.Discrete)):
         raise NotImplementedError(f"ARS supports Box and Discrete actions; got {action_space}")
+
 
 class ARSPolicy(Network):
     """A deterministic MLP policy that holds its flat parameters and V2's statistics.
@@ -576,9 +612,15 @@ class ARSPolicy(Network):
     (1,)
     """
 
-    def __init__(self, observation_space: spaces.Space, action_space: spaces.Space,
-                 net_arch: Sequence[int] | None = None, activation_fn: Any = "relu",
-                 with_bias: bool = True, squash_output: bool = True):
+    def __init__(
+        self,
+        observation_space: spaces.Space,
+        action_space: spaces.Space,
+        net_arch: Sequence[int] | None = None,
+        activation_fn: Any = "relu",
+        with_bias: bool = True,
+        squash_output: bool = True,
+    ):
         check_spaces(observation_space, action_space)
         arch = [64, 64] if net_arch is None else net_arch
         name = str(getattr(activation_fn, "__name__", activation_fn)).lower()  # nn.ReLU: relu
@@ -590,8 +632,10 @@ class ARSPolicy(Network):
             raise ValueError("with_bias and squash_output must be True or False")
         super().__init__(observation_space, action_space, arch, name, with_bias, squash_output)
         if self.n_params > MAX_PARAMETERS:
-            raise ValueError(f"a policy of {self.n_params:,} parameters is more than ars handles "
-                             f"({MAX_PARAMETERS:,}): ARS draws that many normals per candidate")
+            raise ValueError(
+                f"a policy of {self.n_params:,} parameters is more than ars handles "
+                f"({MAX_PARAMETERS:,}): ARS draws that many normals per candidate"
+            )
         self._theta, self.obs_rms = np.zeros(self.n_params), None  # obs_rms: V2's statistics
 
     def config(self) -> dict[str, Any]:
@@ -639,8 +683,9 @@ class ARSPolicy(Network):
 
     __call__ = forward  # as torch policies: policy(obs)
 
-    def predict(self, observation: Any, state: Any = None, episode_start: Any = None,
-                deterministic=True) -> tuple[Any, None]:
+    def predict(
+        self, observation: Any, state: Any = None, episode_start: Any = None, deterministic=True
+    ) -> tuple[Any, None]:
         """``(action, None)`` for one observation or a batch, in the action space's dtype.
 
         SB3's signature and shapes; ``state``, ``episode_start`` and ``deterministic`` are
@@ -663,8 +708,13 @@ class ARSPolicy(Network):
         for i, (weight, bias) in enumerate(self.layers(self.parameters_to_vector())):
             state.update({f"action_net.{2 * i}.weight": weight, f"action_net.{2 * i}.bias": bias})
         if rms is not None:
-            state.update({"obs_rms.mean": rms.mean.copy(), "obs_rms.var": rms.var.copy(),
-                          "obs_rms.count": np.array(rms.count)})
+            state.update(
+                {
+                    "obs_rms.mean": rms.mean.copy(),
+                    "obs_rms.var": rms.var.copy(),
+                    "obs_rms.count": np.array(rms.count),
+                }
+            )
         return {key: value for key, value in state.items() if value is not None}
 
     def load_state_dict(self, state_dict: dict[str, Any], strict: bool = True) -> None:
@@ -674,8 +724,10 @@ class ARSPolicy(Network):
         expected = self.state_dict()
         unknown, missing = sorted(set(given) - set(expected)), sorted(set(expected) - set(given))
         if unknown or (strict and missing):  # RuntimeError: torch's load_state_dict, as SB3
-            raise RuntimeError(f"parameters do not match the policy: unknown {unknown}, missing "
-                             f"{missing if strict else []}; expected {sorted(expected)}")
+            raise RuntimeError(
+                f"parameters do not match the policy: unknown {unknown}, missing "
+                f"{missing if strict else []}; expected {sorted(expected)}"
+            )
         for key, value in given.items():
             if value.shape != expected[key].shape:
                 raise ValueError(f"{key!r} has shape {value.shape}; expected {expected[key].shape}")
@@ -700,27 +752,39 @@ class ARSPolicy(Network):
         """A policy of :meth:`save`, or a saved model's (``device``: accepted, as in SB3)."""
         meta, arrays = read_model_file(path)
         if "vec_normalize" in meta:  # the model's evaluations apply it; a policy alone cannot
-            warnings.warn(f"{path}: this policy learned on VecNormalize observations; load the "
-                          "model (ARS.load) to evaluate it with them", stacklevel=2)
+            warnings.warn(
+                f"{path}: this policy learned on VecNormalize observations; load the "
+                "model (ARS.load) to evaluate it with them",
+                stacklevel=2,
+            )
         return _build_policy(meta, arrays, str(path))
 
     def to_torch(self) -> Any:
         """A ``torch.nn.Module`` computing the same actions (normalisation included)."""
         return _policy_to_torch(self)
 
+
 class ARSLinearPolicy(ARSPolicy):
     """The paper's linear policy ``a = M x`` (V2: ``a = M diag(var)^-1/2 (x - mean)``):
     an :class:`ARSPolicy` with no hidden layer, no bias and clipped actions by default."""
 
-    def __init__(self, observation_space: spaces.Space, action_space: spaces.Space,
-                 with_bias: bool = False, squash_output: bool = False):
+    def __init__(
+        self,
+        observation_space: spaces.Space,
+        action_space: spaces.Space,
+        with_bias: bool = False,
+        squash_output: bool = False,
+    ):
         super().__init__(observation_space, action_space, [], "relu", with_bias, squash_output)
+
 
 MlpPolicy, LinearPolicy = ARSPolicy, ARSLinearPolicy  # sb3-contrib's names
 POLICY_CLASSES = {"LinearPolicy": ARSLinearPolicy, "MlpPolicy": ARSPolicy}
 
+
 def _is_torch(x: Any) -> bool:
     return type(x).__module__.startswith("torch") and hasattr(x, "detach")
+
 
 def _as_array(x: Any, dtype: Any = np.float64) -> np.ndarray:
     """A NumPy array from an array-like or a CPU torch tensor (torch is never imported)."""
@@ -728,24 +792,34 @@ def _as_array(x: Any, dtype: Any = np.float64) -> np.ndarray:
         raise ValueError(f"got a torch tensor on {x.device}; move it to the CPU (tensor.cpu())")
     return np.asarray(x.detach().numpy() if _is_torch(x) else x, dtype=dtype)
 
+
 def _like(reference: Any, array: Any) -> Any:
     """``array`` as a torch tensor when ``reference`` is one: torch in, torch out."""
     return sys.modules["torch"].as_tensor(np.asarray(array)) if _is_torch(reference) else array
+
 
 def _cpu_device() -> Any:
     """``torch.device("cpu")`` when torch is already imported, else the string ``"cpu"``."""
     torch = sys.modules.get("torch")
     return torch.device("cpu") if torch is not None and hasattr(torch, "device") else "cpu"
 
+
 # The settings of a model, kept in ``model.hparams`` (``model.n_delta`` reads them too): the
 # core's hyper-parameters but the policy, and those of the API around it.
 HPARAMS = tuple(k for k in DEFAULTS if k != "policy") + tuple(
-    "normalization_samples stats_window_size tensorboard_log verbose device".split())
+    "normalization_samples stats_window_size tensorboard_log verbose device".split()
+)
 INTEGERS = {  # name: (lowest, highest); beyond these a run is a mistake, not a plan
-    "n_delta": (1, 10**6), "n_top": (1, 10**6), "n_eval_episodes": (1, 10**6),
-    "seed": (0, 2**63 - 1), "normalization_samples": (0, 10**12),
-    "stats_window_size": (1, 10**7), "max_episode_steps": (1, 2**63 - 1), "verbose": (0, 2),
+    "n_delta": (1, 10**6),
+    "n_top": (1, 10**6),
+    "n_eval_episodes": (1, 10**6),
+    "seed": (0, 2**63 - 1),
+    "normalization_samples": (0, 10**12),
+    "stats_window_size": (1, 10**7),
+    "max_episode_steps": (1, 2**63 - 1),
+    "verbose": (0, 2),
 }  # max_episode_steps may also be None
+
 
 def check_number(name: str, value: Any, low: float = -math.inf, positive: bool = False) -> None:
     """A ValueError naming ``name`` unless ``value`` is a finite number >= ``low`` (> 0)."""
@@ -753,6 +827,7 @@ def check_number(name: str, value: Any, low: float = -math.inf, positive: bool =
     if not (number and math.isfinite(value) and value >= low and (value > 0 or not positive)):
         what = "positive" if positive else f">= {low:g}" if low > -math.inf else "finite"
         raise ValueError(f"{name} must be a {what} number; got {value!r:.100}")
+
 
 def check_settings(hp: dict[str, Any]) -> dict[str, Any]:
     """The settings checked, ``n_top`` and ``seed`` filled in: the one place where they are.
@@ -782,20 +857,27 @@ def check_settings(hp: dict[str, Any]) -> dict[str, Any]:
     _check_device(hp["device"])
     for name, kinds in (("policy_kwargs", dict), ("tensorboard_log", (str, os.PathLike))):
         if not isinstance(hp[name], (kinds, type(None))):
-            raise ValueError(f"{name} must be a {'dict' if kinds is dict else 'folder'} or None; "
-                             f"got {hp[name]!r:.100}")
+            raise ValueError(
+                f"{name} must be a {'dict' if kinds is dict else 'folder'} or None; "
+                f"got {hp[name]!r:.100}"
+            )
     return hp
+
 
 def check_learn_arguments(args: dict[str, Any]) -> None:
     """``learn``'s arguments, checked before anything runs; one given in the seed's order
     (``learn(total, env, callback)``) is refused with the keyword to use."""
     callback, log_interval = args["callback"], args["log_interval"]
     if isinstance(callback, (str, gym.Env)) or _is_vec_env(callback):
-        raise TypeError(f"callback must be a function, an SB3 callback or a list of them; got "
-                        f"the env {callback!r:.60} (learn takes it by keyword: env=...)")
+        raise TypeError(
+            f"callback must be a function, an SB3 callback or a list of them; got "
+            f"the env {callback!r:.60} (learn takes it by keyword: env=...)"
+        )
     if callable(log_interval):
-        raise TypeError("log_interval got a function: learn takes the callback second, or by "
-                        "keyword (callback=...)")
+        raise TypeError(
+            "log_interval got a function: learn takes the callback second, or by "
+            "keyword (callback=...)"
+        )
     check_number("total_timesteps", args["total_timesteps"], low=0)
     for name in ("log_interval", "log_every_n_steps", "checkpoint_interval"):
         if not (args[name] is None or is_int(args[name]) and args[name] >= 1):
@@ -804,8 +886,10 @@ def check_learn_arguments(args: dict[str, Any]) -> None:
         if not isinstance(args[name], (bool, np.bool_)):
             raise ValueError(f"{name} must be True or False; got {args[name]!r:.60}")
     if not (args["async_eval"] is None or hasattr(args["async_eval"], "evaluate")):
-        raise TypeError(f"async_eval must be an AsyncEval or ExecutorEval; got "
-                        f"{args['async_eval']!r:.60}")
+        raise TypeError(
+            f"async_eval must be an AsyncEval or ExecutorEval; got {args['async_eval']!r:.60}"
+        )
+
 
 class ARS:
     """Augmented Random Search (Mania, Guy & Recht 2018, Algorithm 2), as SB3 shapes it.
@@ -850,20 +934,37 @@ class ARS:
     >>> model.save("pendulum.zip"); model = ARS.load("pendulum")
     """
 
-    def __init__(self, policy: str | type[ARSPolicy] | ARSPolicy, env: Any = None, *,
-                 n_delta: int = 8, n_top: int | None = None, learning_rate: float | Schedule = 0.02,
-                 delta_std: float | Schedule = 0.05, zero_policy: bool = True,
-                 alive_bonus_offset: float = 0.0, n_eval_episodes: int = 1,
-                 policy_kwargs: dict[str, Any] | None = None, stats_window_size: int = 100,
-                 tensorboard_log: str | os.PathLike | None = None, seed: int | None = None,
-                 verbose: int = 0, device: Any = "cpu", _init_setup_model: bool = True,
-                 normalize_obs: bool = False, common_random_numbers: bool = True,
-                 normalization_samples: int = 0, max_episode_steps: int | None = None):
+    def __init__(
+        self,
+        policy: str | type[ARSPolicy] | ARSPolicy,
+        env: Any = None,
+        *,
+        n_delta: int = 8,
+        n_top: int | None = None,
+        learning_rate: float | Schedule = 0.02,
+        delta_std: float | Schedule = 0.05,
+        zero_policy: bool = True,
+        alive_bonus_offset: float = 0.0,
+        n_eval_episodes: int = 1,
+        policy_kwargs: dict[str, Any] | None = None,
+        stats_window_size: int = 100,
+        tensorboard_log: str | os.PathLike | None = None,
+        seed: int | None = None,
+        verbose: int = 0,
+        device: Any = "cpu",
+        _init_setup_model: bool = True,
+        normalize_obs: bool = False,
+        common_random_numbers: bool = True,
+        normalization_samples: int = 0,
+        max_episode_steps: int | None = None,
+    ):
         given = locals()
         if _is_number(env):  # the seed's ARS(policy, n_delta, ...)
-            raise TypeError(f"env must be an env id, a gymnasium.Env, an SB3 VecEnv or a function "
-                            f"returning one; got {env!r} (ARS takes its settings by keyword: "
-                            f"{'n_delta' if is_int(env) else 'learning_rate'}={env!r})")
+            raise TypeError(
+                f"env must be an env id, a gymnasium.Env, an SB3 VecEnv or a function "
+                f"returning one; got {env!r} (ARS takes its settings by keyword: "
+                f"{'n_delta' if is_int(env) else 'learning_rate'}={env!r})"
+            )
         self.hparams = check_settings({name: given[name] for name in HPARAMS})
         self.hparams_initial = types.MappingProxyType(dict(self.hparams))
         self.policy_class, self.policy, self._logger, self._env_view = policy, None, None, None
@@ -898,8 +999,10 @@ class ARS:
         policy, cls = self.policy_class, POLICY_CLASSES.get(self.policy_class, self.policy_class)
         if not isinstance(policy, ARSPolicy):
             if not (isinstance(cls, type) and issubclass(cls, ARSPolicy)):
-                raise ValueError(f"policy must be one of {list(POLICY_CLASSES)}, an ARSPolicy "
-                                 f"class or instance; got {policy!r:.100}")
+                raise ValueError(
+                    f"policy must be one of {list(POLICY_CLASSES)}, an ARSPolicy "
+                    f"class or instance; got {policy!r:.100}"
+                )
             policy = cls(self.observation_space, self.action_space, **(self.policy_kwargs or {}))
         _check_same_spaces(_spaces_of(policy), _spaces_of(self))
         if policy is self.policy_class and policy.obs_rms is not None:  # an instance's V2
@@ -914,8 +1017,10 @@ class ARS:
         if self.normalize_obs and policy.obs_rms is None:
             policy.obs_rms = RunningMeanStd((policy.obs_dim,))
         if not self.normalize_obs and policy.obs_rms is not None:
-            raise ValueError("normalize_obs is False, but the policy normalises observations "
-                             "(V2): set normalize_obs=True, or start from a V1 policy")
+            raise ValueError(
+                "normalize_obs is False, but the policy normalises observations "
+                "(V2): set normalize_obs=True, or start from a V1 policy"
+            )
 
     def _need_policy(self) -> ARSPolicy:
         if self.policy is None:
@@ -934,11 +1039,21 @@ class ARS:
         _check_vec_normalize(self)
 
     # -- training -------------------------------------------------------------------------------
-    def learn(self, total_timesteps: int, callback: Any = None, log_interval: int | None = 1,
-              tb_log_name: str = "ARS", reset_num_timesteps: bool = True, async_eval: Any = None,
-              progress_bar: bool = False, *, env: Any = None, log_every_n_steps: int | None = None,
-              default_root_dir: str | os.PathLike | None = None,
-              checkpoint_interval: int | None = None) -> ARS:
+    def learn(
+        self,
+        total_timesteps: int,
+        callback: Any = None,
+        log_interval: int | None = 1,
+        tb_log_name: str = "ARS",
+        reset_num_timesteps: bool = True,
+        async_eval: Any = None,
+        progress_bar: bool = False,
+        *,
+        env: Any = None,
+        log_every_n_steps: int | None = None,
+        default_root_dir: str | os.PathLike | None = None,
+        checkpoint_interval: int | None = None,
+    ) -> ARS:
         """Train for ``total_timesteps`` env steps (the last iteration may overshoot).
 
         Parameters
@@ -1047,6 +1162,7 @@ class ARS:
                 reporter.after(results, evaluator.n_workers)
             callbacks.hook("on_rollout_end")
             return results
+
         return evaluate
 
     def _schedule_value(self, name: str) -> float:
@@ -1064,8 +1180,9 @@ class ARS:
         it = Iteration(policy.network(), theta, policy.obs_rms, 0.0, seed, 0, True, max_steps)
         while steps < self.normalization_samples:
             seeds = [[env_seed(seed, WARM_UP, episode + i)] for i in range(WARM_UP_BATCH)]
-            for result in evaluator.evaluate(it, [Job(i, 0, 0, np.array(s, np.uint64))
-                                                  for i, s in enumerate(seeds)]):
+            for result in evaluator.evaluate(
+                it, [Job(i, 0, 0, np.array(s, np.uint64)) for i, s in enumerate(seeds)]
+            ):
                 visited.append(result.visited)
                 steps += int(result.lengths.sum())
             episode += WARM_UP_BATCH
@@ -1075,11 +1192,14 @@ class ARS:
     def _state(self, callbacks: _Callbacks) -> dict[str, Any]:
         """What an iteration changes, to be put back if it does not finish."""
         rms = getattr(self._vec_normalize, "obs_rms", None)
-        return dict(theta=self.policy.parameters_to_vector(), obs_rms=self.policy.obs_rms,
-                    counters=(self.num_timesteps, self._n_updates),
-                    episodes=list(self.ep_info_buffer),
-                    vec_normalize=None if rms is None else rms.copy(),
-                    callbacks=callbacks.state_dict())
+        return dict(
+            theta=self.policy.parameters_to_vector(),
+            obs_rms=self.policy.obs_rms,
+            counters=(self.num_timesteps, self._n_updates),
+            episodes=list(self.ep_info_buffer),
+            vec_normalize=None if rms is None else rms.copy(),
+            callbacks=callbacks.state_dict(),
+        )
 
     def _restore(self, state: dict[str, Any], callbacks: _Callbacks) -> None:
         self.policy.load_from_vector(state["theta"])
@@ -1093,28 +1213,34 @@ class ARS:
         getattr(self.logger, "values", {}).clear()
 
     # -- the policy, and SB3's methods ----------------------------------------------------------
-    def predict(self, observation: Any, state: Any = None, episode_start: Any = None,
-                deterministic=True) -> tuple[Any, None]:
+    def predict(
+        self, observation: Any, state: Any = None, episode_start: Any = None, deterministic=True
+    ) -> tuple[Any, None]:
         """``(action, None)`` for one observation or a batch (SB3's signature and shapes)."""
         return self._need_policy().predict(observation, state, episode_start, deterministic)
 
-    def evaluate_candidates(self, candidate_weights: Any, callback: Any = None,
-                            async_eval: Any = None) -> Any:
+    def evaluate_candidates(
+        self, candidate_weights: Any, callback: Any = None, async_eval: Any = None
+    ) -> Any:
         """The seed's: the shifted return of each row of ``candidate_weights`` (the mean over
         ``n_eval_episodes``), on the env seeds of this iteration's first candidates. An array
         (or torch tensor) in, the same kind out."""
         weights, policy = _as_array(candidate_weights), self._need_policy()
         if weights.ndim != 2 or weights.shape[1] != policy.n_params:
-            raise ValueError(f"candidate_weights must have shape (n, {policy.n_params}); got "
-                             f"{weights.shape}")
+            raise ValueError(
+                f"candidate_weights must have shape (n, {policy.n_params}); got {weights.shape}"
+            )
         evaluator = async_eval or InProcessEval(self.gym_env, missing="an env or an async_eval")
         max_steps = self.max_episode_steps
         it = Iteration(policy.network(), weights[0], policy.obs_rms, 0.0, 0, 0, False, max_steps)
         episodes, index = range(self.n_eval_episodes), self._n_updates
-        seeds = [[env_seed(self.seed, ENV_SEEDS, index, c, e) for e in episodes]
-                 for c in range(len(weights))]
-        jobs = [Job(c, 0, 0, np.array(s, np.uint64), w)
-                for c, (s, w) in enumerate(zip(seeds, weights))]
+        seeds = [
+            [env_seed(self.seed, ENV_SEEDS, index, c, e) for e in episodes]
+            for c in range(len(weights))
+        ]
+        jobs = [
+            Job(c, 0, 0, np.array(s, np.uint64), w) for c, (s, w) in enumerate(zip(seeds, weights))
+        ]
         callbacks = callback if isinstance(callback, _Callbacks) else _Callbacks(callback, self)
         start, shift = self.num_timesteps, self.alive_bonus_offset
         results = self._rollouts(evaluator, callbacks)(it, jobs)
@@ -1168,11 +1294,15 @@ class ARS:
             self._env_view = vec_env.DummyVecEnv([lambda env=self.gym_env: env])
         return self._vec_env if self._vec_env is not None else self._env_view
 
-    n_envs = property(lambda self: getattr(self.gym_env, "num_envs", 1),
-                      doc="How many envs the rollouts run on side by side (a vector env's).")
+    n_envs = property(
+        lambda self: getattr(self.gym_env, "num_envs", 1),
+        doc="How many envs the rollouts run on side by side (a vector env's).",
+    )
+
     def get_env(self) -> Any:
         """The training env as a VecEnv (SB3's ``reset``/``step``); ``gym_env`` is the env."""
         return self.env
+
     def get_vec_normalize_env(self) -> Any:
         """The SB3 ``VecNormalize`` env given by the user, if any."""
         return self._vec_normalize
@@ -1183,30 +1313,38 @@ class ARS:
         if self.action_space is not None:
             self.action_space.seed(self.seed)
 
-    device = property(lambda self: _cpu_device(), lambda self, value: _check_device(value),
-                      doc="Always the CPU: ARS computes in NumPy.")
+    device = property(
+        lambda self: _cpu_device(),
+        lambda self, value: _check_device(value),
+        doc="Always the CPU: ARS computes in NumPy.",
+    )
 
     def get_parameters(self) -> dict[str, dict[str, np.ndarray]]:
         """``{"policy": policy.state_dict()}``: sb3-contrib's names, NumPy arrays."""
         return {"policy": self._need_policy().state_dict()}
 
-    def set_parameters(self, load_path_or_dict: Any, exact_match: bool = True,
-                       device: Any = "auto") -> None:
+    def set_parameters(
+        self, load_path_or_dict: Any, exact_match: bool = True, device: Any = "auto"
+    ) -> None:
         """Load parameters from a model file or a :meth:`get_parameters` dict, all or nothing
         (``device`` is accepted for SB3 compatibility: ars computes on the CPU)."""
         policy, params = self._need_policy(), load_path_or_dict
         if isinstance(params, (str, os.PathLike)) or hasattr(params, "read"):
             params = {"policy": _build_policy(*read_model_file(params), str(params)).state_dict()}
         if not (isinstance(params, dict) and isinstance(params.get("policy"), dict)):
-            raise ValueError("expected a path, or a dict {'policy': {name: array}} as "
-                             "get_parameters() returns")
+            raise ValueError(
+                "expected a path, or a dict {'policy': {name: array}} as get_parameters() returns"
+            )
         if set(params) - {"policy"}:
-            raise ValueError(f"unknown parameter groups {sorted(set(params) - {'policy'})}: an ARS "
-                             f"model has only 'policy'")
+            raise ValueError(
+                f"unknown parameter groups {sorted(set(params) - {'policy'})}: an ARS "
+                f"model has only 'policy'"
+            )
         policy.load_state_dict(params["policy"], strict=exact_match)
 
-    def save(self, path: Any, exclude: Sequence[str] | None = None,
-             include: Sequence[str] | None = None) -> Path | None:
+    def save(
+        self, path: Any, exclude: Sequence[str] | None = None, include: Sequence[str] | None = None
+    ) -> Path | None:
         """Write the model as plain arrays and JSON (an ``.npz``, itself a zip), atomically.
 
         A path without a suffix gets ``.zip``, as in SB3. ``exclude`` drops settings (they
@@ -1215,9 +1353,16 @@ class ARS:
         return save_model(self, path, exclude=exclude, include=include)
 
     @classmethod
-    def load(cls, path: str | os.PathLike | io.IOBase, env: Any = None, device: Any = "auto",
-             custom_objects: dict[str, Any] | None = None, print_system_info: bool = False,
-             force_reset: bool = True, **kwargs: Any) -> ARS:
+    def load(
+        cls,
+        path: str | os.PathLike | io.IOBase,
+        env: Any = None,
+        device: Any = "auto",
+        custom_objects: dict[str, Any] | None = None,
+        print_system_info: bool = False,
+        force_reset: bool = True,
+        **kwargs: Any,
+    ) -> ARS:
         """A model from a file of :meth:`save` (or sb3-contrib's ``ARS.save``); ``learn``
         continues from it. ``custom_objects`` and ``kwargs`` override saved settings.
         ``device`` falls back to the CPU as in the constructor; ``force_reset`` is accepted
@@ -1225,19 +1370,26 @@ class ARS:
         overrides = {**(custom_objects or {}), **kwargs}
         return load_model(path, env, device, overrides, print_system_info)
 
+
 class StopTraining(Exception):
     """Raised inside a rollout when a per-step callback returns False."""
+
 
 def _spaces_of(holder: Any) -> tuple[spaces.Space, spaces.Space]:
     return holder.observation_space, holder.action_space
 
+
 def _check_same_spaces(found, expected, what="the policy", built_for="the model") -> None:
     """A ValueError unless ``what``'s (observation, action) spaces are those expected."""
     if found != expected:
-        raise ValueError(f"{what} has observation space {found[0]} and action space {found[1]}, "
-                         f"but {built_for} was built for {expected[0]} and {expected[1]}")
+        raise ValueError(
+            f"{what} has observation space {found[0]} and action space {found[1]}, "
+            f"but {built_for} was built for {expected[0]} and {expected[1]}"
+        )
+
 
 _DEVICE_WARNED: list[bool] = []
+
 
 def _check_device(device: Any) -> None:
     """A device name or torch.device; a GPU falls back to the CPU with one warning, as SB3's."""
@@ -1246,14 +1398,26 @@ def _check_device(device: Any) -> None:
         raise ValueError(f"device must be a name such as 'cpu' or a torch.device; got {device!r}")
     if kind.split(":")[0] not in ("cpu", "auto") and not _DEVICE_WARNED:
         _DEVICE_WARNED.append(True)
-        warnings.warn(f"device={device!r}: ars computes with NumPy, so it uses the CPU",
-                      stacklevel=4)
+        warnings.warn(
+            f"device={device!r}: ars computes with NumPy, so it uses the CPU", stacklevel=4
+        )
+
 
 GENERIC_SETTINGS: dict[str, Any] = dict(  # for envs the paper did not run
-    policy="LinearPolicy", net_arch=None, learning_rate=0.02, delta_std=0.03, n_delta=8,
-    n_top=None, alive_bonus_offset=0.0, normalize_obs=True, zero_policy=True,
-    common_random_numbers=True, n_eval_episodes=1, total_timesteps=1_000_000,
+    policy="LinearPolicy",
+    net_arch=None,
+    learning_rate=0.02,
+    delta_std=0.03,
+    n_delta=8,
+    n_top=None,
+    alive_bonus_offset=0.0,
+    normalize_obs=True,
+    zero_policy=True,
+    common_random_numbers=True,
+    n_eval_episodes=1,
+    total_timesteps=1_000_000,
 )
+
 
 def settings_for(env_id: str) -> dict[str, Any]:
     """The paper's hyper-parameters for ``env_id`` (any version), else generic ones.
@@ -1263,6 +1427,7 @@ def settings_for(env_id: str) -> dict[str, Any]:
     """
     task = env_id.split("/")[-1].rsplit("-v", 1)[0]
     return {**GENERIC_SETTINGS, **PAPER_SETTINGS.get(task, {})}
+
 
 def paper_model(env_id: str, env: Any = None, **overrides: Any) -> ARS:
     """An :class:`ARS` with the paper's hyper-parameters for ``env_id`` (:func:`settings_for`).
@@ -1295,6 +1460,7 @@ DEFAULT_START_TIMEOUT = 120.0  # seconds for a worker to start and build its env
 RESULT_INTERVAL = 0.25  # seconds: a worker sends its finished jobs at least this often
 WARM_UP_BATCH = 8  # normalization_samples episodes per round: fixed, not from the workers
 
+
 def batch_sizes(n_jobs: int, n_workers: int) -> list[int]:
     """Guided self-scheduling: each batch is the jobs left over twice the workers. Large
     batches first keep the messages few; ever smaller ones at the end keep every worker busy
@@ -1305,9 +1471,11 @@ def batch_sizes(n_jobs: int, n_workers: int) -> list[int]:
         left -= sizes[-1]
     return sizes
 
+
 def make_env(env: Any) -> gym.Env | VecEnvs:
     """The env (or :class:`VecEnvs`) of an id, env, vector env or function: :func:`resolve_env`."""
     return resolve_env(env)[0]
+
 
 def resolve_env(env: Any) -> tuple[gym.Env | VecEnvs, Any, Any]:
     """``(env, the vector env given or None, its VecNormalize or None)``. A vector env gives
@@ -1322,13 +1490,19 @@ def resolve_env(env: Any) -> tuple[gym.Env | VecEnvs, Any, Any]:
             except gym.error.DependencyNotInstalled as error:
                 if "mujoco" not in str(error).lower():
                     raise
-                raise ModuleNotFoundError(f"{env} needs MuJoCo: pip install 'gymnasium[mujoco]' "
-                                          "(ars's 'mujoco' extra)") from error
-    made = env() if callable(env) and not isinstance(env, (gym.Env, VecEnvs)) and \
-        not _is_vec_env(env) else env
+                raise ModuleNotFoundError(
+                    f"{env} needs MuJoCo: pip install 'gymnasium[mujoco]' (ars's 'mujoco' extra)"
+                ) from error
+    made = (
+        env()
+        if callable(env) and not isinstance(env, (gym.Env, VecEnvs)) and not _is_vec_env(env)
+        else env
+    )
     if not (isinstance(made, (gym.Env, VecEnvs)) or _is_vec_env(made)):
-        raise TypeError(f"expected an env id, a gymnasium.Env, a vector env or a function "
-                        f"returning one; got {type(made).__name__} {made!r:.60}")
+        raise TypeError(
+            f"expected an env id, a gymnasium.Env, a vector env or a function "
+            f"returning one; got {type(made).__name__} {made!r:.60}"
+        )
     vec_normalize, layer = None, made
     while hasattr(layer, "venv"):  # SB3's VecEnv wrappers
         name = type(layer).__name__
@@ -1337,13 +1511,16 @@ def resolve_env(env: Any) -> tuple[gym.Env | VecEnvs, Any, Any]:
         if name == "VecNormalize":
             vec_normalize = layer
         elif name != "VecMonitor":
-            raise ValueError(f"ARS cannot see through {name}: give it the env, a VecEnv, or "
-                             "VecNormalize or VecMonitor around one")
+            raise ValueError(
+                f"ARS cannot see through {name}: give it the env, a VecEnv, or "
+                "VecNormalize or VecMonitor around one"
+            )
         layer = layer.venv
     if not _is_vec_env(layer):
         return layer, None, None
     one = layer.num_envs == 1 and type(layer).__name__ in ("DummyVecEnv", "SyncVectorEnv")
     return layer.envs[0] if one else VecEnvs(layer), made, vec_normalize
+
 
 def evaluation_seeds(seed: int, n_episodes: int) -> np.ndarray:
     """The env seeds of evaluation episodes: the seed's EVALUATION stream, never training's."""
@@ -1351,14 +1528,29 @@ def evaluation_seeds(seed: int, n_episodes: int) -> np.ndarray:
         raise ValueError(f"n_eval_episodes must be an integer >= 1; got {n_episodes!r:.60}")
     return np.array([env_seed(seed, EVALUATION, e) for e in range(n_episodes)], np.uint64)
 
-def evaluate_episodes(policy: ARSPolicy, evaluator: Any, seeds: Sequence[int],
-                      max_episode_steps: int | None = None, vec_normalize: Any = None,
-                      on_step: Callable | None = None) -> list[Result]:
+
+def evaluate_episodes(
+    policy: ARSPolicy,
+    evaluator: Any,
+    seeds: Sequence[int],
+    max_episode_steps: int | None = None,
+    vec_normalize: Any = None,
+    on_step: Callable | None = None,
+) -> list[Result]:
     """One deterministic episode per env seed, run by ``evaluator``: every evaluation's path."""
-    it = Iteration(policy.network(), policy.parameters_to_vector(), policy.obs_rms, 0.0, 0, 0,
-                   False, max_episode_steps)
+    it = Iteration(
+        policy.network(),
+        policy.parameters_to_vector(),
+        policy.obs_rms,
+        0.0,
+        0,
+        0,
+        False,
+        max_episode_steps,
+    )
     jobs = [Job(e, 0, 0, np.array([s], np.uint64)) for e, s in enumerate(seeds)]
     return evaluator.evaluate(_observed_through(vec_normalize, it, training=False), jobs, on_step)
+
 
 class VecEnvs:
     """The k envs of a vector env (SB3's VecEnv, gymnasium's Sync- or AsyncVectorEnv) for
@@ -1368,14 +1560,19 @@ class VecEnvs:
 
     def __init__(self, venv: Any):
         self.gymnasium, name = isinstance(venv, gym.vector.VectorEnv), type(venv).__name__
-        if self.gymnasium and (name not in ("SyncVectorEnv", "AsyncVectorEnv")
-                               or not getattr(venv, "shared_memory", True)):
-            raise ValueError(f"{name} cannot reset each env with its own seed, as ARS needs: pass "
-                             "a SyncVectorEnv, or an AsyncVectorEnv with shared_memory=True (gym."
-                             "make_vec(id, n, vectorization_mode=...)), without vector wrappers")
+        if self.gymnasium and (
+            name not in ("SyncVectorEnv", "AsyncVectorEnv")
+            or not getattr(venv, "shared_memory", True)
+        ):
+            raise ValueError(
+                f"{name} cannot reset each env with its own seed, as ARS needs: pass "
+                "a SyncVectorEnv, or an AsyncVectorEnv with shared_memory=True (gym."
+                "make_vec(id, n, vectorization_mode=...)), without vector wrappers"
+            )
         self.vector, self.num_envs, self.spec = venv, int(venv.num_envs), venv.get_attr("spec")[0]
         self.observation_space, self.action_space = (
-            getattr(venv, "single_" * self.gymnasium + k) for k in SPACE_KEYS)
+            getattr(venv, "single_" * self.gymnasium + k) for k in SPACE_KEYS
+        )
         self.envs = getattr(venv, "envs", None)  # in this process
         for env in self.envs or ():
             _check_same_spaces(_spaces_of(env), _spaces_of(self), "an env of it", "its first")
@@ -1406,8 +1603,14 @@ class VecEnvs:
 
     render, close = (lambda self: self.vector.render()), (lambda self: self.vector.close())
 
-def run_side_by_side(envs: VecEnvs, it: Iteration, jobs: Sequence[Job],
-                     options: dict | None = None, on_step: Callable | None = None) -> list[Result]:
+
+def run_side_by_side(
+    envs: VecEnvs,
+    it: Iteration,
+    jobs: Sequence[Job],
+    options: dict | None = None,
+    on_step: Callable | None = None,
+) -> list[Result]:
     """:func:`run_job`'s Results for ``jobs``, the same bits, from k envs side by side: each
     env runs a job's episodes as run_episodes does, then the next job waiting. A step sends
     one batch of actions from one forward pass of the k candidates' networks (np.matmul on
@@ -1417,8 +1620,10 @@ def run_side_by_side(envs: VecEnvs, it: Iteration, jobs: Sequence[Job],
     chunk = max(1, min(1000, OBS_CHUNK_BYTES // (8 * dim)))
     keep = it.track_obs or np.dtype(dtype or int).kind == "f"
     flatten, see = net.flatten or (lambda obs: obs), it.obs_filter or (lambda obs: obs)
-    layers = [(w.copy(), b if b is None else b.copy())  # a row per env, set per job
-              for w, b in net.layers(np.zeros((k, net.n_params)), it.obs_rms)]
+    layers = [
+        (w.copy(), b if b is None else b.copy())  # a row per env, set per job
+        for w, b in net.layers(np.zeros((k, net.n_params)), it.obs_rms)
+    ]
     activation, to_action, x = ACTIVATIONS[net.activation_fn], net.to_action(), [None] * k
     own = [step[1] for step in envs.steps] if envs.steps else [envs.limit] * k
     plain = net.flatten is None and it.obs_filter is None
@@ -1455,9 +1660,11 @@ def run_side_by_side(envs: VecEnvs, it: Iteration, jobs: Sequence[Job],
                 if terminated or truncated or steps == limit:
                     break
             if not limits[s] and not (terminated or truncated):
-                raise RuntimeError(f"an episode ran {NO_LIMIT_STEPS:,} steps without ending (env "
-                                   f"seed {seed}), and the env has no time limit: pass "
-                                   "max_episode_steps= to ARS")
+                raise RuntimeError(
+                    f"an episode ran {NO_LIMIT_STEPS:,} steps without ending (env "
+                    f"seed {seed}), and the env has no time limit: pass "
+                    "max_episode_steps= to ARS"
+                )
             returns[e], lengths[e] = total, steps
         if rows:
             fold(rows, visited)
@@ -1489,12 +1696,19 @@ def run_side_by_side(envs: VecEnvs, it: Iteration, jobs: Sequence[Job],
         active = [s for s in active if slots[s]] if done else active
     return results
 
-def run_jobs(env: gym.Env | VecEnvs, it: Iteration, jobs: Sequence[Job],
-             options: dict | None = None, on_step: Callable | None = None) -> list[Result]:
+
+def run_jobs(
+    env: gym.Env | VecEnvs,
+    it: Iteration,
+    jobs: Sequence[Job],
+    options: dict | None = None,
+    on_step: Callable | None = None,
+) -> list[Result]:
     """Each job's Result, in order: by :func:`run_job`, or :func:`run_side_by_side`."""
     if isinstance(env, VecEnvs):
         return run_side_by_side(env, it, jobs, options, on_step)
     return [run_job(env, it, job, options, on_step) for job in jobs]
+
 
 class _Evaluator:
     """The seed's evaluator API (``send_jobs``, ``get_results``, ...), built on ``evaluate``."""
@@ -1513,8 +1727,10 @@ class _Evaluator:
     def _exclusive(self) -> Any:
         """One caller at a time: a second thread gets a clear error, not corrupted messages."""
         if not self._lock.acquire(blocking=False):
-            raise RuntimeError(f"this {type(self).__name__} is in use by another thread; give "
-                               "each thread its own evaluator")
+            raise RuntimeError(
+                f"this {type(self).__name__} is in use by another thread; give "
+                "each thread its own evaluator"
+            )
         try:
             yield
         finally:
@@ -1531,8 +1747,9 @@ class _Evaluator:
         self._obs_rms = None if policy is None or policy.obs_rms is None else policy.obs_rms.copy()
         self._visited = [self._no_statistics() for _ in range(self.n_workers)]
 
-    def send_jobs(self, candidate_weights: Any, pop_size: int | None = None,
-                  episode_seeds: Any = None) -> None:
+    def send_jobs(
+        self, candidate_weights: Any, pop_size: int | None = None, episode_seeds: Any = None
+    ) -> None:
         """Queue the evaluation of the first ``pop_size`` (default: all) rows of
         ``candidate_weights`` (``(n, n_params)``, NumPy or torch), on ``episode_seeds``
         (``(pop_size, n_eval_episodes)``; by default :meth:`seed`'s evaluation stream)."""
@@ -1546,12 +1763,15 @@ class _Evaluator:
         weights, n_params = _as_array(candidate_weights), self._network.n_params
         n = len(weights) if pop_size is None else int(pop_size)
         if weights.ndim != 2 or weights.shape[1] != n_params or not 0 < n <= len(weights):
-            raise ValueError(f"candidate_weights must have shape (>= pop_size, {n_params}) with "
-                             f"pop_size >= 1; got {weights.shape} and pop_size={pop_size}")
+            raise ValueError(
+                f"candidate_weights must have shape (>= pop_size, {n_params}) with "
+                f"pop_size >= 1; got {weights.shape} and pop_size={pop_size}"
+            )
         if episode_seeds is None:
             call, episodes = self._n_sends, range(self.n_eval_episodes)
-            episode_seeds = [[env_seed(self._seed, EVALUATION, call, c, e) for e in episodes]
-                             for c in range(n)]
+            episode_seeds = [
+                [env_seed(self._seed, EVALUATION, call, c, e) for e in episodes] for c in range(n)
+            ]
         seeds = np.asarray(episode_seeds, dtype=np.uint64)
         if seeds.ndim != 2 or len(seeds) != n:
             raise ValueError(f"episode_seeds must have shape ({n}, n_episodes); got {seeds.shape}")
@@ -1576,8 +1796,13 @@ class _Evaluator:
         if self._network is None:
             raise ValueError(f"this {type(self).__name__} has no policy to normalise for")
         moments = [np.array(getattr(obs_rms, k, 0), float).reshape(-1) for k in ("mean", "var")]
-        self._obs_rms = None if obs_rms is None else RunningMeanStd.from_moments(  # SB3's too
-            *moments, obs_rms.count)
+        self._obs_rms = (
+            None
+            if obs_rms is None
+            else RunningMeanStd.from_moments(  # SB3's too
+                *moments, obs_rms.count
+            )
+        )
         self._visited = [self._no_statistics() for _ in range(self.n_workers)]
 
     def _no_statistics(self) -> RunningMeanStd:
@@ -1599,25 +1824,30 @@ class _Evaluator:
 
     def __enter__(self) -> _Evaluator:
         return self
+
     def __exit__(self, *exc_info: Any) -> None:
         self.close()
+
     def close(self) -> None:
         """Free what the evaluator holds. Idempotent."""
+
 
 class InProcessEval(_Evaluator):
     """Evaluate candidates one after the other in this process (``learn``'s default), on
     ``env`` (an id, an env, a VecEnv of one, or a function); ``train_policy`` and
     ``n_eval_episodes`` are for the seed's ``send_jobs``."""
 
-    def __init__(self, env: Any, train_policy: Any = None, n_eval_episodes: int = 1,
-                 missing: str = "an env"):
+    def __init__(
+        self, env: Any, train_policy: Any = None, n_eval_episodes: int = 1, missing: str = "an env"
+    ):
         if env is None:
             raise ValueError(f"no env to evaluate on: pass {missing}")
         self.env = make_env(env)
         self._setup(train_policy, n_eval_episodes)
 
-    def evaluate(self, it: Iteration, jobs: Sequence[Job], on_step: Any = None,
-                 record: bool = False) -> list[Result]:
+    def evaluate(
+        self, it: Iteration, jobs: Sequence[Job], on_step: Any = None, record: bool = False
+    ) -> list[Result]:
         """One Result per job, in order; ``record``: the visited states go to get_obs_rms."""
         with self._exclusive():
             results = run_jobs(self.env, it, jobs, self._options[0], on_step)
@@ -1625,14 +1855,17 @@ class InProcessEval(_Evaluator):
             self._record_visited(0, result)
         return results
 
+
 class EvaluationTimeout(RuntimeError):
     """A job took longer than the evaluator's ``job_timeout``."""
+
 
 def _worker(remote: Any, parent_remote: Any, env_fn_bytes: bytes) -> None:
     """An AsyncEval worker: builds its env once, then evaluates the batches it receives,
     strictly in turn (a batch goes out when the last one's results are all in): neither side
     can block on a full pipe while the other does."""
     import cloudpickle
+
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl+C is the main process's to handle
     parent_remote.close()
     try:
@@ -1663,6 +1896,7 @@ def _worker(remote: Any, parent_remote: Any, env_fn_bytes: bytes) -> None:
     env.close()
     remote.close()
 
+
 def _shutdown(processes: list[Any], remotes: list[Any]) -> None:
     """Stop the workers: ask, then terminate, then kill. Safe to call more than once."""
     for remote in remotes:
@@ -1678,6 +1912,7 @@ def _shutdown(processes: list[Any], remotes: list[Any]) -> None:
                 process.join(1.0)
     for remote in remotes:
         remote.close()
+
 
 class AsyncEval(_Evaluator):
     """Evaluate candidates in worker processes, over ``multiprocessing`` Pipes.
@@ -1706,10 +1941,15 @@ class AsyncEval(_Evaluator):
     ...     ARS("LinearPolicy", "HalfCheetah-v4").learn(100_000, async_eval=async_eval)
     """
 
-    def __init__(self, envs_fn: Sequence[Callable[[], Any]], train_policy: Any = None,
-                 start_method: str | None = None, n_eval_episodes: int = 1,
-                 job_timeout: float = DEFAULT_JOB_TIMEOUT,
-                 start_timeout: float = DEFAULT_START_TIMEOUT):
+    def __init__(
+        self,
+        envs_fn: Sequence[Callable[[], Any]],
+        train_policy: Any = None,
+        start_method: str | None = None,
+        n_eval_episodes: int = 1,
+        job_timeout: float = DEFAULT_JOB_TIMEOUT,
+        start_timeout: float = DEFAULT_START_TIMEOUT,
+    ):
         cloudpickle = _require("cloudpickle", "pip install cloudpickle")
         if not envs_fn:
             raise ValueError("envs_fn must hold at least one env function (one per worker)")
@@ -1777,10 +2017,12 @@ class AsyncEval(_Evaluator):
 
     closed = property(lambda self: not self._closer.alive, doc="Whether :meth:`close` was called.")
 
-    def evaluate(self, it: Iteration, jobs: Sequence[Job], on_step: Any = None,
-                 record: bool = False) -> list[Result]:
+    def evaluate(
+        self, it: Iteration, jobs: Sequence[Job], on_step: Any = None, record: bool = False
+    ) -> list[Result]:
         """One Result per job, in job order, whoever ran it (no ``on_step`` from workers)."""
         import cloudpickle
+
         if self.closed:
             raise RuntimeError("this AsyncEval is closed")
         with self._exclusive():
@@ -1821,20 +2063,26 @@ class AsyncEval(_Evaluator):
                     return i
             if time.monotonic() >= self._deadlines[late]:
                 job, pid = self._batches[late][0], self.processes[late].pid
-                raise self._fail(f"AsyncEval worker {late} (pid {pid}) has not finished candidate "
-                                 f"{job.candidate} (env seeds {[int(s) for s in job.seeds]}) in "
-                                 f"{self.job_timeout:g} s: is the env stuck? Pass a larger "
-                                 f"job_timeout for longer episodes.", EvaluationTimeout)
+                raise self._fail(
+                    f"AsyncEval worker {late} (pid {pid}) has not finished candidate "
+                    f"{job.candidate} (env seeds {[int(s) for s in job.seeds]}) in "
+                    f"{self.job_timeout:g} s: is the env stuck? Pass a larger "
+                    f"job_timeout for longer episodes.",
+                    EvaluationTimeout,
+                )
 
     def close(self) -> None:
         """Stop the workers and free their resources. Idempotent."""
         self._closer()
 
+
 _TASK_ENVS: dict[int, tuple[str, gym.Env]] = {}  # per worker thread: its env, and of what
+
 
 def _run_task(env_fn_bytes: bytes, it_bytes: bytes, jobs: list[Job], options: dict | None) -> list:
     """One executor task: ``jobs`` on the env this worker thread keeps for the env function."""
     import cloudpickle
+
     key, thread = hashlib.sha256(env_fn_bytes).hexdigest(), threading.get_ident()
     if _TASK_ENVS.get(thread, ("",))[0] != key:
         if not _TASK_ENVS:
@@ -1844,6 +2092,7 @@ def _run_task(env_fn_bytes: bytes, it_bytes: bytes, jobs: list[Job], options: di
         _TASK_ENVS[thread] = (key, make_env(cloudpickle.loads(env_fn_bytes)))
     env, it = _TASK_ENVS[thread][1], cloudpickle.loads(it_bytes)
     return list(zip([job.candidate for job in jobs], run_jobs(env, it, jobs, options)))
+
 
 class ExecutorEval(_Evaluator):
     """Evaluate candidates as tasks on any ``concurrent.futures.Executor``.
@@ -1870,9 +2119,16 @@ class ExecutorEval(_Evaluator):
         timed, at most ``job_timeout`` plus 20 times a task's measured length): the futures
         are cancelled, this evaluator closes and a ProcessPoolExecutor's processes are ended."""
 
-    def __init__(self, executor: Any, env_fn: Callable[[], Any] | str, train_policy: Any = None,
-                 n_eval_episodes: int = 1, jobs_per_task: int | None = None,
-                 n_workers: int | None = None, job_timeout: float = DEFAULT_JOB_TIMEOUT):
+    def __init__(
+        self,
+        executor: Any,
+        env_fn: Callable[[], Any] | str,
+        train_policy: Any = None,
+        n_eval_episodes: int = 1,
+        jobs_per_task: int | None = None,
+        n_workers: int | None = None,
+        job_timeout: float = DEFAULT_JOB_TIMEOUT,
+    ):
         cloudpickle = _require("cloudpickle", "pip install cloudpickle")
         check_number("job_timeout", job_timeout, positive=True)
         if jobs_per_task is not None and not (is_int(jobs_per_task) and jobs_per_task >= 1):
@@ -1891,12 +2147,14 @@ class ExecutorEval(_Evaluator):
         self._options = [options] * self.n_workers
         return [None]
 
-    def evaluate(self, it: Iteration, jobs: Sequence[Job], on_step: Any = None,
-                 record: bool = False) -> list[Result]:
+    def evaluate(
+        self, it: Iteration, jobs: Sequence[Job], on_step: Any = None, record: bool = False
+    ) -> list[Result]:
         """One Result per job, in job order (see AsyncEval.evaluate)."""
         import concurrent.futures
 
         import cloudpickle
+
         if self.closed:
             raise RuntimeError("this ExecutorEval is closed")
         if not self._given_workers:  # a cluster may have grown since the last iteration
@@ -1932,7 +2190,8 @@ class ExecutorEval(_Evaluator):
                     f"no executor task finished in {timeout:g} s; still waiting for the task of "
                     f"candidates {jobs[0].candidate}-{jobs[-1].candidate} (env seeds from "
                     f"{[int(s) for s in jobs[0].seeds]}) among others: is an env stuck, or are "
-                    "the workers gone? Pass a larger job_timeout for longer episodes.")
+                    "the workers gone? Pass a larger job_timeout for longer episodes."
+                )
             per_job = (time.monotonic() - start) / min(len(tasks[f]) for f in done)
             self._job_seconds = max(self._job_seconds or 0.0, per_job)
             for future in done:
@@ -1940,8 +2199,10 @@ class ExecutorEval(_Evaluator):
                     out = future.result()
                 except BaseException as error:
                     first = tasks[future][0].candidate
-                    raise RuntimeError(f"an executor task failed (candidates from {first}): "
-                                       f"{type(error).__name__}: {error}") from error
+                    raise RuntimeError(
+                        f"an executor task failed (candidates from {first}): "
+                        f"{type(error).__name__}: {error}"
+                    ) from error
                 for candidate, result in out:
                     results[candidate] = result
                     if record:
@@ -1951,6 +2212,7 @@ class ExecutorEval(_Evaluator):
     def close(self) -> None:
         """Refuse further work; the executor itself is left running. Idempotent."""
         self.closed = True
+
 
 def _executor_workers(executor: Any) -> int:
     """How many workers an executor has, where it says; else the CPU count."""
@@ -1963,6 +2225,7 @@ def _executor_workers(executor: Any) -> int:
         return max(1, sum(client.nthreads().values()))
     return int(getattr(executor, "n_workers", None) or os.cpu_count() or 1)
 
+
 def _abandon(executor: Any, tasks: dict, stuck: bool) -> None:
     """Cancel unfinished tasks; for stuck ones, a ProcessPoolExecutor's processes are ended."""
     for future in tasks:
@@ -1974,6 +2237,7 @@ def _abandon(executor: Any, tasks: dict, stuck: bool) -> None:
         for process in processes:  # reaped: no zombies left behind
             process.join(timeout=5)
         executor.shutdown(wait=False, cancel_futures=True)
+
 
 def _policy_of(policy: Any) -> ARSPolicy | None:
     """The ARSPolicy of a model or policy (None stays None)."""
@@ -1989,7 +2253,9 @@ LOG_KEYS = tuple(  # the columns of progress.csv known up front: no wider header
     "rollout/ep_rew_mean rollout/ep_len_mean rollout/return_std train/iterations "
     "train/delta_std train/learning_rate train/step_size eval/mean_reward eval/std_reward "
     "eval/mean_ep_length eval/best_mean_reward time/fps time/time_elapsed "
-    "time/total_timesteps".split())
+    "time/total_timesteps".split()
+)
+
 
 class Logger:
     """Key/value logger in SB3's shape: ``record`` values, then ``dump`` writes one row.
@@ -2011,7 +2277,9 @@ class Logger:
     def record(self, key: str, value: Any, exclude: Any = None) -> None:
         """Set ``key`` for the next :meth:`dump` (``exclude`` is accepted for SB3 callbacks)."""
         self.values[key] = value
+
     record_mean = record  # SB3's record_mean: here the last value is kept
+
     def get_dir(self) -> str | None:
         """The log folder (SB3's API)."""
         return None if self.dir is None else str(self.dir)
@@ -2045,6 +2313,7 @@ class Logger:
         if self._writer is not None:
             self._writer.close()
 
+
 def _table(values: dict[str, Any]) -> str:
     """SB3's log table: keys grouped by what comes before their "/"."""
     rows: list[tuple[str, str]] = []
@@ -2058,13 +2327,16 @@ def _table(values: dict[str, Any]) -> str:
     line = "-" * (width_k + width_v + 7)
     return "\n".join([line, *(f"| {k:<{width_k}} | {v:<{width_v}} |" for k, v in rows), line])
 
+
 def _write_csv_atomic(path: Path, columns: list[str], rows: list[dict[str, str]]) -> None:
     with _atomic_file(path, "w") as f:
         writer = csv.DictWriter(f, columns, extrasaction="ignore")
         writer.writeheader()
         writer.writerows(rows)
 
+
 _TB_WARNED: list[bool] = []
+
 
 def _tensorboard_writer(folder: Path) -> Any:
     """A TensorBoard SummaryWriter (torch's or tensorboardX), or None with a note once."""
@@ -2073,13 +2345,18 @@ def _tensorboard_writer(folder: Path) -> Any:
             return importlib.import_module(module).SummaryWriter(str(folder))
     if not _TB_WARNED:
         _TB_WARNED.append(True)
-        warnings.warn("tensorboard_log: no TensorBoard writer is installed, so only progress.csv "
-                      "is written (pip install tensorboard)", stacklevel=4)
+        warnings.warn(
+            "tensorboard_log: no TensorBoard writer is installed, so only progress.csv "
+            "is written (pip install tensorboard)",
+            stacklevel=4,
+        )
     return None
+
 
 def _is_sb3_callback(callback: Any) -> bool:
     """An SB3-style callback object: ``on_step`` runs after every env step, as in SB3."""
     return hasattr(callback, "on_step") and hasattr(callback, "init_callback")
+
 
 class _Callbacks:
     """What ``learn`` calls: SB3 callbacks per env step, functions and ars's per iteration."""
@@ -2089,8 +2366,10 @@ class _Callbacks:
         items = [cb for cb in items if cb is not None] + ([_ProgressBar()] if progress_bar else [])
         for cb in items:
             if not (_is_sb3_callback(cb) or hasattr(cb, "on_iteration") or callable(cb)):
-                raise TypeError(f"callback must be a function f(locals, globals), an SB3 callback "
-                                f"or ars's EvalCallback; got {cb!r:.100}")
+                raise TypeError(
+                    f"callback must be a function f(locals, globals), an SB3 callback "
+                    f"or ars's EvalCallback; got {cb!r:.100}"
+                )
         self.model, self.items = model, items
         self.per_step = [cb for cb in items if _is_sb3_callback(cb)]
         self.stateful = [c for c in items if hasattr(c, "state_dict") and c not in self.per_step]
@@ -2128,6 +2407,7 @@ class _Callbacks:
             if type(cb).__name__ in states:
                 cb.load_state_dict(states[type(cb).__name__])
 
+
 class _StepReporter:
     """SB3 callbacks' ``on_step`` as SB3 calls it: after each step, ``num_timesteps`` up to it."""
 
@@ -2138,16 +2418,22 @@ class _StepReporter:
         """After one env step in this process."""
         obs, reward, terminated, truncated, info = transition
         self.model.num_timesteps += 1
-        self._step(dict(actions=np.asarray(action)[None], new_obs=np.asarray(obs)[None],
-                        rewards=np.array([reward]), dones=np.array([terminated or truncated]),
-                        infos=[info]))
+        self._step(
+            dict(
+                actions=np.asarray(action)[None],
+                new_obs=np.asarray(obs)[None],
+                rewards=np.array([reward]),
+                dones=np.array([terminated or truncated]),
+                infos=[info],
+            )
+        )
 
     def after(self, results: Sequence[Result], n_workers: int) -> None:
         """After workers' rollouts, as sb3-contrib reports them: ``dones`` per n_workers steps."""
         dones = [np.arange(1, n + 1) == n for r in results for n in r.lengths.tolist()]
         dones = np.concatenate(dones) if dones else np.zeros(0, bool)
         for start in range(0, len(dones), n_workers):
-            batch = dones[start:start + n_workers]
+            batch = dones[start : start + n_workers]
             self.model.num_timesteps += len(batch)
             self._step(dict(dones=batch, infos=[{} for _ in batch]))
 
@@ -2157,6 +2443,7 @@ class _StepReporter:
                 cb.update_locals({"self": self.model, **extra})
             if cb.on_step() is False:
                 raise StopTraining
+
 
 class _ProgressBar:
     """``learn(progress_bar=True)``: a tqdm bar over the timesteps."""
@@ -2176,6 +2463,7 @@ class _ProgressBar:
         self.bar.total = max(self.bar.total, self.bar.n)  # the last iteration may overshoot
         self.bar.close()
 
+
 class EvalCallback:
     """Evaluate the policy every ``eval_freq`` timesteps on a separate env; keep the best model.
 
@@ -2189,27 +2477,46 @@ class EvalCallback:
     processes (the eval env is then an id or a function). ``deterministic`` and ``warn``
     are accepted for SB3 compatibility."""
 
-    def __init__(self, eval_env: Any, callback_on_new_best: Any = None,
-                 callback_after_eval: Any = None, n_eval_episodes: int = 5, eval_freq: int = 10_000,
-                 log_path: str | os.PathLike | None = None,
-                 best_model_save_path: str | os.PathLike | None = None, deterministic: bool = True,
-                 render: bool = False, verbose: int = 1, warn: bool = True,
-                 eval_concurrency: int = 1, seed: int | None = None,
-                 best_model_name: str = "best_model.zip"):
-        for name, value in (("n_eval_episodes", n_eval_episodes), ("eval_freq", eval_freq),
-                            ("eval_concurrency", eval_concurrency)):
+    def __init__(
+        self,
+        eval_env: Any,
+        callback_on_new_best: Any = None,
+        callback_after_eval: Any = None,
+        n_eval_episodes: int = 5,
+        eval_freq: int = 10_000,
+        log_path: str | os.PathLike | None = None,
+        best_model_save_path: str | os.PathLike | None = None,
+        deterministic: bool = True,
+        render: bool = False,
+        verbose: int = 1,
+        warn: bool = True,
+        eval_concurrency: int = 1,
+        seed: int | None = None,
+        best_model_name: str = "best_model.zip",
+    ):
+        for name, value in (
+            ("n_eval_episodes", n_eval_episodes),
+            ("eval_freq", eval_freq),
+            ("eval_concurrency", eval_concurrency),
+        ):
             if not (is_int(value) and value >= 1):
                 raise ValueError(f"{name} must be an integer of at least 1; got {value!r}")
         if eval_concurrency > 1 and (isinstance(eval_env, gym.Env) or render):
-            raise ValueError("eval_concurrency > 1 needs the eval env as an id or a function, to "
-                             "build it in each worker, and cannot render")
+            raise ValueError(
+                "eval_concurrency > 1 needs the eval env as an id or a function, to "
+                "build it in each worker, and cannot render"
+            )
         self.eval_env, self.eval_freq, self.n_eval_episodes = eval_env, eval_freq, n_eval_episodes
         self.callback_on_new_best = callback_on_new_best
         self.callback_after_eval = callback_after_eval
         self.log_path = None if log_path is None else Path(log_path)
         self.best_model_save_path = best_model_save_path and Path(best_model_save_path)
-        self.best_model_name, self.render, self.verbose, self.seed = (best_model_name, render,
-                                                                       verbose, seed)
+        self.best_model_name, self.render, self.verbose, self.seed = (
+            best_model_name,
+            render,
+            verbose,
+            seed,
+        )
         self.deterministic, self.warn, self.eval_concurrency = deterministic, warn, eval_concurrency
         self.evaluations, self.evaluations_results, self.evaluations_length = [], [], []
         self.best_mean_reward = self.last_mean_reward = -np.inf
@@ -2241,11 +2548,18 @@ class EvalCallback:
         """Evaluate now and log it; False when a child callback asks to stop training."""
         self._train_seconds += time.perf_counter() - self._mark
         model, env = self.model, getattr(self._evaluator, "env", None)
-        seeds = evaluation_seeds(model.seed if self.seed is None else self.seed,
-                                 self.n_eval_episodes)
+        seeds = evaluation_seeds(
+            model.seed if self.seed is None else self.seed, self.n_eval_episodes
+        )
         render = (lambda *_: env.render()) if self.render else None
-        results = evaluate_episodes(model.policy, self._evaluator, seeds, model.max_episode_steps,
-                                    observations_seen_by(model), render)
+        results = evaluate_episodes(
+            model.policy,
+            self._evaluator,
+            seeds,
+            model.max_episode_steps,
+            observations_seen_by(model),
+            render,
+        )
         returns = np.array([r.returns[0] for r in results])
         lengths = [int(r.lengths[0]) for r in results]
         mean, std = float(returns.mean()), float(returns.std())
@@ -2257,19 +2571,29 @@ class EvalCallback:
             self._next += self.eval_freq
         if self.log_path is not None:
             with _atomic_file(self.log_path / "evaluations.npz", "wb") as f:
-                np.savez(f, timesteps=np.array([e[0] for e in self.evaluations]),
-                         results=np.array(self.evaluations_results),
-                         ep_lengths=np.array(self.evaluations_length))
+                np.savez(
+                    f,
+                    timesteps=np.array([e[0] for e in self.evaluations]),
+                    results=np.array(self.evaluations_results),
+                    ep_lengths=np.array(self.evaluations_length),
+                )
         new_best = mean > self.best_mean_reward
         self.best_mean_reward = max(mean, self.best_mean_reward)
-        for key, value in (("mean_reward", mean), ("std_reward", std), ("mean_ep_length",
-                           float(np.mean(lengths))), ("best_mean_reward", self.best_mean_reward)):
+        for key, value in (
+            ("mean_reward", mean),
+            ("std_reward", std),
+            ("mean_ep_length", float(np.mean(lengths))),
+            ("best_mean_reward", self.best_mean_reward),
+        ):
             model.logger.record(f"eval/{key}", value)
         if new_best and self.best_model_save_path is not None:
             model.save(self.best_model_save_path / self.best_model_name)
         if self.verbose >= 1:
-            print(f"Eval num_timesteps={model.num_timesteps}, episode_reward={mean:.2f} +/- "
-                  f"{std:.2f}, best {self.best_mean_reward:.2f}", flush=True)
+            print(
+                f"Eval num_timesteps={model.num_timesteps}, episode_reward={mean:.2f} +/- "
+                f"{std:.2f}, best {self.best_mean_reward:.2f}",
+                flush=True,
+            )
         children = [self.callback_on_new_best] * new_best + [self.callback_after_eval]
         keep_going = all([child.on_step() is not False for child in children if child is not None])
         self._mark = time.perf_counter()
@@ -2277,22 +2601,33 @@ class EvalCallback:
 
     def state_dict(self) -> dict[str, Any]:
         """Plain data to resume the schedule and the best score exactly (checkpoints)."""
-        return dict(next=self._next, train_seconds=self._train_seconds,
-                    best_mean_reward=self.best_mean_reward,
-                    evaluations=[list(e) for e in self.evaluations],
-                    results=self.evaluations_results, lengths=self.evaluations_length)
+        return dict(
+            next=self._next,
+            train_seconds=self._train_seconds,
+            best_mean_reward=self.best_mean_reward,
+            evaluations=[list(e) for e in self.evaluations],
+            results=self.evaluations_results,
+            lengths=self.evaluations_length,
+        )
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         """Restore :meth:`state_dict` (from a checkpoint); a ValueError if it is not one."""
-        numbers = lambda rows: isinstance(rows, list) and all(
-            isinstance(row, list) and all(map(_is_number, row)) for row in rows)
-        if not (isinstance(state, dict) and is_int(state.get("next"))
-                and _is_number(state.get("train_seconds"))
-                and isinstance(state.get("best_mean_reward"), (int, float))
-                and all(numbers(state.get(key)) for key in ("evaluations", "results", "lengths"))):
-            raise ValueError("the EvalCallback state must hold next, train_seconds, "
-                             "best_mean_reward and lists of numbers evaluations, results, "
-                             f"lengths; got {state!r:.200}")
+        numbers = lambda rows: (
+            isinstance(rows, list)
+            and all(isinstance(row, list) and all(map(_is_number, row)) for row in rows)
+        )
+        if not (
+            isinstance(state, dict)
+            and is_int(state.get("next"))
+            and _is_number(state.get("train_seconds"))
+            and isinstance(state.get("best_mean_reward"), (int, float))
+            and all(numbers(state.get(key)) for key in ("evaluations", "results", "lengths"))
+        ):
+            raise ValueError(
+                "the EvalCallback state must hold next, train_seconds, "
+                "best_mean_reward and lists of numbers evaluations, results, "
+                f"lengths; got {state!r:.200}"
+            )
         self._next, self._train_seconds = int(state["next"]), float(state["train_seconds"])
         self.best_mean_reward = float(state["best_mean_reward"])
         self.evaluations = [tuple(e) for e in state["evaluations"]]
@@ -2303,11 +2638,19 @@ class EvalCallback:
             self._evaluator.close()
             self._evaluator = None
 
-def evaluate_policy(model: Any, env: Any, n_eval_episodes: int = 10, deterministic: bool = True,
-                    render: bool = False, callback: Callable[[dict, dict], Any] | None = None,
-                    reward_threshold: float | None = None, return_episode_rewards: bool = False,
-                    warn: bool = True, seed: int | None = None,
-                    ) -> tuple[float, float] | tuple[list[float], list[int]]:
+
+def evaluate_policy(
+    model: Any,
+    env: Any,
+    n_eval_episodes: int = 10,
+    deterministic: bool = True,
+    render: bool = False,
+    callback: Callable[[dict, dict], Any] | None = None,
+    reward_threshold: float | None = None,
+    return_episode_rewards: bool = False,
+    warn: bool = True,
+    seed: int | None = None,
+) -> tuple[float, float] | tuple[list[float], list[int]]:
     """Mean and std of the return of ``model`` (an ARS or a policy) over ``n_eval_episodes``.
 
     SB3's signature. Rewards are the env's own (no ``alive_bonus_offset``); the episodes'
@@ -2318,19 +2661,23 @@ def evaluate_policy(model: Any, env: Any, n_eval_episodes: int = 10, determinist
     gym_env, _, given = resolve_env(env)  # the env's VecNormalize, else the one trained on
     vec_normalize = given if getattr(given, "norm_obs", False) else observations_seen_by(model)
     seeds = evaluation_seeds(getattr(model, "seed", 0) if seed is None else seed, n_eval_episodes)
+
     def on_step(action: Any, transition: tuple) -> None:
         if render:
             gym_env.render()
         if callback is not None:
             callback({"actions": action, "transition": transition, "model": model}, globals())
+
     hook = on_step if (render or callback is not None) else None
     max_steps = getattr(model, "max_episode_steps", None)
-    results = evaluate_episodes(_policy_of(model), InProcessEval(gym_env), seeds, max_steps,
-                                vec_normalize, hook)
+    results = evaluate_episodes(
+        _policy_of(model), InProcessEval(gym_env), seeds, max_steps, vec_normalize, hook
+    )
     returns = [float(r.returns[0]) for r in results]
     if reward_threshold is not None and np.mean(returns) < reward_threshold:
-        raise AssertionError(f"mean reward below threshold: {np.mean(returns):.2f} < "
-                             f"{reward_threshold:.2f}")
+        raise AssertionError(
+            f"mean reward below threshold: {np.mean(returns):.2f} < {reward_threshold:.2f}"
+        )
     if return_episode_rewards:
         return returns, [int(r.lengths[0]) for r in results]
     return float(np.mean(returns)), float(np.std(returns))
@@ -2344,22 +2691,25 @@ def evaluate_policy(model: Any, env: Any, n_eval_episodes: int = 10, determinist
 # arguments of ARS() pass. Settings that name paths (tensorboard_log) are never read.
 
 FORMAT, FORMAT_VERSION, MAX_METADATA_BYTES = "ars-numpy", 2, 4 << 20
-SAVED = tuple(k for k in HPARAMS
-              if k not in ("policy_kwargs", "tensorboard_log", "device"))
+SAVED = tuple(k for k in HPARAMS if k not in ("policy_kwargs", "tensorboard_log", "device"))
 METADATA_FIELDS = set(
     "format format_version kind ars_version policy policy_kwargs observation_space action_space "
     "system_info hparams env_id num_timesteps n_updates schedules ep_info_buffer callbacks "
-    "included unreadable vec_normalize rng_state".split())  # rng_state: by ars 0.1, not read
+    "included unreadable vec_normalize rng_state".split()
+)  # rng_state: by ars 0.1, not read
 ARRAYS = ("parameters", "obs_rms_mean", "obs_rms_var", "obs_rms_count")
+
 
 def _is_number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
 
 class _atomic_file:
     """Write ``path`` through a temporary file and a rename: never half a file, nothing left."""
 
     def __init__(self, path: Path, mode: str):
         self.path, self.mode = Path(path), mode
+
     def _error(self, error: OSError) -> OSError:
         return OSError(error.errno, f"could not write {self.path}: {error.strerror}")
 
@@ -2392,6 +2742,7 @@ class _atomic_file:
         if isinstance(error, OSError) and not str(error).startswith("could not write"):
             raise self._error(error) from error
 
+
 def _write_npz(target: Any, arrays: dict[str, np.ndarray]) -> Path | None:
     """``np.savez`` to a file object, or atomically to a path (SB3's: no suffix, ``.zip``)."""
     if hasattr(target, "write"):
@@ -2402,6 +2753,7 @@ def _write_npz(target: Any, arrays: dict[str, np.ndarray]) -> Path | None:
         np.savez(f, **arrays)
     return path
 
+
 def _space_to_json(space: spaces.Space) -> dict[str, Any]:
     if isinstance(space, spaces.Discrete):
         return {"type": "Discrete", "n": int(space.n), "start": int(space.start)}
@@ -2410,15 +2762,23 @@ def _space_to_json(space: spaces.Space) -> dict[str, Any]:
     if isinstance(space, spaces.MultiBinary):
         return {"type": "MultiBinary", "n": np.asarray(space.n).tolist()}
     bound = lambda v: v.flat[0].item() if v.size and (v == v.flat[0]).all() else v.tolist()
-    return {"type": "Box", "low": bound(space.low), "high": bound(space.high),  # one number
-            "shape": list(space.shape), "dtype": str(space.dtype)}  # when all agree
+    return {
+        "type": "Box",
+        "low": bound(space.low),
+        "high": bound(space.high),  # one number
+        "shape": list(space.shape),
+        "dtype": str(space.dtype),
+    }  # when all agree
+
 
 def _space_size(data: Any, where: str) -> int:
     """The flat size of a space's JSON (``spaces.flatdim``), computed without building it."""
     kinds = {"Box": "shape", "Discrete": "n", "MultiDiscrete": "nvec", "MultiBinary": "n"}
     if not isinstance(data, dict) or data.get("type") not in kinds:
-        raise ValueError(f"{where} must be a Box, Discrete, MultiDiscrete or MultiBinary space; "
-                         f"got {data!r:.200}")
+        raise ValueError(
+            f"{where} must be a Box, Discrete, MultiDiscrete or MultiBinary space; "
+            f"got {data!r:.200}"
+        )
     sizes = data.get(kinds[data["type"]])
     sizes = np.asarray(sizes if isinstance(sizes, list) else [sizes], dtype=object).reshape(-1)
     if not (len(sizes) <= 10**6 and all(is_int(n) and 0 <= n <= MAX_PARAMETERS for n in sizes)):
@@ -2427,6 +2787,7 @@ def _space_size(data: Any, where: str) -> int:
     if size > MAX_PARAMETERS:
         raise ValueError(f"{where} has {size:,} elements; ars takes at most {MAX_PARAMETERS:,}")
     return size
+
 
 def _space_from_json(data: dict[str, Any], where: str) -> spaces.Space:
     """A space from its JSON, whose sizes :func:`_space_size` has checked."""
@@ -2444,8 +2805,11 @@ def _space_from_json(data: dict[str, Any], where: str) -> spaces.Space:
         low, high = (_bounds(data[key], shape, dtype) for key in ("low", "high"))
         return spaces.Box(low, high, shape=shape, dtype=dtype)
     except (KeyError, TypeError, ValueError, OverflowError, AssertionError) as error:
-        raise ValueError(f"{where} is not a valid space ({type(error).__name__}: "
-                         f"{' '.join(str(error).split())[:200]})") from error
+        raise ValueError(
+            f"{where} is not a valid space ({type(error).__name__}: "
+            f"{' '.join(str(error).split())[:200]})"
+        ) from error
+
 
 def _bounds(value: Any, shape: tuple, dtype: np.dtype) -> np.ndarray:
     if _is_number(value) or value in (math.inf, -math.inf):
@@ -2455,36 +2819,59 @@ def _bounds(value: Any, shape: tuple, dtype: np.dtype) -> np.ndarray:
         raise ValueError(f"bounds must be one number or {math.prod(shape)} numbers")
     return flat.reshape(shape)
 
+
 def _metadata(model: ARS | ARSPolicy, kind: str = "model") -> dict[str, Any]:
     """The plain-data description of a model (or, with ``kind="policy"``, of its policy)."""
     policy = model.policy if isinstance(model, ARS) else model
     linear, config = isinstance(policy, ARSLinearPolicy), policy.config()
     meta = dict(
-        format=FORMAT, format_version=FORMAT_VERSION, kind=kind, ars_version=__version__,
+        format=FORMAT,
+        format_version=FORMAT_VERSION,
+        kind=kind,
+        ars_version=__version__,
         policy="LinearPolicy" if linear else "MlpPolicy",
         policy_kwargs={k: config[k] for k in ("with_bias", "squash_output")} if linear else config,
         observation_space=_space_to_json(policy.observation_space),
-        action_space=_space_to_json(policy.action_space), system_info=_system_info(),
+        action_space=_space_to_json(policy.action_space),
+        system_info=_system_info(),
     )
     if kind == "model":
         schedules = [k for k in ("learning_rate", "delta_std") if callable(model.hparams[k])]
-        hparams = {**{k: model.hparams[k] for k in SAVED},
-                   **{k: model._schedule_value(k) for k in schedules}}
+        hparams = {
+            **{k: model.hparams[k] for k in SAVED},
+            **{k: model._schedule_value(k) for k in schedules},
+        }
         episodes = [[e["r"], e["l"]] for e in model.ep_info_buffer]
-        meta.update(hparams=hparams, env_id=model.env_id, num_timesteps=model.num_timesteps,
-                    n_updates=model._n_updates, schedules=schedules, ep_info_buffer=episodes)
+        meta.update(
+            hparams=hparams,
+            env_id=model.env_id,
+            num_timesteps=model.num_timesteps,
+            n_updates=model._n_updates,
+            schedules=schedules,
+            ep_info_buffer=episodes,
+        )
         seen = observations_seen_by(model)
         if seen is not None:  # what an evaluation on a raw env needs to see what it saw
-            meta["vec_normalize"] = dict(mean=np.ravel(seen.obs_rms.mean).tolist(),
-                                         var=np.ravel(seen.obs_rms.var).tolist(),
-                                         clip_obs=float(seen.clip_obs),
-                                         epsilon=float(seen.epsilon))
+            meta["vec_normalize"] = dict(
+                mean=np.ravel(seen.obs_rms.mean).tolist(),
+                var=np.ravel(seen.obs_rms.var).tolist(),
+                clip_obs=float(seen.clip_obs),
+                epsilon=float(seen.epsilon),
+            )
     return meta
+
 
 def _system_info() -> dict[str, str]:
     import platform
-    return {"ars": __version__, "python": platform.python_version(), "numpy": np.__version__,
-            "gymnasium": gym.__version__, "os": platform.platform()}
+
+    return {
+        "ars": __version__,
+        "python": platform.python_version(),
+        "numpy": np.__version__,
+        "gymnasium": gym.__version__,
+        "os": platform.platform(),
+    }
+
 
 def _arrays(policy: ARSPolicy, meta: dict[str, Any]) -> dict[str, np.ndarray]:
     """What a file holds: the parameters, V2's statistics, and the metadata as JSON."""
@@ -2494,13 +2881,20 @@ def _arrays(policy: ARSPolicy, meta: dict[str, Any]) -> dict[str, np.ndarray]:
         arrays.update(obs_rms_mean=rms.mean, obs_rms_var=rms.var, obs_rms_count=np.array(rms.count))
     return arrays
 
+
 @functools.cache
 def _own_attributes() -> frozenset[str]:
     """The names every ARS model has: its methods, properties and settings."""
     return frozenset(dir(ARS)) | frozenset(vars(ARS("LinearPolicy", seed=0))) | frozenset(HPARAMS)
 
-def save_model(model: ARS, path: Any, exclude: Sequence[str] | None = None,
-               include: Sequence[str] | None = None, callbacks: Any = None) -> Path | None:
+
+def save_model(
+    model: ARS,
+    path: Any,
+    exclude: Sequence[str] | None = None,
+    include: Sequence[str] | None = None,
+    callbacks: Any = None,
+) -> Path | None:
     """Write ``model`` (see :meth:`ARS.save`); a checkpoint adds the ``callbacks``' state."""
     model._need_policy()
     meta, included = _metadata(model), {}
@@ -2517,20 +2911,25 @@ def save_model(model: ARS, path: Any, exclude: Sequence[str] | None = None,
         try:
             json.dumps(included[name])
         except TypeError:
-            raise ValueError(f"include={name!r}: {type(included[name]).__name__} is not plain "
-                             "data (JSON)") from None
+            raise ValueError(
+                f"include={name!r}: {type(included[name]).__name__} is not plain data (JSON)"
+            ) from None
     meta.update({"included": included} if included else {})
     meta.update({"callbacks": callbacks.state_dict()} if callbacks is not None else {})
     return _write_npz(path, _arrays(model.policy, meta))
+
 
 def _check_member(archive: zipfile.ZipFile, name: str, limit: int, where: str) -> None:
     """A member no larger than ``limit``, stored or deflated (Python inflates LZMA unbounded)."""
     info = archive.getinfo(name)
     if info.compress_type not in (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED):
-        raise ValueError(f"{where}: member {name} is compressed with method "
-                         f"{info.compress_type}; ars reads stored or deflated members")
+        raise ValueError(
+            f"{where}: member {name} is compressed with method "
+            f"{info.compress_type}; ars reads stored or deflated members"
+        )
     if info.file_size > limit:
         raise ValueError(f"{where}: member {name} is larger than the metadata allows")
+
 
 def _read_member(archive: zipfile.ZipFile, name: str, limit: int, where: str) -> bytes:
     """A member's bytes, refusing more than ``limit`` whatever its header says."""
@@ -2540,6 +2939,7 @@ def _read_member(archive: zipfile.ZipFile, name: str, limit: int, where: str) ->
     if len(data) > limit:
         raise ValueError(f"{where}: member {name} is larger than the metadata allows")
     return data
+
 
 def _npy(data: bytes, shape: tuple[int, ...], kinds: str, where: str, name: str) -> np.ndarray:
     """An array from ``.npy`` bytes; its header is checked before anything is allocated."""
@@ -2552,12 +2952,15 @@ def _npy(data: bytes, shape: tuple[int, ...], kinds: str, where: str, name: str)
     except (ValueError, TypeError, SyntaxError, EOFError) as error:
         raise ValueError(f"{where}: {name} is not a valid array ({error})") from error
     if dtype.hasobject or dtype.kind not in kinds or found != shape:
-        raise ValueError(f"{where}: {name} holds {found} of {dtype}; expected {shape} of kind "
-                         f"{kinds!r} (object arrays are never loaded)")
+        raise ValueError(
+            f"{where}: {name} holds {found} of {dtype}; expected {shape} of kind "
+            f"{kinds!r} (object arrays are never loaded)"
+        )
     if math.prod(found) * dtype.itemsize > len(data) - f.tell():  # after the header
         raise ValueError(f"{where}: {name} is truncated")
     f.seek(0)
     return np.lib.format.read_array(f, allow_pickle=False)
+
 
 def read_model_file(source: Any, env: Any = None) -> tuple[dict[str, Any], dict[str, Any]]:
     """The checked metadata (spaces built) and arrays of a file of :meth:`ARS.save` or
@@ -2568,33 +2971,45 @@ def read_model_file(source: Any, env: Any = None) -> tuple[dict[str, Any], dict[
         f, where = source, getattr(source, "name", "the given file object")
     else:
         path = Path(source)  # SB3's rule: a name without a suffix may mean .zip
-        path = next((p for p in (path, path.with_suffix(".zip"), path.with_suffix(".npz"))
-                     if p.exists() and (p == path or not path.suffix)), path)
+        path = next(
+            (
+                p
+                for p in (path, path.with_suffix(".zip"), path.with_suffix(".npz"))
+                if p.exists() and (p == path or not path.suffix)
+            ),
+            path,
+        )
         if not path.exists():
             raise FileNotFoundError(f"no model file at {path}")
         f, where = path.open("rb"), str(path)
     try:
         end = zipfile._EndRecData(f)  # the directory's size, before Python builds it
         if end and end[zipfile._ECD_ENTRIES_TOTAL] > 64:
-            raise ValueError(f"{where} lists {end[zipfile._ECD_ENTRIES_TOTAL]:,} members; a model "
-                             "file has a few")
+            raise ValueError(
+                f"{where} lists {end[zipfile._ECD_ENTRIES_TOTAL]:,} members; a model file has a few"
+            )
         with zipfile.ZipFile(f) as archive:
             names = set(archive.namelist())
             if {"data", "policy.pth"} <= names:
                 return _read_sb3_zip(archive, where, env)
             if "metadata.npy" not in names or names - {f"{k}.npy" for k in ("metadata", *ARRAYS)}:
-                raise ValueError(f"{where} is a zip archive but not a model written by ars or "
-                                 f"sb3-contrib (members: {sorted(names)[:8]})")
+                raise ValueError(
+                    f"{where} is a zip archive but not a model written by ars or "
+                    f"sb3-contrib (members: {sorted(names)[:8]})"
+                )
             raw = _read_member(archive, "metadata.npy", MAX_METADATA_BYTES, where)
             meta = _json(str(_npy(raw, (), "U", where, "metadata")), f"{where}: the metadata")
             meta = _check_metadata(meta, where)
             return meta, _read_arrays(archive, names, meta, where)
     except (zipfile.BadZipFile, OSError, EOFError, zlib.error, UnicodeDecodeError) as error:
-        raise ValueError(f"{where} is not a readable ars model file ({type(error).__name__}: "
-                         f"{error}); is it truncated, or written by another program?") from error
+        raise ValueError(
+            f"{where} is not a readable ars model file ({type(error).__name__}: "
+            f"{error}); is it truncated, or written by another program?"
+        ) from error
     finally:
         if not hasattr(source, "read"):
             f.close()
+
 
 def _json(text: str | bytes, where: str) -> Any:
     """Parsed JSON, or a ValueError naming the file (also if too deep, too long or too many)."""
@@ -2604,6 +3019,7 @@ def _json(text: str | bytes, where: str) -> Any:
         return json.loads(text)
     except (ValueError, RecursionError) as error:
         raise ValueError(f"{where} is not valid JSON ({error})") from None
+
 
 def _check_metadata(meta: Any, where: str) -> dict[str, Any]:
     """The metadata (ars's, or sb3-contrib's in ars's form): its fields of the right types,
@@ -2617,21 +3033,33 @@ def _check_metadata(meta: Any, where: str) -> dict[str, Any]:
     if version > FORMAT_VERSION:
         raise ValueError(f"{where} was written by a newer ars (format {version}); upgrade ars")
     if set(meta) - METADATA_FIELDS:
-        raise ValueError(f"{where}: the metadata holds fields ars does not know: "
-                         f"{sorted(set(meta) - METADATA_FIELDS)}")
+        raise ValueError(
+            f"{where}: the metadata holds fields ars does not know: "
+            f"{sorted(set(meta) - METADATA_FIELDS)}"
+        )
+
     def need(field: str, ok: bool, what: str) -> None:
         if not ok:
-            raise ValueError(f"{where}: metadata field {field!r} must be {what}; got "
-                             f"{meta.get(field)!r:.200}")
+            raise ValueError(
+                f"{where}: metadata field {field!r} must be {what}; got {meta.get(field)!r:.200}"
+            )
+
     kind, kwargs = meta.setdefault("kind", "model"), meta.get("policy_kwargs")
     need("kind", kind in ("model", "policy"), '"model" or "policy"')
     need("policy", meta.get("policy") in POLICY_CLASSES, f"one of {list(POLICY_CLASSES)}")
     arch = kwargs.get("net_arch", []) if isinstance(kwargs, dict) else None
     sizes_ok = isinstance(arch, list) and len(arch) <= 100
-    sizes_ok = sizes_ok and all(is_int(n) and 1 <= n <= MAX_PARAMETERS for n in arch) and all(
-        isinstance(kwargs.get(k, True), bool) for k in ("with_bias", "squash_output"))
-    need("policy_kwargs", sizes_ok, "a dict whose net_arch is a list of layer sizes, and whose "
-         "with_bias and squash_output are true or false")
+    sizes_ok = (
+        sizes_ok
+        and all(is_int(n) and 1 <= n <= MAX_PARAMETERS for n in arch)
+        and all(isinstance(kwargs.get(k, True), bool) for k in ("with_bias", "squash_output"))
+    )
+    need(
+        "policy_kwargs",
+        sizes_ok,
+        "a dict whose net_arch is a list of layer sizes, and whose "
+        "with_bias and squash_output are true or false",
+    )
     sizes = [_space_size(meta.get(k), f"{where}: {k}") for k in SPACE_KEYS]
     _parameter_count(meta["policy"], kwargs, *sizes, where)
     for key in SPACE_KEYS:
@@ -2643,18 +3071,28 @@ def _check_metadata(meta: Any, where: str) -> dict[str, Any]:
         raise ValueError(f"{where}: hparams holds {name!r}, which a model file may not set")
     env_id = meta.get("env_id")
     plain = isinstance(env_id, str) and re.fullmatch(r"[\w./-]{1,200}", env_id)
-    need("env_id", env_id is None or plain, "an env id such as 'Hopper-v4', or null (never "
-         "'module:Env', which imports)")
+    need(
+        "env_id",
+        env_id is None or plain,
+        "an env id such as 'Hopper-v4', or null (never 'module:Env', which imports)",
+    )
     for field in ("schedules", "unreadable"):  # the settings saved as a value, or not at all
-        need(field, isinstance(meta.get(field, []), list) and all(
-            name in ("learning_rate", "delta_std") for name in meta.get(field, [])),
-            "a list of learning_rate, delta_std")
+        need(
+            field,
+            isinstance(meta.get(field, []), list)
+            and all(name in ("learning_rate", "delta_std") for name in meta.get(field, [])),
+            "a list of learning_rate, delta_std",
+        )
     need("callbacks", isinstance(meta.get("callbacks", {}), dict), "a dict")
     included = meta.get("included", {})
-    need("included", isinstance(included, dict) and all(
-        str(k).isidentifier() and not str(k).startswith("_") for k in included),
-        "a dict of public extra attributes")
+    need(
+        "included",
+        isinstance(included, dict)
+        and all(str(k).isidentifier() and not str(k).startswith("_") for k in included),
+        "a dict of public extra attributes",
+    )
     return meta
+
 
 def _parameter_count(policy: str, kwargs: dict, obs_dim: int, n_outputs: int, where: str) -> int:
     """The parameters the metadata implies (the core's layout), refused above the cap."""
@@ -2662,9 +3100,12 @@ def _parameter_count(policy: str, kwargs: dict, obs_dim: int, n_outputs: int, wh
     bias = bool(kwargs.get("with_bias", POLICIES[policy]["with_bias"]))
     n_params = sum(o * i + o * bias for o, i in layer_shapes(obs_dim, arch, n_outputs))
     if n_params > MAX_PARAMETERS:
-        raise ValueError(f"{where}: the metadata describes a policy of {n_params:,} parameters; "
-                         f"ars takes at most {MAX_PARAMETERS:,}")
+        raise ValueError(
+            f"{where}: the metadata describes a policy of {n_params:,} parameters; "
+            f"ars takes at most {MAX_PARAMETERS:,}"
+        )
     return n_params
+
 
 def _read_arrays(archive: zipfile.ZipFile, names: set[str], meta: dict, where: str) -> dict:
     """The arrays, each checked against the shape the metadata implies before it is read."""
@@ -2677,11 +3118,21 @@ def _read_arrays(archive: zipfile.ZipFile, names: set[str], meta: dict, where: s
     if {f"{k}.npy" for k in expected} != names - {"metadata.npy"}:
         found = sorted(n[:-4] for n in names - {"metadata.npy"})
         raise ValueError(f"{where}: expected the arrays {sorted(expected)}; the file holds {found}")
-    return {name: _npy(_read_member(archive, f"{name}.npy", 8 * math.prod(shape) + 4096, where),
-                       shape, kinds, where, name) for name, (shape, kinds) in expected.items()}
+    return {
+        name: _npy(
+            _read_member(archive, f"{name}.npy", 8 * math.prod(shape) + 4096, where),
+            shape,
+            kinds,
+            where,
+            name,
+        )
+        for name, (shape, kinds) in expected.items()
+    }
 
-def _build_policy(meta: dict[str, Any], arrays: dict[str, Any], where: str,
-                  policy: ARSPolicy | None = None) -> ARSPolicy:
+
+def _build_policy(
+    meta: dict[str, Any], arrays: dict[str, Any], where: str, policy: ARSPolicy | None = None
+) -> ARSPolicy:
     """The file's policy, built as any policy is, then given its checked weights and statistics."""
     try:
         if policy is None:
@@ -2696,17 +3147,21 @@ def _build_policy(meta: dict[str, Any], arrays: dict[str, Any], where: str,
         policy.load_from_vector(arrays["parameters"].astype(np.float64))
         has = "obs_rms_mean" in arrays
         if (policy.obs_rms is not None) != has:
-            raise ValueError(f"normalize_obs is {not has} but the file "
-                             f"{'holds' if has else 'lacks'} observation statistics")
+            raise ValueError(
+                f"normalize_obs is {not has} but the file "
+                f"{'holds' if has else 'lacks'} observation statistics"
+            )
         if has:
             mean, var, count = (arrays[f"obs_rms_{k}"] for k in ("mean", "var", "count"))
             if not (np.isfinite([mean, var]).all() and (var >= 0).all() and count >= 0):
                 raise ValueError("the observation statistics must be finite, var and count >= 0")
-            policy.obs_rms = RunningMeanStd.from_moments(mean.astype(float), var.astype(float),
-                                                         int(count))
+            policy.obs_rms = RunningMeanStd.from_moments(
+                mean.astype(float), var.astype(float), int(count)
+            )
         return policy
     except (ValueError, TypeError, NotImplementedError, RuntimeError) as error:
         raise ValueError(f"{where}: {error}") from None
+
 
 def load_model(path: Any, env: Any, device: Any, overrides: dict, print_system_info: bool) -> ARS:
     """See :meth:`ARS.load`: the model is built by ``ARS(...)`` from the file's settings."""
@@ -2717,25 +3172,33 @@ def load_model(path: Any, env: Any, device: Any, overrides: dict, print_system_i
     if print_system_info:
         print("== saved with:", meta.get("system_info"), "\n== now:", _system_info())
     if set(overrides) - set(HPARAMS):
-        raise TypeError(f"ARS.load got settings it does not know: "
-                        f"{sorted(set(overrides) - set(HPARAMS))}")
+        raise TypeError(
+            f"ARS.load got settings it does not know: {sorted(set(overrides) - set(HPARAMS))}"
+        )
     schedules = meta.get("schedules", [])
     for name in (*schedules, *meta.get("unreadable", [])):
         if name not in overrides:
             how = "is a schedule sb3-contrib stored as a pickle, which ars never loads; using"
             how = "was a schedule, saved as its last value" if name in schedules else how
-            warnings.warn(f"{where}: {name} {how} {meta['hparams'].get(name, DEFAULTS[name])}; "
-                          f"pass {name}= to ARS.load", stacklevel=3)
-    counters, episodes = (meta.get("num_timesteps"), meta.get("n_updates")), meta.get(
-        "ep_info_buffer", [])
+            warnings.warn(
+                f"{where}: {name} {how} {meta['hparams'].get(name, DEFAULTS[name])}; "
+                f"pass {name}= to ARS.load",
+                stacklevel=3,
+            )
+    counters, episodes = (
+        (meta.get("num_timesteps"), meta.get("n_updates")),
+        meta.get("ep_info_buffer", []),
+    )
     try:
         if not all(is_int(n) and 0 <= n < 2**63 for n in counters):
             raise ValueError(f"num_timesteps and n_updates must be integers >= 0; got {counters}")
         pair = lambda e: isinstance(e, list) and len(e) == 2 and _is_number(e[0]) and is_int(e[1])
-        if not isinstance(episodes, list) or not all(pair(e) and 0 <= e[1] < 2**63
-                                                     for e in episodes):
-            raise ValueError(f"ep_info_buffer must be a list of [return, length]; got "
-                             f"{episodes!r:.100}")
+        if not isinstance(episodes, list) or not all(
+            pair(e) and 0 <= e[1] < 2**63 for e in episodes
+        ):
+            raise ValueError(
+                f"ep_info_buffer must be a list of [return, length]; got {episodes!r:.100}"
+            )
         settings = {**meta["hparams"], "policy_kwargs": meta["policy_kwargs"], **overrides}
         model = ARS(meta["policy"], _init_setup_model=False, device=device, **settings)
         model.observation_space, model.action_space = (meta[k] for k in SPACE_KEYS)
@@ -2757,6 +3220,7 @@ def load_model(path: Any, env: Any, device: Any, overrides: dict, print_system_i
         model.set_env(env)
     return model
 
+
 def load_demonstrations(path: str | os.PathLike) -> tuple[np.ndarray, np.ndarray]:
     """``(observations, actions)`` from a ``.npz`` trajectory or a folder of them (no pickle)."""
     path = Path(path)
@@ -2772,15 +3236,19 @@ def load_demonstrations(path: str | os.PathLike) -> tuple[np.ndarray, np.ndarray
                     observations.append(data["observations"])
                     actions.append(data["actions"])
         except (OSError, EOFError, ValueError, zipfile.BadZipFile) as error:  # ValueError: pickles
-            raise ValueError(f"{file} is not a readable .npz trajectory of plain arrays "
-                             f"({type(error).__name__}: {error})") from error
+            raise ValueError(
+                f"{file} is not a readable .npz trajectory of plain arrays "
+                f"({type(error).__name__}: {error})"
+            ) from error
         if not {"observations", "actions"} <= names:
-            raise ValueError(f"{file} must hold arrays 'observations' and 'actions'; it has "
-                             f"{sorted(names)}")
+            raise ValueError(
+                f"{file} must hold arrays 'observations' and 'actions'; it has {sorted(names)}"
+            )
     try:
         return np.concatenate(observations), np.concatenate(actions)
     except ValueError as error:
         raise ValueError(f"the trajectories in {path} do not fit together: {error}") from error
+
 
 def warm_start(model: ARS, demonstrations: Any, ridge: float = 1e-3) -> None:
     """Fit the model's linear policy to demonstrations in closed form, before training.
@@ -2792,17 +3260,23 @@ def warm_start(model: ARS, demonstrations: Any, ridge: float = 1e-3) -> None:
     L2 penalty of the regression."""
     policy = model.policy
     if policy is None or policy.net_arch:
-        raise ValueError("warm_start fits linear policies (LinearPolicy, or MlpPolicy with "
-                         "net_arch=[])")
+        raise ValueError(
+            "warm_start fits linear policies (LinearPolicy, or MlpPolicy with net_arch=[])"
+        )
     if isinstance(demonstrations, (str, os.PathLike)):
         demonstrations = load_demonstrations(demonstrations)
     check_number("ridge", ridge, low=0.0)
     observations, actions = (_as_array(x, None) for x in demonstrations)
     shape, space = policy.observation_space.shape, policy.action_space
-    if (observations.ndim != len(shape) + 1 or observations.shape[1:] != shape
-            or not len(observations)):
-        raise ValueError(f"demonstration observations must have shape (n >= 1, *{shape}); got "
-                         f"{observations.shape}")
+    if (
+        observations.ndim != len(shape) + 1
+        or observations.shape[1:] != shape
+        or not len(observations)
+    ):
+        raise ValueError(
+            f"demonstration observations must have shape (n >= 1, *{shape}); got "
+            f"{observations.shape}"
+        )
     observations = flattener(policy.observation_space)(observations).astype(np.float64)
     if len(actions) != len(observations):
         raise ValueError(f"got {len(observations)} observations but {len(actions)} actions")
@@ -2811,23 +3285,30 @@ def warm_start(model: ARS, demonstrations: Any, ridge: float = 1e-3) -> None:
     if isinstance(space, spaces.Discrete):
         index = actions.reshape(-1) - int(space.start)
         if (actions.reshape(-1) % 1 != 0).any() or index.min() < 0 or index.max() >= space.n:
-            raise ValueError(f"demonstration actions must be integers in {space}; got values from "
-                             f"{actions.min()} to {actions.max()}")
+            raise ValueError(
+                f"demonstration actions must be integers in {space}; got values from "
+                f"{actions.min()} to {actions.max()}"
+            )
         targets = -np.ones((len(actions), policy.action_dim))
         targets[np.arange(len(actions)), index.astype(np.int64)] = 1.0
     else:
         targets = actions.astype(np.float64).reshape(len(actions), -1)
         low, high = policy._low, policy._high
         if targets.shape[1] != policy.action_dim or (targets < low).any() or (targets > high).any():
-            raise ValueError(f"demonstration actions must lie in {space}; got shape "
-                             f"{actions.shape} and values from {actions.min()} to {actions.max()}")
+            raise ValueError(
+                f"demonstration actions must lie in {space}; got shape "
+                f"{actions.shape} and values from {actions.min()} to {actions.max()}"
+            )
         if policy.squash_output:
             targets = np.arctanh(np.clip((2 * targets - high - low) / (high - low), -0.999, 0.999))
     if policy.obs_rms is not None:  # regress on what the first layer sees: normalised inputs
         rms = policy.obs_rms = policy.obs_rms.copy().update(observations)
         observations = (observations - rms.mean) * inverse_std(rms.var)
-    inputs = np.hstack([observations, np.ones((len(observations), 1))]) if policy.with_bias \
+    inputs = (
+        np.hstack([observations, np.ones((len(observations), 1))])
+        if policy.with_bias
         else observations
+    )
     gram = inputs.T @ inputs + ridge * np.eye(inputs.shape[1])
     solution = np.linalg.solve(gram, inputs.T @ targets).T
     weight, bias = (solution[:, :-1], solution[:, -1]) if policy.with_bias else (solution, None)
@@ -2838,10 +3319,13 @@ def warm_start(model: ARS, demonstrations: Any, ridge: float = 1e-3) -> None:
 # Duck-typed: SB3 and torch are never imported here unless the user's objects come from
 # them (a VecEnv given, an sb3-contrib file loaded, a torch tensor passed).
 
+
 def _is_vec_env(env: Any) -> bool:
     """An SB3 VecEnv (by its methods) or a gymnasium vector env."""
     return isinstance(env, gym.vector.VectorEnv) or all(
-        hasattr(env, name) for name in ("num_envs", "step_async", "step_wait", "env_method"))
+        hasattr(env, name) for name in ("num_envs", "step_async", "step_wait", "env_method")
+    )
+
 
 def _observed_through(vec_normalize: Any, it: Iteration, training: bool = True) -> Iteration:
     """``it`` with an SB3 VecNormalize's observations, its statistics frozen for the
@@ -2849,11 +3333,15 @@ def _observed_through(vec_normalize: Any, it: Iteration, training: bool = True) 
     float32, as sb3-contrib's does; while VecNormalize learns, the rollouts keep raw states'."""
     if vec_normalize is None or not vec_normalize.norm_obs:
         return it
-    rms, clip, track = vec_normalize.obs_rms, vec_normalize.clip_obs, it.track_obs or (
-        training and vec_normalize.training)
+    rms, clip, track = (
+        vec_normalize.obs_rms,
+        vec_normalize.clip_obs,
+        it.track_obs or (training and vec_normalize.training),
+    )
     mean, scale = np.array(rms.mean), np.sqrt(rms.var + vec_normalize.epsilon)
     see = lambda obs: np.clip((obs - mean) / scale, -clip, clip).astype(np.float32)
     return it._replace(obs_filter=see, track_obs=track)
+
 
 def _update_vec_normalize(vec_normalize: Any, visited: Sequence[RunningMeanStd | None]) -> None:
     """Merge the raw observations of an iteration into VecNormalize's statistics, exactly
@@ -2863,37 +3351,56 @@ def _update_vec_normalize(vec_normalize: Any, visited: Sequence[RunningMeanStd |
         shape = np.shape(vec_normalize.obs_rms.mean)
         for rms in visited:
             if rms is not None and rms.count:
-                vec_normalize.obs_rms.update_from_moments(rms.mean.reshape(shape),
-                                                          rms.var.reshape(shape), rms.count)
+                vec_normalize.obs_rms.update_from_moments(
+                    rms.mean.reshape(shape), rms.var.reshape(shape), rms.count
+                )
+
 
 def observations_seen_by(model: Any) -> Any:
     """The VecNormalize whose observations ``model``'s policy learned on: the env's, or the
     frozen one its file recorded (None for a policy, or a model of raw observations). An
     evaluation on a raw env passes its observations through it, as SB3's would."""
     live = model.get_vec_normalize_env() if isinstance(model, ARS) else None
-    return live if live is not None and live.norm_obs else getattr(model, "_saved_normalization",
-                                                                     None)
+    return (
+        live if live is not None and live.norm_obs else getattr(model, "_saved_normalization", None)
+    )
+
 
 def _normalization_from_file(data: Any, shape: tuple, where: str) -> Any:
     """A frozen stand-in for the VecNormalize a file recorded, checked."""
     ok = isinstance(data, dict) and set(data) == {"mean", "var", "clip_obs", "epsilon"}
-    mean, var = (np.array(data[k] if ok and isinstance(data[k], list) else [], float).reshape(-1)
-                 for k in ("mean", "var"))
-    if not (ok and mean.shape == var.shape == (math.prod(shape),) and (var >= 0).all()
-            and np.isfinite(np.r_[mean, var]).all()
-            and all(_is_number(data[k]) and data[k] >= 0 for k in ("clip_obs", "epsilon"))):
-        raise ValueError(f"{where}: metadata field 'vec_normalize' must hold {math.prod(shape)} "
-                         "finite means and variances >= 0, clip_obs and epsilon >= 0")
-    return types.SimpleNamespace(obs_rms=RunningMeanStd.from_moments(mean.reshape(shape),
-                                 var.reshape(shape), 0), epsilon=data["epsilon"],
-                                 clip_obs=data["clip_obs"], norm_obs=True, training=False)
+    mean, var = (
+        np.array(data[k] if ok and isinstance(data[k], list) else [], float).reshape(-1)
+        for k in ("mean", "var")
+    )
+    if not (
+        ok
+        and mean.shape == var.shape == (math.prod(shape),)
+        and (var >= 0).all()
+        and np.isfinite(np.r_[mean, var]).all()
+        and all(_is_number(data[k]) and data[k] >= 0 for k in ("clip_obs", "epsilon"))
+    ):
+        raise ValueError(
+            f"{where}: metadata field 'vec_normalize' must hold {math.prod(shape)} "
+            "finite means and variances >= 0, clip_obs and epsilon >= 0"
+        )
+    return types.SimpleNamespace(
+        obs_rms=RunningMeanStd.from_moments(mean.reshape(shape), var.reshape(shape), 0),
+        epsilon=data["epsilon"],
+        clip_obs=data["clip_obs"],
+        norm_obs=True,
+        training=False,
+    )
+
 
 def _check_vec_normalize(model: ARS) -> None:
     vec_normalize = model.get_vec_normalize_env()
     if model.normalize_obs and vec_normalize is not None and vec_normalize.norm_obs:
-        raise ValueError("the env is an SB3 VecNormalize, which already normalises observations: "
-                         "use normalize_obs=False (V1 on its observations, as sb3-contrib), or "
-                         "drop VecNormalize")
+        raise ValueError(
+            "the env is an SB3 VecNormalize, which already normalises observations: "
+            "use normalize_obs=False (V1 on its observations, as sb3-contrib), or "
+            "drop VecNormalize"
+        )
 
 
 def _read_sb3_zip(archive: zipfile.ZipFile, where: str, env: Any = None) -> tuple[dict, dict]:
@@ -2906,8 +3413,11 @@ def _read_sb3_zip(archive: zipfile.ZipFile, where: str, env: Any = None) -> tupl
     policy_class = data.get("policy_class") if isinstance(data.get("policy_class"), dict) else {}
     linear = "Linear policy" in str(policy_class.get("__doc__", ""))
     kwargs = data.get("policy_kwargs") if isinstance(data.get("policy_kwargs"), dict) else {}
-    kwargs = {k: v for k, v in kwargs.items()
-              if k in ("net_arch", "with_bias", "squash_output", "activation_fn")}
+    kwargs = {
+        k: v
+        for k, v in kwargs.items()
+        if k in ("net_arch", "with_bias", "squash_output", "activation_fn")
+    }
     if "activation_fn" in kwargs:  # a pickled class: its name is in the readable text
         name = re.search(r"\.(\w+)'>", str(kwargs["activation_fn"]))
         kwargs["activation_fn"] = name.group(1).lower() if name else kwargs["activation_fn"]
@@ -2924,24 +3434,38 @@ def _read_sb3_zip(archive: zipfile.ZipFile, where: str, env: Any = None) -> tupl
         if name not in hparams or hparams[name] is None:  # any other exists only as a pickle
             hparams.pop(name, None)
             unreadable.append(name)
-    meta = dict(format=FORMAT, format_version=1, policy="LinearPolicy" if linear else "MlpPolicy",
-                policy_kwargs=kwargs, hparams=hparams, unreadable=unreadable,
-                num_timesteps=data.get("num_timesteps", 0), n_updates=data.get("_n_updates", 0))
+    meta = dict(
+        format=FORMAT,
+        format_version=1,
+        policy="LinearPolicy" if linear else "MlpPolicy",
+        policy_kwargs=kwargs,
+        hparams=hparams,
+        unreadable=unreadable,
+        num_timesteps=data.get("num_timesteps", 0),
+        n_updates=data.get("_n_updates", 0),
+    )
     for key in SPACE_KEYS:
         meta[key] = _sb3_space(data.get(key))
         if meta[key] is None and env is None:
-            raise ValueError(f"{where}: its {key} cannot be read (SB3 abbreviates more than "
-                             "1,000 bounds): pass env= to load it with the env's")
+            raise ValueError(
+                f"{where}: its {key} cannot be read (SB3 abbreviates more than "
+                "1,000 bounds): pass env= to load it with the env's"
+            )
         if meta[key] is None:  # the env's, if its shape and dtype are those the file names
             meta[key] = _space_to_json(space := getattr(resolve_env(env)[0], key))
             if [str(data[key].get(k)) for k in ("_shape", "dtype")] != [
-                    str(list(space.shape)), str(space.dtype)]:
-                raise ValueError(f"{where}: its {key} is {data[key].get('dtype')} of shape "
-                                 f"{data[key].get('_shape')}; the env's is {space}")
+                str(list(space.shape)),
+                str(space.dtype),
+            ]:
+                raise ValueError(
+                    f"{where}: its {key} is {data[key].get('dtype')} of shape "
+                    f"{data[key].get('_shape')}; the env's is {space}"
+                )
     meta = _check_metadata(meta, where)
     obs_dim, n_outputs = (spaces.flatdim(meta[k]) for k in SPACE_KEYS)
     budget = _parameter_count(meta["policy"], kwargs, obs_dim, n_outputs, where)
     return meta, {"state_dict": _read_weights(archive, where, budget)}
+
 
 def _sb3_space(data: Any) -> dict[str, Any] | None:
     """A space's JSON in ars's form from SB3's readable fields; None if bounds are abbreviated."""
@@ -2955,12 +3479,20 @@ def _sb3_space(data: Any) -> dict[str, Any] | None:
     if "..." in bounds or len(bounds) > 100_000:  # SB3 abbreviates more than 1,000
         return None if "..." in bounds else {"type": "Box", "shape": "bounds too long"}
     try:
-        low, high = ([float(x) for x in str(data[k]).replace("[", " ").replace("]", " ").split()]
-                     for k in ("low", "high"))
+        low, high = (
+            [float(x) for x in str(data[k]).replace("[", " ").replace("]", " ").split()]
+            for k in ("low", "high")
+        )
     except (KeyError, ValueError):
         low = high = None
-    return {"type": "Box", "low": low, "high": high, "shape": data.get("_shape"),
-            "dtype": data.get("dtype")}
+    return {
+        "type": "Box",
+        "low": low,
+        "high": high,
+        "shape": data.get("_shape"),
+        "dtype": data.get("dtype"),
+    }
+
 
 class _WeightsUnpickler(pickle.Unpickler):
     """``torch.save(state_dict)``'s pickle, read without torch or running anything: an
@@ -2981,31 +3513,42 @@ class _WeightsUnpickler(pickle.Unpickler):
             return _rebuild_tensor
         if module == "torch" and name in self.DTYPES:
             return self.DTYPES[name]
-        raise pickle.UnpicklingError(f"it names {module[:60]!r}.{name[:60]!r}; a weights file "
-                                     "holds float tensors only")
+        raise pickle.UnpicklingError(
+            f"it names {module[:60]!r}.{name[:60]!r}; a weights file holds float tensors only"
+        )
 
     def persistent_load(self, pid: Any) -> np.ndarray:
         kind, dtype, key, _, numel = pid
         if key not in self.storages:
-            if not (kind == "storage" and isinstance(dtype, np.dtype) and is_int(numel)
-                    and 0 <= numel <= self.budget and re.fullmatch(r"\d{1,9}", str(key))):
-                raise ValueError(f"a storage of {numel!r:.20} numbers; the spaces imply at most "
-                                 f"{self.budget:,} in all")
+            if not (
+                kind == "storage"
+                and isinstance(dtype, np.dtype)
+                and is_int(numel)
+                and 0 <= numel <= self.budget
+                and re.fullmatch(r"\d{1,9}", str(key))
+            ):
+                raise ValueError(
+                    f"a storage of {numel!r:.20} numbers; the spaces imply at most "
+                    f"{self.budget:,} in all"
+                )
             self.budget -= numel
-            raw = _read_member(self.archive, f"{self.prefix}data/{key}", numel * dtype.itemsize,
-                               self.where)
+            raw = _read_member(
+                self.archive, f"{self.prefix}data/{key}", numel * dtype.itemsize, self.where
+            )
             self.storages[key] = np.frombuffer(raw, dtype, count=numel)
         return self.storages[key]
+
 
 def _rebuild_tensor(storage: np.ndarray, offset: int, size: tuple, stride: tuple, *_) -> Any:
     """A contiguous tensor over a storage, as torch's ``_rebuild_tensor_v2`` (checked)."""
     tuples = isinstance(size, tuple) and isinstance(stride, tuple) and len(size) <= 8
     dims = (offset, *size, *stride) if tuples else ()
     n = math.prod(size) if dims and all(is_int(d) and d >= 0 for d in dims) else -1
-    contiguous = tuple(stride) == tuple(math.prod(size[i + 1:]) for i in range(len(size)))
+    contiguous = tuple(stride) == tuple(math.prod(size[i + 1 :]) for i in range(len(size)))
     if n < 0 or not contiguous or offset + n > len(storage):
         raise ValueError("a tensor that is not a contiguous view of its storage")
-    return storage[offset:offset + n].reshape(size)
+    return storage[offset : offset + n].reshape(size)
+
 
 def _read_weights(archive: zipfile.ZipFile, where: str, budget: int) -> dict[str, np.ndarray]:
     """sb3-contrib's ``policy.pth`` (a zip written by ``torch.save``): its state dict."""
@@ -3017,17 +3560,21 @@ def _read_weights(archive: zipfile.ZipFile, where: str, budget: int) -> dict[str
                 raise ValueError("its directory is missing, or lists over 512 members")
             inner = zipfile.ZipFile(f)
             prefix = next((n[:-8] for n in inner.namelist() if n.endswith("data.pkl")), "")
-            if inner.namelist().count(f"{prefix}byteorder") and \
-                    _read_member(inner, f"{prefix}byteorder", 8, where) != b"little":
+            if (
+                inner.namelist().count(f"{prefix}byteorder")
+                and _read_member(inner, f"{prefix}byteorder", 8, where) != b"little"
+            ):
                 raise ValueError("it is big-endian")
             state = _WeightsUnpickler(inner, prefix, budget, where).load()
         if not (isinstance(state, dict) and all(isinstance(v, np.ndarray) for v in state.values())):
             raise ValueError("it holds something other than a dict of tensors")
         return state
     except Exception as error:  # a damaged pickle raises anything; never torch's advice
-        raise ValueError(f"{where}: policy.pth is not a readable weights file "
-                         f"({type(error).__name__}: {' '.join(str(error).split())[:300]})"
-                         ) from None
+        raise ValueError(
+            f"{where}: policy.pth is not a readable weights file "
+            f"({type(error).__name__}: {' '.join(str(error).split())[:300]})"
+        ) from None
+
 
 def _policy_to_torch(policy: ARSPolicy) -> Any:
     """``ARSPolicy.to_torch``: the layers of :meth:`Network.layers` as a torch module."""
@@ -3045,6 +3592,7 @@ def _policy_to_torch(policy: ARSPolicy) -> Any:
         modules.append(linear)
         if i < len(layers) - 1:
             modules.append(activations[policy.activation_fn]())
+
     class TorchARSPolicy(nn.Module):
         """The ARS policy as a torch module: observations in, actions out."""
 
@@ -3054,15 +3602,20 @@ def _policy_to_torch(policy: ARSPolicy) -> Any:
             if isinstance(policy.action_space, spaces.Box):
                 self.register_buffer("low", torch.from_numpy(policy._low))
                 self.register_buffer("high", torch.from_numpy(policy._high))
+
         def forward(self, obs: Any) -> Any:
             obs = torch.as_tensor(obs, dtype=torch.float64)
             n_lead = obs.dim() - len(policy.observation_space.shape)
             out = self.net(obs.reshape(*obs.shape[:n_lead], policy.obs_dim))
             if isinstance(policy.action_space, spaces.Discrete):
                 return out.argmax(dim=-1) + int(policy.action_space.start)
-            out = ((self.high + self.low) / 2 + (self.high - self.low) / 2 * torch.tanh(out)
-                   if policy.squash_output else torch.clamp(out, self.low, self.high))
+            out = (
+                (self.high + self.low) / 2 + (self.high - self.low) / 2 * torch.tanh(out)
+                if policy.squash_output
+                else torch.clamp(out, self.low, self.high)
+            )
             return out.reshape(*out.shape[:-1], *policy.action_space.shape)
+
     return TorchARSPolicy()
 
 
@@ -3070,8 +3623,15 @@ def _policy_to_torch(policy: ARSPolicy) -> Any:
 
 GIF_FPS = 10  # frames per second of a GIF; MP4s keep every frame
 
-def record_video(model: Any, path: str | os.PathLike, env: Any = None, seed: int | None = None,
-                 max_steps: int | None = None, width: int = 200) -> tuple[float, int]:
+
+def record_video(
+    model: Any,
+    path: str | os.PathLike,
+    env: Any = None,
+    seed: int | None = None,
+    max_steps: int | None = None,
+    width: int = 200,
+) -> tuple[float, int]:
     """Record one deterministic episode of ``model`` (an ARS or a policy) to an MP4 or GIF.
 
     ``env``: an id (default: the model's), or an env (or function) made with
@@ -3099,6 +3659,7 @@ def record_video(model: Any, path: str | os.PathLike, env: Any = None, seed: int
         encoder.close()
     return total, n_frames
 
+
 def _rendering_env(model: Any, env: Any, render_mode: str, size: int | None = None) -> gym.Env:
     """The env to film or show ``model`` in: made from an id, or given (made so)."""
     env = env or getattr(model, "env_id", None)
@@ -3115,6 +3676,7 @@ def _rendering_env(model: Any, env: Any, render_mode: str, size: int | None = No
     if getattr(made, "render_mode", None) != render_mode:
         raise ValueError(f"the env must be made with render_mode={render_mode!r}")
     return made
+
 
 def _render_env(env_id: str, render_mode: str, size: int | None = None) -> gym.Env:
     """``gym.make(env_id, render_mode=...)``, or one line saying what to set or install.
@@ -3146,17 +3708,22 @@ def _render_env(env_id: str, render_mode: str, size: int | None = None) -> gym.E
     except Exception as error:  # GL and display errors come from several libraries
         if _INTERRUPTED:  # a signal during GL setup, which a library turned into an error
             raise KeyboardInterrupt from error
-        raise RuntimeError(f"cannot render {env_id}: {type(error).__name__}: {error}" + (
-            "; set MUJOCO_GL=egl or osmesa, with its library installed" * mujoco)) from error
+        raise RuntimeError(
+            f"cannot render {env_id}: {type(error).__name__}: {error}"
+            + ("; set MUJOCO_GL=egl or osmesa, with its library installed" * mujoco)
+        ) from error
+
 
 def _follow_the_agent(env: gym.Env, render_mode: str) -> None:
     """Make MuJoCo's camera track the agent, as gymnasium's locomotion envs ask."""
     import mujoco
+
     renderer = env.unwrapped.mujoco_renderer
     renderer.camera_id = None  # keep the camera we set: a camera id would reset its type
     camera = renderer._get_viewer(render_mode).cam
     camera.type = mujoco.mjtCamera.mjCAMERA_TRACKING
     camera.trackbodyid = int((renderer.default_cam_config or {}).get("trackbodyid", 1) or 1)
+
 
 def _play(model: Any, env: Any, seed: int | None, max_steps: int | None, show: Callable) -> tuple:
     """One deterministic episode of ``model`` on ``env``, each frame to ``show``: return, frames."""
@@ -3164,15 +3731,18 @@ def _play(model: Any, env: Any, seed: int | None, max_steps: int | None, show: C
     _check_same_spaces(_spaces_of(env), _spaces_of(policy), "the env", "the policy")
     seed = int(evaluation_seeds(getattr(model, "seed", 0), 1)[0]) if seed is None else seed
     max_steps = getattr(model, "max_episode_steps", None) if max_steps is None else max_steps
+
     def frame(*_: Any) -> None:
         show(env.render())
         frames[0] += 1
+
     env.reset(seed=seed)
     frame()
     vec_normalize = observations_seen_by(model)  # as it saw observations in training
     result = evaluate_episodes(policy, InProcessEval(env), [seed], max_steps, vec_normalize, frame)
     env.close()
     return float(result[0].returns[0]), frames[0]
+
 
 class _Encoder:
     """ffmpeg, fed one frame at a time, writing ``tmp`` (the file that becomes ``path``)."""
@@ -3187,25 +3757,52 @@ class _Encoder:
             graph = f"fps={min(fps, GIF_FPS)},split[a][b];[a]palettegen=max_colors=48[p];"
             graph += "[b][p]paletteuse=dither=none:diff_mode=rectangle"
             codec = ["-filter_complex", graph, "-vcodec", "gif", "-pix_fmt", "pal8"]
-        self.command = [ffmpeg, "-y", "-v", "error", "-f", "rawvideo", "-pix_fmt", "rgb24",
-                        "-r", rate, "-i", "-", *codec, "-f", path.suffix.lower()[1:], f"file:{tmp}"]
+        self.command = [
+            ffmpeg,
+            "-y",
+            "-v",
+            "error",
+            "-f",
+            "rawvideo",
+            "-pix_fmt",
+            "rgb24",
+            "-r",
+            rate,
+            "-i",
+            "-",
+            *codec,
+            "-f",
+            path.suffix.lower()[1:],
+            f"file:{tmp}",
+        ]
 
     def __call__(self, frame: Any) -> None:
         if _INTERRUPTED:
             raise KeyboardInterrupt
-        if not (isinstance(frame, np.ndarray) and frame.ndim == 3 and frame.shape[2] == 3
-                and frame.dtype == np.uint8 and self.shape in (None, frame.shape)):
-            what = (f"{frame.dtype} of shape {frame.shape}" if isinstance(frame, np.ndarray)
-                    else type(frame).__name__)
-            raise RuntimeError(f"the env's render() gave {what}, not the uint8 RGB image of "
-                               f"shape {self.shape or '(h, w, 3)'} a video needs (is it made with "
-                               "render_mode='rgb_array'?)")
+        if not (
+            isinstance(frame, np.ndarray)
+            and frame.ndim == 3
+            and frame.shape[2] == 3
+            and frame.dtype == np.uint8
+            and self.shape in (None, frame.shape)
+        ):
+            what = (
+                f"{frame.dtype} of shape {frame.shape}"
+                if isinstance(frame, np.ndarray)
+                else type(frame).__name__
+            )
+            raise RuntimeError(
+                f"the env's render() gave {what}, not the uint8 RGB image of "
+                f"shape {self.shape or '(h, w, 3)'} a video needs (is it made with "
+                "render_mode='rgb_array'?)"
+            )
         self.shape = frame.shape
         if self.process is None:  # the size is the first frame's
             size = ["-s", f"{frame.shape[1]}x{frame.shape[0]}"]
             command = self.command[:8] + size + self.command[8:]
-            self.process = subprocess.Popen(command, stdin=subprocess.PIPE,
-                                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+            self.process = subprocess.Popen(
+                command, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+            )
         with contextlib.suppress(BrokenPipeError):  # ffmpeg stopped early: its message follows
             self.process.stdin.write(np.ascontiguousarray(frame, dtype=np.uint8).tobytes())
 
@@ -3223,9 +3820,11 @@ class _Encoder:
 
 # == The command line =============================================================================
 
+
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> None:  # one line, exit status 2
         self.exit(2, f"error: {message} (python ars.py --help)\n")
+
 
 def _number(kind: type, low: float | None = None) -> Callable[[str], Any]:
     """An argparse type: a finite ``kind`` (int or float) of at least ``low``."""
@@ -3241,7 +3840,9 @@ def _number(kind: type, low: float | None = None) -> Callable[[str], Any]:
         if low is not None and value < low:
             raise argparse.ArgumentTypeError(f"{text!r} must be at least {low:g}")
         return kind(value)
+
     return parse
+
 
 def _net_arch(text: str) -> list[int]:
     sizes = [_number(int, 1)(n) for n in text.split(",") if n.strip()]
@@ -3249,8 +3850,12 @@ def _net_arch(text: str) -> list[int]:
         raise argparse.ArgumentTypeError(f"{text!r} names no layer sizes; e.g. 64,64")
     return sizes
 
-POSITIVE, COUNT, REAL = ({"type": _number(int, 1)}, {"type": _number(int, 0)},
-                         {"type": _number(float)})
+
+POSITIVE, COUNT, REAL = (
+    {"type": _number(int, 1)},
+    {"type": _number(int, 0)},
+    {"type": _number(float)},
+)
 SWITCH, FLAG = {"action": argparse.BooleanOptionalAction}, {"action": "store_true"}
 FLAGS = [  # flag, argparse keywords, help
     ("--env", {}, "gymnasium env id (default CartPole-v1; with --eval, the model's)"),
@@ -3287,8 +3892,10 @@ FLAGS = [  # flag, argparse keywords, help
 RUN_FLAGS = set(  # flags whose value defines a run: on --resume, refused unless unchanged
     "env policy net_arch n_delta n_top learning_rate delta_std alive_bonus_offset normalize_obs "
     "zero_policy common_random_numbers n_eval_episodes seed eval_freq eval_episodes "
-    "checkpoint_interval demos normalization_samples max_episode_steps".split())
+    "checkpoint_interval demos normalization_samples max_episode_steps".split()
+)
 MAX_WORKERS = 1024  # more processes than this on one machine is a typo
+
 
 def _parser() -> argparse.ArgumentParser:
     """The command line's flags."""
@@ -3307,32 +3914,54 @@ def _parser() -> argparse.ArgumentParser:
         p.add_argument(flag, help=text, **keywords)
     return p
 
+
 def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p = _parser()
     args = p.parse_args(argv)
     video = args.video is not None
-    for message in [message for wrong, message in [  # the first conflict found, in one line
-        (not 0 <= (args.workers or 0) <= MAX_WORKERS, f"--workers must be from 0 to {MAX_WORKERS}"),
-        (args.env is not None and not args.env.strip(), "--env needs an env id, e.g. CartPole-v1"),
-        ((video or args.render) and not args.eval, "--video and --render: add --eval MODEL"),
-        (video and (args.render or not args.video.strip()), "--video needs a file, no --render"),
-        (min(args.job_timeout, args.start_timeout) <= 0, "timeouts must be positive"),
-        (args.resume and (args.run_dir or args.overwrite), "--resume goes without --run-dir "
-         "and --overwrite: it continues the run in its own folder"),
-        (args.eval and (args.resume or args.run_dir or args.overwrite), "--eval goes without "
-         "--resume, --run-dir and --overwrite: it writes no run"),
-        (args.overwrite and not args.run_dir, "--overwrite needs the --run-dir it replaces"),
-    ] if wrong]:
+    for message in [
+        message
+        for wrong, message in [  # the first conflict found, in one line
+            (
+                not 0 <= (args.workers or 0) <= MAX_WORKERS,
+                f"--workers must be from 0 to {MAX_WORKERS}",
+            ),
+            (
+                args.env is not None and not args.env.strip(),
+                "--env needs an env id, e.g. CartPole-v1",
+            ),
+            ((video or args.render) and not args.eval, "--video and --render: add --eval MODEL"),
+            (
+                video and (args.render or not args.video.strip()),
+                "--video needs a file, no --render",
+            ),
+            (min(args.job_timeout, args.start_timeout) <= 0, "timeouts must be positive"),
+            (
+                args.resume and (args.run_dir or args.overwrite),
+                "--resume goes without --run-dir "
+                "and --overwrite: it continues the run in its own folder",
+            ),
+            (
+                args.eval and (args.resume or args.run_dir or args.overwrite),
+                "--eval goes without --resume, --run-dir and --overwrite: it writes no run",
+            ),
+            (args.overwrite and not args.run_dir, "--overwrite needs the --run-dir it replaces"),
+        ]
+        if wrong
+    ]:
         p.error(message)
     args.explicit = {f for f in RUN_FLAGS if getattr(args, f) != p.get_default(f)}
     return args
 
+
 _INTERRUPTED: list[int] = []  # signals received: a video checks before each frame
+
 
 def _interrupt(signum: int, frame: Any) -> None:
     """Stop now; noted too, for code that swallows the KeyboardInterrupt (GL setup can)."""
     _INTERRUPTED.append(signum)
     raise KeyboardInterrupt
+
 
 class _Interrupts:
     """Ctrl+C once: finish the iteration, then stop; again, or SIGTERM: stop now, discarding it."""
@@ -3356,6 +3985,7 @@ class _Interrupts:
         for sig, handler in self.previous.items():
             signal.signal(sig, handler)
 
+
 class _RunLock:
     """An exclusive lock on a run folder while the process lives (the kernel frees it after)."""
 
@@ -3365,6 +3995,7 @@ class _RunLock:
             self.file = path.open("a+")
             try:
                 import fcntl
+
                 fcntl.flock(self.file, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except ImportError:  # no fcntl (Windows): the folder is not locked
                 return
@@ -3389,9 +4020,11 @@ class _RunLock:
         Path(self.file.name).unlink(missing_ok=True)
         self.file.close()
 
+
 def _print_progress(total: int, evaluation: EvalCallback, interrupts: _Interrupts) -> Callable:
     """A per-iteration callback: a progress line every two seconds; stops on request."""
     last = [0.0]
+
     def callback(locals_: dict[str, Any], globals_: dict[str, Any]) -> bool:
         model, now = locals_["self"], time.perf_counter()
         done = model.num_timesteps >= model._total_timesteps
@@ -3401,15 +4034,21 @@ def _print_progress(total: int, evaluation: EvalCallback, interrupts: _Interrupt
             reward = np.mean([e["r"] for e in episodes]) if episodes else float("nan")
             latest = evaluations[-1][2] if evaluations else float("nan")
             eta = max(model._total_timesteps - model.num_timesteps, 0) / max(fps, 1e-9) / 60
-            print(f"{model.num_timesteps:>12,} / {total:,} steps | iter {model._n_updates:>6} | "
-                  f"train return {reward:10.2f} | eval {latest:10.2f} (best "
-                  f"{evaluation.best_mean_reward:10.2f}) | {fps:9,.0f} steps/s | eta "
-                  f"{eta:6.1f} min", flush=True)
+            print(
+                f"{model.num_timesteps:>12,} / {total:,} steps | iter {model._n_updates:>6} | "
+                f"train return {reward:10.2f} | eval {latest:10.2f} (best "
+                f"{evaluation.best_mean_reward:10.2f}) | {fps:9,.0f} steps/s | eta "
+                f"{eta:6.1f} min",
+                flush=True,
+            )
         return not interrupts.requested
+
     return callback
+
 
 RUN_CONFIG = set("env total_timesteps workers eval_freq eval_episodes checkpoint_interval".split())
 RUN_FILES = "config.json progress.csv checkpoint.npz model.npz best_model.npz evaluations.npz"
+
 
 def _new_run(args: argparse.Namespace) -> tuple[ARS, dict[str, Any], Path]:
     env_id, env = args.env or "CartPole-v1", make_env(args.env or "CartPole-v1")
@@ -3418,14 +4057,23 @@ def _new_run(args: argparse.Namespace) -> tuple[ARS, dict[str, Any], Path]:
     config.update({k: v for k, v in vars(args).items() if k in config and v is not None})
     settings = {k: v for k, v in config.items() if k in GENERIC_SETTINGS}
     mujoco = "mujoco" in str(getattr(env.spec, "entry_point", ""))
-    run = {k: getattr(args, k) for k in "eval_episodes checkpoint_interval demos job_timeout "
-           "start_timeout normalization_samples max_episode_steps".split()}
+    run = {
+        k: getattr(args, k)
+        for k in "eval_episodes checkpoint_interval demos job_timeout "
+        "start_timeout normalization_samples max_episode_steps".split()
+    }
     eval_freq = args.eval_freq or max(config["total_timesteps"] // 20, 1)
     workers = (os.cpu_count() or 1) * mujoco if args.workers is None else args.workers
     config.update(run, env=env_id, eval_freq=eval_freq, workers=workers)
-    model = paper_model(env_id, env, **settings, seed=args.seed, verbose=args.verbose,
-                        normalization_samples=args.normalization_samples,
-                        max_episode_steps=args.max_episode_steps)
+    model = paper_model(
+        env_id,
+        env,
+        **settings,
+        seed=args.seed,
+        verbose=args.verbose,
+        normalization_samples=args.normalization_samples,
+        max_episode_steps=args.max_episode_steps,
+    )
     if args.demos:
         warm_start(model, args.demos)
     config.update(seed=model.seed, n_top=model.n_top, ars_version=__version__)
@@ -3439,10 +4087,13 @@ def _new_run(args: argparse.Namespace) -> tuple[ARS, dict[str, Any], Path]:
     run_dir = Path(args.run_dir)
     existing = [name for name in RUN_FILES.split() if (run_dir / name).exists()]
     if existing and not args.overwrite:
-        raise ValueError(f"{run_dir} holds a run ({', '.join(existing)}): --resume {run_dir} to "
-                         f"continue it, or pick another --run-dir")
+        raise ValueError(
+            f"{run_dir} holds a run ({', '.join(existing)}): --resume {run_dir} to "
+            f"continue it, or pick another --run-dir"
+        )
     run_dir.mkdir(parents=True, exist_ok=True)
     return model, config, run_dir
+
 
 def _resume(args: argparse.Namespace) -> tuple[ARS, dict[str, Any], Path]:
     run_dir = Path(args.resume)
@@ -3453,17 +4104,22 @@ def _resume(args: argparse.Namespace) -> tuple[ARS, dict[str, Any], Path]:
         raise ValueError(f"{run_dir / 'config.json'} lacks {sorted(RUN_CONFIG)}: it is not ars's")
     for flag in sorted(args.explicit):
         if config.get(flag) != getattr(args, flag):
-            raise ValueError(f"--{flag.replace('_', '-')} cannot change on --resume (the run has "
-                             f"{config.get(flag)!r}); start a new run for other settings")
+            raise ValueError(
+                f"--{flag.replace('_', '-')} cannot change on --resume (the run has "
+                f"{config.get(flag)!r}); start a new run for other settings"
+            )
     model = ARS.load(run_dir / "checkpoint.npz", env=config["env"], verbose=args.verbose)
     total = args.total_timesteps
     if total is not None and total < model.num_timesteps and total != config["total_timesteps"]:
-        raise ValueError(f"--total-timesteps {total:,} is below the {model.num_timesteps:,} steps "
-                         "this run has trained")
+        raise ValueError(
+            f"--total-timesteps {total:,} is below the {model.num_timesteps:,} steps "
+            "this run has trained"
+        )
     config["total_timesteps"] = config["total_timesteps"] if total is None else total
     config["workers"] = config["workers"] if args.workers is None else args.workers
     config["job_timeout"], config["start_timeout"] = args.job_timeout, args.start_timeout
     return model, config, run_dir
+
 
 def _evaluate_saved(args: argparse.Namespace) -> int:
     meta = read_model_file(args.eval, args.env)[0]  # a model, or a policy (ARSPolicy.save)
@@ -3483,9 +4139,12 @@ def _evaluate_saved(args: argparse.Namespace) -> int:
         env, where = make_env(env_id), str(args.eval)
         _check_same_spaces(_spaces_of(env), _spaces_of(_policy_of(model)), env_id, where)
         mean, std = evaluate_policy(model, env, args.eval_episodes)  # the model's own seeds
-        print(f"{env_id}: mean return {mean:.2f} +/- {std:.2f} over {args.eval_episodes} "
-              f"episodes ({args.eval})")
+        print(
+            f"{env_id}: mean return {mean:.2f} +/- {std:.2f} over {args.eval_episodes} "
+            f"episodes ({args.eval})"
+        )
     return 0
+
 
 def main(argv: Sequence[str] | None = None) -> int:
     """The command line: train, resume or ``--eval``, and report; returns the exit status."""
@@ -3501,9 +4160,14 @@ def main(argv: Sequence[str] | None = None) -> int:
                 return 128 + (_INTERRUPTED or [signal.SIGINT])[-1]  # 130 or 143, as the shell
         model, config, run_dir = _resume(args) if args.resume else _new_run(args)
         lock = _RunLock(run_dir)  # before anything in the folder changes
-        evaluation = EvalCallback(config["env"], n_eval_episodes=config["eval_episodes"],
-                                  eval_freq=config["eval_freq"], best_model_save_path=run_dir,
-                                  best_model_name="best_model.npz", verbose=0)
+        evaluation = EvalCallback(
+            config["env"],
+            n_eval_episodes=config["eval_episodes"],
+            eval_freq=config["eval_freq"],
+            best_model_save_path=run_dir,
+            best_model_name="best_model.npz",
+            verbose=0,
+        )
         checkpoint = run_dir / "checkpoint.npz"
         if args.resume:
             try:  # the evaluation schedule and best score where the checkpoint left them
@@ -3514,8 +4178,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             for stale in run_dir.glob(".*.tmp"):  # left by a kill in the middle of a write
                 stale.unlink(missing_ok=True)
             _trim_progress(run_dir / "progress.csv", model._n_updates)
-            print(f"resuming {run_dir} at {model.num_timesteps:,} steps, iteration "
-                  f"{model._n_updates}")
+            print(
+                f"resuming {run_dir} at {model.num_timesteps:,} steps, iteration {model._n_updates}"
+            )
         else:
             for name in RUN_FILES.split():  # --overwrite: the old run's files go
                 (run_dir / name).unlink(missing_ok=True)
@@ -3530,14 +4195,21 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     return _train(model, config, run_dir, evaluation, lock)
 
+
 def _trim_progress(path: Path, n_updates: int) -> None:
     """Drop the rows a resumed run writes again (and a row cut short by a kill)."""
     if path.exists():
         with path.open(newline="") as f:
             reader, whole = csv.DictReader(f), lambda r: None not in r.values() and None not in r
-            rows = [r for r in reader if whole(r) and r.get("train/iterations", "").isdigit()
-                    and int(r["train/iterations"]) < n_updates]
+            rows = [
+                r
+                for r in reader
+                if whole(r)
+                and r.get("train/iterations", "").isdigit()
+                and int(r["train/iterations"]) < n_updates
+            ]
         _write_csv_atomic(path, reader.fieldnames or [], rows)
+
 
 def _train(model: ARS, config: dict, run_dir: Path, evaluation: EvalCallback, lock: Any) -> int:
     """Train to the run's total, write the final files, evaluate; the exit status says how."""
@@ -3550,12 +4222,19 @@ def _train(model: ARS, config: dict, run_dir: Path, evaluation: EvalCallback, lo
                 print(f"writing to {run_dir}/; rollouts {where}")
                 if workers > 0:
                     env_fns = [functools.partial(make_env, env_id)] * workers
-                    async_eval = AsyncEval(env_fns, job_timeout=config["job_timeout"],
-                                           start_timeout=config["start_timeout"])
-                model.learn(total - model.num_timesteps, async_eval=async_eval,
-                            reset_num_timesteps=False, default_root_dir=run_dir,
-                            callback=[evaluation, _print_progress(total, evaluation, interrupts)],
-                            checkpoint_interval=config["checkpoint_interval"])
+                    async_eval = AsyncEval(
+                        env_fns,
+                        job_timeout=config["job_timeout"],
+                        start_timeout=config["start_timeout"],
+                    )
+                model.learn(
+                    total - model.num_timesteps,
+                    async_eval=async_eval,
+                    reset_num_timesteps=False,
+                    default_root_dir=run_dir,
+                    callback=[evaluation, _print_progress(total, evaluation, interrupts)],
+                    checkpoint_interval=config["checkpoint_interval"],
+                )
             else:
                 print(f"the run has trained its {total:,} steps; --total-timesteps N for more")
         except KeyboardInterrupt:
@@ -3572,9 +4251,11 @@ def _train(model: ARS, config: dict, run_dir: Path, evaluation: EvalCallback, lo
         interrupts.restore()
         if status or interrupts.requested:
             how = "discarded the unfinished" if interrupts.discarded else "finished the current"
-            print(f"interrupted: {how} iteration; {path} and the checkpoint hold iteration "
-                  f"{model._n_updates} ({model.num_timesteps:,} steps). Continue with: python "
-                  f"ars.py --resume {run_dir}")
+            print(
+                f"interrupted: {how} iteration; {path} and the checkpoint hold iteration "
+                f"{model._n_updates} ({model.num_timesteps:,} steps). Continue with: python "
+                f"ars.py --resume {run_dir}"
+            )
             return 130
         print(f"saved {path} (best evaluation kept in {run_dir / 'best_model.npz'})")
         try:
@@ -3582,12 +4263,15 @@ def _train(model: ARS, config: dict, run_dir: Path, evaluation: EvalCallback, lo
         except KeyboardInterrupt:
             print("final evaluation interrupted; the run's files are complete")
             return 130
-        print(f"evaluation: mean return {mean:.2f} +/- {std:.2f} over {config['eval_episodes']} "
-              f"episodes")
+        print(
+            f"evaluation: mean return {mean:.2f} +/- {std:.2f} over {config['eval_episodes']} "
+            f"episodes"
+        )
         return 0
     finally:
         interrupts.restore()
         lock.release()
+
 
 if __name__ == "__main__":
     # Run as the module named after this file: workers then get its names, not copies.

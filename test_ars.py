@@ -1714,10 +1714,9 @@ def test_one_honest_signature_and_positional_mistakes_name_the_keyword():
     for name, default in ars.DEFAULTS.items():  # the core's names and defaults are ARS's
         assert name == "policy" or parameters[name].default == default, name
     learn = inspect.signature(ARS.learn).parameters
-    assert list(learn)[1:7] == [  # sb3-contrib's positional order; the seed's names by keyword
-        "total_timesteps", "callback", "log_interval", "tb_log_name", "reset_num_timesteps",
-        "async_eval",
-    ]  # fmt: skip
+    # sb3-contrib's positional order; the seed's names by keyword
+    order = "total_timesteps callback log_interval tb_log_name reset_num_timesteps async_eval"
+    assert list(learn)[1:7] == order.split()
     assert learn["env"].kind == learn["log_every_n_steps"].kind == inspect.Parameter.KEYWORD_ONLY
     seed_style = ARS("LinearPolicy", n_delta=4, n_top=2, learning_rate=0.1)  # lit_sb3, by keyword
     assert (seed_style.n_delta, seed_style.n_top, seed_style.env) == (4, 2, None)
