@@ -16,8 +16,8 @@ core": a copy cut there trains with the same weights. Then the ``ARS`` class and
 
 from __future__ import annotations
 
+import functools
 import math
-import threading
 from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
@@ -46,21 +46,11 @@ _COLUMNS = "learning_rate delta_std n_delta n_top alive_bonus_offset normalize_o
 PAPER_SETTINGS = {task: dict(zip(_COLUMNS.split(), row)) for task, row in _PAPER_TABLE.items()}
 PAPER_SETTINGS["Pendulum"].update(policy="MlpPolicy", net_arch=[16], zero_policy=False)
 
-DEFAULTS: dict[str, Any] = dict(  # train()'s hyper-parameters, named and set as in ARS()
-    policy="LinearPolicy",
-    policy_kwargs=None,
-    n_delta=8,
-    n_top=None,
-    learning_rate=0.02,
-    delta_std=0.05,
-    zero_policy=True,
-    alive_bonus_offset=0.0,
-    n_eval_episodes=1,
-    normalize_obs=False,
-    common_random_numbers=True,
-    max_episode_steps=None,
-    seed=None,
-)
+# train()'s hyper-parameters, named and set as in ARS(): the policy, Algorithm 2's, rollouts'.
+DEFAULTS: dict[str, Any] = dict(policy="LinearPolicy", policy_kwargs=None, zero_policy=True)
+DEFAULTS.update(n_delta=8, n_top=None, learning_rate=0.02, delta_std=0.05, alive_bonus_offset=0.0)
+DEFAULTS.update(n_eval_episodes=1, normalize_obs=False, common_random_numbers=True)
+DEFAULTS.update(max_episode_steps=None, seed=None)
 
 
 # == Running statistics ==========================================================================
@@ -116,10 +106,9 @@ class RunningMeanStd:
 
 def merge_statistics(obs_rms: RunningMeanStd | None, visited: Sequence[Any]) -> Any:
     """``obs_rms`` merged with each rollout's statistics in order: the same bits, whoever ran it."""
-    merged = None if obs_rms is None else obs_rms.copy()
-    for rms in visited if merged is not None else ():
-        merged.combine(rms)
-    return merged
+    if obs_rms is None:  # V1
+        return None
+    return functools.reduce(RunningMeanStd.combine, visited, obs_rms.copy())
 
 
 # == The policy: a linear map or an MLP, with V2's normalisation folded into the first layer =====
@@ -138,8 +127,7 @@ MIN_VARIANCE = 1e-8  # V2: inputs with a smaller variance are treated as constan
 
 
 def flattener(space: spaces.Space) -> Callable[[Any], np.ndarray]:
-    """``obs -> float vector`` for observations with any leading axes, as ``spaces.flatten``
-    (Box flattened, Discrete one-hot, MultiDiscrete one-hot per entry)."""
+    """``obs -> float vector`` for any leading axes, as ``spaces.flatten`` (one-hot Discrete)."""
     dim, shape, box = spaces.flatdim(space), space.shape, isinstance(space, spaces.Box)
 
     def flatten(x: Any) -> np.ndarray:
@@ -164,13 +152,9 @@ def inverse_std(var: np.ndarray) -> np.ndarray:
 
 
 class Network:
-    """An ARS policy's structure and forward pass; its parameters are passed in.
-
-    The observation is flattened, normalised with ``obs_rms`` if given (V2: ``(x - mean) /
-    sqrt(var)``, inputs of variance below 1e-8 zeroed), passed through the layers
-    (``net_arch=[]``: the paper's ``a = M x``) and mapped to an action: ``argmax`` for
-    Discrete actions; for a Box, ``tanh`` rescaled to its bounds (``squash_output``) or clip.
-    """
+    """An ARS policy's structure and forward pass; its parameters are passed in. The layers
+    (``net_arch=[]``: the paper's ``a = M x``) map a flat, normalised observation to actions:
+    ``argmax`` for Discrete ones; for a Box, ``tanh`` rescaled to its bounds or a clip."""
 
     def __init__(
         self,
@@ -197,24 +181,18 @@ class Network:
         self.layer_shapes = layer_shapes(self.obs_dim, self.net_arch, self.action_dim)
         self.n_params = sum(o * i + o * self.with_bias for o, i in self.layer_shapes)
 
-    def init_weights(self, rng: np.random.Generator) -> np.ndarray:
-        """Uniform in +-1/sqrt(fan_in) per layer (torch's nn.Linear default)."""
-        sizes = [(1 / math.sqrt(i), o * i + o * self.with_bias) for o, i in self.layer_shapes]
-        return np.concatenate([rng.uniform(-bound, bound, n) for bound, n in sizes])
-
     def layers(self, theta: np.ndarray, obs_rms: RunningMeanStd | None = None) -> list[tuple]:
         """``(weight, bias)`` per layer for ``theta`` (``(n_params,)`` or a population).
 
         V2 is folded into the first layer, so it costs nothing per step:
         ``W ((x - mean) * s) + b == (W * s) x + (b - (W * s) mean)``.
         """
-        lead, start, layers = theta.shape[:-1], 0, []
-        for out, inp in self.layer_shapes:
-            weight = theta[..., start : start + out * inp].reshape(*lead, out, inp)
-            bias, start = None, start + out * inp
-            if self.with_bias:
-                bias, start = theta[..., start : start + out], start + out
-            layers.append((weight, bias))
+        sizes = [n for out, inp in self.layer_shapes for n in (out * inp, out * self.with_bias)]
+        pieces = np.split(theta, np.cumsum(sizes)[:-1], axis=-1)  # W1, b1, W2, b2, ...
+        layers = [
+            (weight.reshape(*theta.shape[:-1], out, inp), bias if bias.size else None)
+            for (out, inp), weight, bias in zip(self.layer_shapes, pieces[::2], pieces[1::2])
+        ]
         if obs_rms is not None:
             weight, bias = layers[0][0] * inverse_std(obs_rms.var), layers[0][1]
             shift = -(weight @ obs_rms.mean.reshape(-1))
@@ -284,19 +262,15 @@ NO_LIMIT_STEPS = 100_000  # an episode this long in an env without a time limit 
 
 def _inner_step(env: gym.Env) -> tuple[Callable[[Any], tuple], int | None]:
     """``env.step`` past TimeLimit, OrderEnforcing, PassiveEnvChecker (1 us a step); the limit."""
-    inner, limit = env, None
+    inner, limits = env, []
     while isinstance(inner, (TimeLimit, OrderEnforcing, PassiveEnvChecker)):
-        if isinstance(inner, TimeLimit):
-            if limit is not None:  # nested limits: keep the inner one as a wrapper
-                break
-            limit = inner._max_episode_steps
+        limits += [inner._max_episode_steps] if isinstance(inner, TimeLimit) else []
         inner = inner.env
-    return inner.step, limit
+    return inner.step, min(limits, default=None)  # nested limits: the first reached ends it
 
 
 def joined(rows: list, dtype: Any) -> np.ndarray:
-    """The rows (arrays of ``dtype``, say the space's) as one flat array, read as bytes: ~50 ns
-    a row (a list's rows, or rows of other dtypes, go the slow way)."""
+    """The rows as one flat array: read as bytes (~50 ns a row) if all are arrays of ``dtype``."""
     try:
         flat = np.frombuffer(b"".join(rows), dtype)
     except (AttributeError, TypeError, ValueError):  # lists, or strided arrays
@@ -316,43 +290,43 @@ def run_episodes(
     on_step: Callable | None = None,
 ) -> tuple:
     """Roll out ``act`` (``obs -> action``) for one episode per env seed: their returns and
-    lengths, and the statistics of the states acted on. ``options`` go to every reset;
-    ``on_step(action, transition)`` hears of each step. An episode ends at ``max_episode_steps``
-    or the env's limit (with neither, at ``NO_LIMIT_STEPS``: an error). The states are checked
-    in chunks: with ``track_obs`` folded into the statistics, else only checked (NaN flags)."""
-    returns, lengths = np.zeros(len(seeds)), np.zeros(len(seeds), dtype=np.int64)
-    dim, flatten, rows = spaces.flatdim(env.observation_space), flattener(env.observation_space), []
-    visited, chunk = RunningMeanStd((dim,)), max(1, min(1000, OBS_CHUNK_BYTES // (8 * dim)))
+    lengths, and the statistics of the states acted on (``track_obs``; else only checked for NaN).
+    ``options`` go to every reset; ``on_step(action, transition)`` hears of each step. An
+    episode ends at ``max_episode_steps`` or the env's limit (neither: an error)."""
+    space, dim = env.observation_space, spaces.flatdim(env.observation_space)
     step, env_limit = _inner_step(env)
     limits = [x for x in (env_limit, max_episode_steps) if x is not None]
     limit = min(limits, default=NO_LIMIT_STEPS)
-    keep = track_obs or np.dtype(env.observation_space.dtype or int).kind == "f"  # ints are finite
+    # The states are kept in chunks of rows, then folded into the statistics (V2) or only
+    # checked (V1: NaN statistics flag a non-finite state). Integer states are always finite.
+    keep = track_obs or np.dtype(space.dtype or int).kind == "f"
+    flatten, visited, rows = flattener(space), RunningMeanStd((dim,)), []
+    chunk = max(1, min(1000, OBS_CHUNK_BYTES // (8 * dim)))
 
-    def fold() -> None:  # statistics (V2), or only the check (V1: NaN statistics flag it)
+    def fold() -> None:
         if track_obs:
             visited.update(flatten(rows))
-        elif not np.isfinite(joined(rows, env.observation_space.dtype)).all():
+        elif not np.isfinite(joined(rows, space.dtype)).all():
             visited.mean = np.full(dim, np.nan)
         rows.clear()
 
+    returns, lengths = np.zeros(len(seeds)), np.zeros(len(seeds), dtype=np.int64)
     for i, seed in enumerate(seeds):
         obs, _ = env.reset(seed=int(seed), options=options)
-        total, steps, stop = 0.0, 0, min(limit, chunk - len(rows))
-        while True:  # the hot loop: nothing here that could be done once per chunk
+        total, steps = 0.0, 0
+        while True:  # the hot loop
             if keep:
                 rows.append(obs)
-            action = act(obs)
-            obs, reward, terminated, truncated, info = step(action)
-            if on_step is not None:
-                on_step(action, (obs, reward, terminated, truncated or steps + 1 == limit, info))
-            total += reward
-            steps += 1
-            if terminated or truncated or steps == stop:
                 if len(rows) == chunk:
                     fold()
-                if terminated or truncated or steps == limit:
-                    break
-                stop = min(limit, steps + chunk - len(rows))
+            action = act(obs)
+            obs, reward, terminated, truncated, info = step(action)
+            steps += 1
+            if on_step is not None:
+                on_step(action, (obs, reward, terminated, truncated or steps == limit, info))
+            total += reward
+            if terminated or truncated or steps == limit:
+                break
         if not limits and not (terminated or truncated):
             raise RuntimeError(
                 f"an episode ran {NO_LIMIT_STEPS:,} steps without ending (env seed "
@@ -395,17 +369,12 @@ class Result(NamedTuple):
     visited: RunningMeanStd | None
 
 
-_LAST_DIRECTION = threading.local()  # per thread: executors may run jobs in threads
-
-
 def candidate_parameters(it: Iteration, job: Job) -> np.ndarray:
     """The parameters a job evaluates (the same bits wherever it is computed)."""
     if job.weights is not None or job.sign == 0:
         return it.theta if job.weights is None else job.weights
-    key = (it.seed, it.index, job.k, it.network.n_params)
-    if getattr(_LAST_DIRECTION, "key", None) != key:  # + and - come together: draw it once
-        _LAST_DIRECTION.key, _LAST_DIRECTION.delta = key, direction(*key)
-    return it.theta + (job.sign * it.delta_std) * _LAST_DIRECTION.delta  # theta +- nu delta
+    delta = direction(it.seed, it.index, job.k, it.network.n_params)
+    return it.theta + (job.sign * it.delta_std) * delta  # theta +- nu delta
 
 
 def run_job(
@@ -414,7 +383,8 @@ def run_job(
     """Evaluate one candidate: its episodes' returns and lengths, the states it visited."""
     act = it.network.actor(candidate_parameters(it, job), it.obs_rms)
     if it.obs_filter is not None:
-        act = (lambda policy, f: lambda obs: policy(f(obs)))(act, it.obs_filter)
+        policy, obs_filter = act, it.obs_filter
+        act = lambda obs: policy(obs_filter(obs))
     returns, lengths, visited = run_episodes(
         env, act, job.seeds, options, it.track_obs, it.max_episode_steps, on_step
     )
@@ -431,9 +401,8 @@ def check_finite(result: Result, job: Job, index: int) -> None:
         what = "variance of the observations: scale them" if big else "observation (nan or inf)"
     if what:
         raise FloatingPointError(
-            f"iteration {index}, candidate {job.candidate} (direction "
-            f"{job.k}, {sign}): a non-finite {what}, with env seeds "
-            f"{seeds}; the weights are unchanged"
+            f"iteration {index}, candidate {job.candidate} (direction {job.k}, {sign}): a "
+            f"non-finite {what}, with env seeds {seeds}; the weights are unchanged"
         )
 
 
@@ -452,8 +421,7 @@ def iteration(
     and ``obs_rms``, and the candidates' Results, timesteps, sigma_R and step size.
     """
     n, b, alpha, nu, seed = (hp[k] for k in "n_delta n_top learning_rate delta_std seed".split())
-    # Line 4: N directions delta_k ~ N(0, I), each the stream direction(seed, index, k),
-    # drawn where it is used.
+    # Line 4: N directions delta_k ~ N(0, I), the streams direction(seed, index, k), drawn later.
     it = Iteration(
         network, theta, obs_rms, nu, seed, index, obs_rms is not None, hp["max_episode_steps"]
     )
@@ -461,7 +429,8 @@ def iteration(
     # Line 5: 2N rollouts of theta +- nu delta_k (candidates k and N + k), mu and Sigma
     # frozen; common random numbers (ars's, not the paper's): a direction's two share env seeds.
     def seeds(c: int) -> np.ndarray:
-        key, episodes = c % n if hp["common_random_numbers"] else c, range(hp["n_eval_episodes"])
+        key = c % n if hp["common_random_numbers"] else c
+        episodes = range(hp["n_eval_episodes"])
         return np.array([env_seed(seed, ENV_SEEDS, index, key, e) for e in episodes], np.uint64)
 
     jobs = [Job(c, k, sign, seeds(c)) for k in range(n) for c, sign in ((k, 1), (n + k, -1))]
@@ -490,9 +459,13 @@ def iteration(
 
 
 def initial_parameters(network: Network, zero_policy: bool, seed: int) -> np.ndarray:
-    """Line 2's M = 0 (the paper), or torch-like random weights from the seed's stream."""
-    rng = np.random.default_rng(stream(seed))
-    return np.zeros(network.n_params) if zero_policy else network.init_weights(rng)
+    """Line 2's M = 0 (the paper), or torch's nn.Linear default from the seed's stream: each
+    layer uniform in +-1/sqrt(fan_in)."""
+    if zero_policy:
+        return np.zeros(network.n_params)
+    rng, bias = np.random.default_rng(stream(seed)), network.with_bias
+    sizes = [(1 / math.sqrt(i), o * i + o * bias) for o, i in network.layer_shapes]
+    return np.concatenate([rng.uniform(-bound, bound, n) for bound, n in sizes])
 
 
 def train(env: str | gym.Env, total_timesteps: int, **hyper_parameters: Any) -> tuple:
@@ -536,7 +509,6 @@ import atexit
 import collections
 import contextlib
 import csv
-import functools
 import hashlib
 import importlib
 import io
@@ -550,6 +522,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import traceback
 import types
