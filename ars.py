@@ -782,16 +782,18 @@ def _cpu_device() -> Any:
 HPARAMS = tuple(k for k in DEFAULTS if k != "policy") + tuple(
     "normalization_samples stats_window_size tensorboard_log verbose device".split()
 )
-INTEGERS = {  # name: (lowest, highest); beyond these a run is a mistake, not a plan
-    "n_delta": (1, 10**6),
-    "n_top": (1, 10**6),
-    "n_eval_episodes": (1, 10**6),
-    "seed": (0, 2**63 - 1),
-    "normalization_samples": (0, 10**12),
-    "stats_window_size": (1, 10**7),
-    "max_episode_steps": (1, 2**63 - 1),
-    "verbose": (0, 2),
-}  # max_episode_steps may also be None
+# name: (lowest, highest); beyond these a run is a mistake, not a plan
+INTEGERS = dict(n_delta=(1, 10**6), n_top=(1, 10**6), n_eval_episodes=(1, 10**6), verbose=(0, 2))
+INTEGERS.update(seed=(0, 2**63 - 1), normalization_samples=(0, 10**12))
+INTEGERS.update(stats_window_size=(1, 10**7), max_episode_steps=(1, 2**63 - 1))  # or None
+
+
+def check_integer(name: str, value: Any, low: int = 1, high: int | None = None) -> int:
+    """``value`` as an int, else a ValueError naming ``name`` and the range."""
+    if not (is_int(value) and low <= value and (high is None or value <= high)):
+        span = f">= {low:,}" if high is None else f"from {low:,} to {high:,}"
+        raise ValueError(f"{name} must be an integer {span}; got {value!r:.60}")
+    return int(value)
 
 
 def check_number(name: str, value: Any, low: float = -math.inf, positive: bool = False) -> None:
@@ -811,10 +813,8 @@ def check_settings(hp: dict[str, Any]) -> dict[str, Any]:
     hp = {**hp, "seed": np.random.randint(0, 2**31 - 1) if hp["seed"] is None else hp["seed"]}
     hp["n_top"] = hp["n_delta"] if hp["n_top"] is None else hp["n_top"]
     for name, (low, high) in INTEGERS.items():
-        value, optional = hp[name], name == "max_episode_steps"
-        if not (is_int(value) and low <= value <= high or optional and value is None):
-            raise ValueError(f"{name} must be an integer from {low:,} to {high:,}: {value!r:.60}")
-        hp[name] = None if value is None else int(value)
+        if not (name == "max_episode_steps" and hp[name] is None):
+            hp[name] = check_integer(name, hp[name], low, high)
     if hp["n_top"] > hp["n_delta"]:
         message = f"n_top={hp['n_top']} is larger than n_delta={hp['n_delta']}; using n_delta"
         warnings.warn(message, stacklevel=3)
@@ -1149,13 +1149,12 @@ class ARS:
     def _warm_up(self, evaluator: Any) -> None:
         """``normalization_samples``: V2's first statistics from the initial policy's episodes."""
         policy, seed, visited, episode, steps = self.policy, self.seed, [], 0, 0
-        theta, max_steps = policy.parameters_to_vector(), self.max_episode_steps
-        it = Iteration(policy.network(), theta, policy.obs_rms, 0.0, seed, 0, True, max_steps)
+        network, rms, theta = policy.network(), policy.obs_rms, policy.parameters_to_vector()
         while steps < self.normalization_samples:
             seeds = [[env_seed(seed, WARM_UP, episode + i)] for i in range(WARM_UP_BATCH)]
-            for result in evaluator.evaluate(
-                it, [Job(i, 0, 0, np.array(s, np.uint64)) for i, s in enumerate(seeds)]
-            ):
+            fields = dict(seed=seed, track_obs=True)
+            it, jobs = fixed_jobs(network, rms, theta, seeds, self.max_episode_steps, **fields)
+            for result in evaluator.evaluate(it, jobs):
                 visited.append(result.visited)
                 steps += int(result.lengths.sum())
             episode += WARM_UP_BATCH
@@ -1204,16 +1203,14 @@ class ARS:
                 f"candidate_weights must have shape (n, {policy.n_params}); got {weights.shape}"
             )
         evaluator = async_eval or InProcessEval(self.gym_env, missing="an env or an async_eval")
-        max_steps = self.max_episode_steps
-        it = Iteration(policy.network(), weights[0], policy.obs_rms, 0.0, 0, 0, False, max_steps)
         episodes, index = range(self.n_eval_episodes), self._n_updates
         seeds = [
             [env_seed(self.seed, ENV_SEEDS, index, c, e) for e in episodes]
             for c in range(len(weights))
         ]
-        jobs = [
-            Job(c, 0, 0, np.array(s, np.uint64), w) for c, (s, w) in enumerate(zip(seeds, weights))
-        ]
+        it, jobs = fixed_jobs(
+            policy.network(), policy.obs_rms, weights, seeds, self.max_episode_steps
+        )
         callbacks = callback if isinstance(callback, _Callbacks) else _Callbacks(callback, self)
         start, shift = self.num_timesteps, self.alive_bonus_offset
         results = self._rollouts(evaluator, callbacks)(it, jobs)
@@ -1376,20 +1373,11 @@ def _check_device(device: Any) -> None:
         )
 
 
-GENERIC_SETTINGS: dict[str, Any] = dict(  # for envs the paper did not run
-    policy="LinearPolicy",
-    net_arch=None,
-    learning_rate=0.02,
-    delta_std=0.03,
-    n_delta=8,
-    n_top=None,
-    alive_bonus_offset=0.0,
-    normalize_obs=True,
-    zero_policy=True,
-    common_random_numbers=True,
-    n_eval_episodes=1,
-    total_timesteps=1_000_000,
-)
+# For envs the paper did not run: train()'s defaults, but V2, nu = 0.03 and 1M steps.
+GENERIC_SETTINGS: dict[str, Any] = dict(policy="LinearPolicy", net_arch=None, zero_policy=True)
+GENERIC_SETTINGS.update(n_delta=8, n_top=None, learning_rate=0.02, delta_std=0.03)
+GENERIC_SETTINGS.update(alive_bonus_offset=0.0, normalize_obs=True, common_random_numbers=True)
+GENERIC_SETTINGS.update(n_eval_episodes=1, total_timesteps=1_000_000)
 
 
 def settings_for(env_id: str) -> dict[str, Any]:
@@ -1497,9 +1485,8 @@ def resolve_env(env: Any) -> tuple[gym.Env | VecEnvs, Any, Any]:
 
 def evaluation_seeds(seed: int, n_episodes: int) -> np.ndarray:
     """The env seeds of evaluation episodes: the seed's EVALUATION stream, never training's."""
-    if not (is_int(n_episodes) and n_episodes >= 1):
-        raise ValueError(f"n_eval_episodes must be an integer >= 1; got {n_episodes!r:.60}")
-    return np.array([env_seed(seed, EVALUATION, e) for e in range(n_episodes)], np.uint64)
+    episodes = range(check_integer("n_eval_episodes", n_episodes))
+    return np.array([env_seed(seed, EVALUATION, e) for e in episodes], np.uint64)
 
 
 def evaluate_episodes(
@@ -1511,18 +1498,21 @@ def evaluate_episodes(
     on_step: Callable | None = None,
 ) -> list[Result]:
     """One deterministic episode per env seed, run by ``evaluator``: every evaluation's path."""
-    it = Iteration(
-        policy.network(),
-        policy.parameters_to_vector(),
-        policy.obs_rms,
-        0.0,
-        0,
-        0,
-        False,
-        max_episode_steps,
-    )
-    jobs = [Job(e, 0, 0, np.array([s], np.uint64)) for e, s in enumerate(seeds)]
+    theta, episodes = policy.parameters_to_vector(), [[s] for s in seeds]
+    it, jobs = fixed_jobs(policy.network(), policy.obs_rms, theta, episodes, max_episode_steps)
     return evaluator.evaluate(_observed_through(vec_normalize, it, training=False), jobs, on_step)
+
+
+def fixed_jobs(
+    network: Network, obs_rms: Any, weights: np.ndarray, seeds: Any, max_steps: Any = None, **kw
+) -> tuple[Iteration, list[Job]]:
+    """An Iteration without directions (nu = 0; ``kw`` sets other fields), and Job c for
+    ``weights`` (one vector, else its row c) on the episodes of env seeds ``seeds[c]``:
+    evaluations, the statistics warm-up and the seed's ``send_jobs``."""
+    one, kw = weights.ndim == 1, {"seed": 0, "index": 0, "max_episode_steps": max_steps, **kw}
+    it = Iteration(network, weights if one else weights[0], obs_rms, 0.0, **kw)
+    rows = [np.asarray(s, np.uint64) for s in seeds]
+    return it, [Job(c, 0, 0, s, None if one else weights[c]) for c, s in enumerate(rows)]
 
 
 class VecEnvs:
@@ -1690,9 +1680,8 @@ class _Evaluator:
 
     def _setup(self, train_policy: Any, n_eval_episodes: int) -> None:
         self.set_policy(train_policy)
-        if not (is_int(n_eval_episodes) and n_eval_episodes >= 1):
-            raise ValueError(f"n_eval_episodes must be an integer >= 1; got {n_eval_episodes!r}")
-        self.n_eval_episodes, self._seed, self._n_sends = int(n_eval_episodes), 0, 0
+        self.n_eval_episodes = check_integer("n_eval_episodes", n_eval_episodes)
+        self._seed, self._n_sends = 0, 0
         self._pending, self._options = None, [None] * self.n_workers
         self._lock = threading.Lock()
 
@@ -1749,8 +1738,7 @@ class _Evaluator:
         if seeds.ndim != 2 or len(seeds) != n:
             raise ValueError(f"episode_seeds must have shape ({n}, n_episodes); got {seeds.shape}")
         self._n_sends += 1
-        it = Iteration(self._network, weights[0], self._obs_rms, 0.0, 0, 0, track_obs=True)
-        self._pending = (it, [Job(c, 0, 0, seeds[c], weights[c]) for c in range(n)])
+        self._pending = fixed_jobs(self._network, self._obs_rms, weights, seeds, track_obs=True)
 
     def get_results(self) -> list[tuple[int, tuple[np.ndarray, np.ndarray]]]:
         """``[(candidate_index, (episode_rewards, episode_lengths)), ...]`` for the jobs sent."""
@@ -2467,13 +2455,8 @@ class EvalCallback:
         seed: int | None = None,
         best_model_name: str = "best_model.zip",
     ):
-        for name, value in (
-            ("n_eval_episodes", n_eval_episodes),
-            ("eval_freq", eval_freq),
-            ("eval_concurrency", eval_concurrency),
-        ):
-            if not (is_int(value) and value >= 1):
-                raise ValueError(f"{name} must be an integer of at least 1; got {value!r}")
+        for name in ("n_eval_episodes", "eval_freq", "eval_concurrency"):
+            check_integer(name, locals()[name])
         if eval_concurrency > 1 and (isinstance(eval_env, gym.Env) or render):
             raise ValueError(
                 "eval_concurrency > 1 needs the eval env as an id or a function, to "
@@ -2484,12 +2467,8 @@ class EvalCallback:
         self.callback_after_eval = callback_after_eval
         self.log_path = None if log_path is None else Path(log_path)
         self.best_model_save_path = best_model_save_path and Path(best_model_save_path)
-        self.best_model_name, self.render, self.verbose, self.seed = (
-            best_model_name,
-            render,
-            verbose,
-            seed,
-        )
+        self.best_model_name, self.render, self.verbose = best_model_name, render, verbose
+        self.seed = seed
         self.deterministic, self.warn, self.eval_concurrency = deterministic, warn, eval_concurrency
         self.evaluations, self.evaluations_results, self.evaluations_length = [], [], []
         self.best_mean_reward = self.last_mean_reward = -np.inf
