@@ -556,13 +556,11 @@ def _require(module: str, install: str) -> Any:
 
 def check_spaces(observation_space: spaces.Space, action_space: spaces.Space) -> None:
     """Raise ``NotImplementedError`` naming the space when ARS cannot use it."""
-    if not isinstance(
-        observation_space, (spaces.Box, spaces.Discrete, spaces.MultiDiscrete, spaces.MultiBinary)
-    ):
+    kinds = (spaces.Box, spaces.Discrete, spaces.MultiDiscrete, spaces.MultiBinary)
+    if not isinstance(observation_space, kinds):
         raise NotImplementedError(
-            f"ARS supports Box, Discrete, MultiDiscrete and MultiBinary "
-            f"observation spaces; got {observation_space} "
-            f"(gymnasium.wrappers.FlattenObservation flattens others)"
+            f"ARS supports Box, Discrete, MultiDiscrete and MultiBinary observation spaces; got "
+            f"{observation_space} (gymnasium.wrappers.FlattenObservation flattens others)"
         )
     if not isinstance(action_space, (spaces.Box, spaces.Discrete)):
         raise NotImplementedError(f"ARS supports Box and Discrete actions; got {action_space}")
@@ -659,10 +657,8 @@ class ARSPolicy(Network):
     def predict(
         self, observation: Any, state: Any = None, episode_start: Any = None, deterministic=True
     ) -> tuple[Any, None]:
-        """``(action, None)`` for one observation or a batch, in the action space's dtype.
-
-        SB3's signature and shapes; ``state``, ``episode_start`` and ``deterministic`` are
-        accepted and ignored (ARS policies are deterministic and stateless)."""
+        """``(action, None)`` for one observation or a batch, in the action space's dtype, as SB3's
+        (ARS policies are deterministic and stateless: the other arguments are ignored)."""
         actions, dtype = self.forward(observation), self.action_space.dtype
         if _is_torch(actions):
             return actions.to(getattr(sys.modules["torch"], str(np.dtype(dtype)))), None
@@ -681,13 +677,8 @@ class ARSPolicy(Network):
         for i, (weight, bias) in enumerate(self.layers(self.parameters_to_vector())):
             state.update({f"action_net.{2 * i}.weight": weight, f"action_net.{2 * i}.bias": bias})
         if rms is not None:
-            state.update(
-                {
-                    "obs_rms.mean": rms.mean.copy(),
-                    "obs_rms.var": rms.var.copy(),
-                    "obs_rms.count": np.array(rms.count),
-                }
-            )
+            state.update({"obs_rms.mean": rms.mean.copy(), "obs_rms.var": rms.var.copy()})
+            state["obs_rms.count"] = np.array(rms.count)
         return {key: value for key, value in state.items() if value is not None}
 
     def load_state_dict(self, state_dict: dict[str, Any], strict: bool = True) -> None:
@@ -725,11 +716,8 @@ class ARSPolicy(Network):
         """A policy of :meth:`save`, or a saved model's (``device``: accepted, as in SB3)."""
         meta, arrays = read_model_file(path)
         if "vec_normalize" in meta:  # the model's evaluations apply it; a policy alone cannot
-            warnings.warn(
-                f"{path}: this policy learned on VecNormalize observations; load the "
-                "model (ARS.load) to evaluate it with them",
-                stacklevel=2,
-            )
+            message = "this policy learned on VecNormalize observations; load the model"
+            warnings.warn(f"{path}: {message} (ARS.load) to evaluate it with them", stacklevel=2)
         return _build_policy(meta, arrays, str(path))
 
     def to_torch(self) -> Any:
@@ -1208,9 +1196,8 @@ class ARS:
             [env_seed(self.seed, ENV_SEEDS, index, c, e) for e in episodes]
             for c in range(len(weights))
         ]
-        it, jobs = fixed_jobs(
-            policy.network(), policy.obs_rms, weights, seeds, self.max_episode_steps
-        )
+        network, max_steps = policy.network(), self.max_episode_steps
+        it, jobs = fixed_jobs(network, policy.obs_rms, weights, seeds, max_steps)
         callbacks = callback if isinstance(callback, _Callbacks) else _Callbacks(callback, self)
         start, shift = self.num_timesteps, self.alive_bonus_offset
         results = self._rollouts(evaluator, callbacks)(it, jobs)
@@ -1264,10 +1251,7 @@ class ARS:
             self._env_view = vec_env.DummyVecEnv([lambda env=self.gym_env: env])
         return self._vec_env if self._vec_env is not None else self._env_view
 
-    n_envs = property(
-        lambda self: getattr(self.gym_env, "num_envs", 1),
-        doc="How many envs the rollouts run on side by side (a vector env's).",
-    )
+    n_envs = property(lambda self: getattr(self.gym_env, "num_envs", 1), doc="Envs side by side.")
 
     def get_env(self) -> Any:
         """The training env as a VecEnv (SB3's ``reset``/``step``); ``gym_env`` is the env."""
@@ -1283,11 +1267,7 @@ class ARS:
         if self.action_space is not None:
             self.action_space.seed(self.seed)
 
-    device = property(
-        lambda self: _cpu_device(),
-        lambda self, value: _check_device(value),
-        doc="Always the CPU: ARS computes in NumPy.",
-    )
+    device = property(lambda self: _cpu_device(), lambda self, device: _check_device(device))
 
     def get_parameters(self) -> dict[str, dict[str, np.ndarray]]:
         """``{"policy": policy.state_dict()}``: sb3-contrib's names, NumPy arrays."""
@@ -1301,14 +1281,11 @@ class ARS:
         policy, params = self._need_policy(), load_path_or_dict
         if isinstance(params, (str, os.PathLike)) or hasattr(params, "read"):
             params = {"policy": _build_policy(*read_model_file(params), str(params)).state_dict()}
-        if not (isinstance(params, dict) and isinstance(params.get("policy"), dict)):
+        groups = params if isinstance(params, dict) else {}
+        if set(groups) != {"policy"} or not isinstance(groups["policy"], dict):
             raise ValueError(
-                "expected a path, or a dict {'policy': {name: array}} as get_parameters() returns"
-            )
-        if set(params) - {"policy"}:
-            raise ValueError(
-                f"unknown parameter groups {sorted(set(params) - {'policy'})}: an ARS "
-                f"model has only 'policy'"
+                f"expected a path, or {{'policy': {{name: array}}}} as get_parameters()"
+                f" returns (an ARS model has only 'policy'); got {params!r:.60}"
             )
         policy.load_state_dict(params["policy"], strict=exact_match)
 
@@ -1368,9 +1345,7 @@ def _check_device(device: Any) -> None:
         raise ValueError(f"device must be a name such as 'cpu' or a torch.device; got {device!r}")
     if kind.split(":")[0] not in ("cpu", "auto") and not _DEVICE_WARNED:
         _DEVICE_WARNED.append(True)
-        warnings.warn(
-            f"device={device!r}: ars computes with NumPy, so it uses the CPU", stacklevel=4
-        )
+        warnings.warn(f"device={device!r}: ars computes with NumPy: it uses the CPU", stacklevel=4)
 
 
 # For envs the paper did not run: train()'s defaults, but V2, nu = 0.03 and 1M steps.
@@ -1454,11 +1429,9 @@ def resolve_env(env: Any) -> tuple[gym.Env | VecEnvs, Any, Any]:
                 raise ModuleNotFoundError(
                     f"{env} needs MuJoCo: pip install 'gymnasium[mujoco]' (ars's 'mujoco' extra)"
                 ) from error
-    made = (
-        env()
-        if callable(env) and not isinstance(env, (gym.Env, VecEnvs)) and not _is_vec_env(env)
-        else env
-    )
+    made = env
+    if callable(env) and not isinstance(env, (gym.Env, VecEnvs)) and not _is_vec_env(env):
+        made = env()
     if not (isinstance(made, (gym.Env, VecEnvs)) or _is_vec_env(made)):
         raise TypeError(
             f"expected an env id, a gymnasium.Env, a vector env or a function "
@@ -1758,11 +1731,7 @@ class _Evaluator:
             raise ValueError(f"this {type(self).__name__} has no policy to normalise for")
         moments = [np.array(getattr(obs_rms, k, 0), float).reshape(-1) for k in ("mean", "var")]
         self._obs_rms = (
-            None
-            if obs_rms is None
-            else RunningMeanStd.from_moments(  # SB3's too
-                *moments, obs_rms.count
-            )
+            None if obs_rms is None else RunningMeanStd.from_moments(*moments, obs_rms.count)
         )
         self._visited = [self._no_statistics() for _ in range(self.n_workers)]
 
@@ -2379,15 +2348,9 @@ class _StepReporter:
         """After one env step in this process."""
         obs, reward, terminated, truncated, info = transition
         self.model.num_timesteps += 1
-        self._step(
-            dict(
-                actions=np.asarray(action)[None],
-                new_obs=np.asarray(obs)[None],
-                rewards=np.array([reward]),
-                dones=np.array([terminated or truncated]),
-                infos=[info],
-            )
-        )
+        done, rewards = np.array([terminated or truncated]), np.array([reward])
+        given = dict(actions=np.asarray(action)[None], new_obs=np.asarray(obs)[None])
+        self._step(dict(given, rewards=rewards, dones=done, infos=[info]))
 
     def after(self, results: Sequence[Result], n_workers: int) -> None:
         """After workers' rollouts, as sb3-contrib reports them: ``dones`` per n_workers steps."""
@@ -2504,14 +2467,8 @@ class EvalCallback:
             model.seed if self.seed is None else self.seed, self.n_eval_episodes
         )
         render = (lambda *_: env.render()) if self.render else None
-        results = evaluate_episodes(
-            model.policy,
-            self._evaluator,
-            seeds,
-            model.max_episode_steps,
-            observations_seen_by(model),
-            render,
-        )
+        seen, max_steps = observations_seen_by(model), model.max_episode_steps
+        results = evaluate_episodes(model.policy, self._evaluator, seeds, max_steps, seen, render)
         returns = np.array([r.returns[0] for r in results])
         lengths = [int(r.lengths[0]) for r in results]
         mean, std = float(returns.mean()), float(returns.std())
@@ -2531,12 +2488,8 @@ class EvalCallback:
                 )
         new_best = mean > self.best_mean_reward
         self.best_mean_reward = max(mean, self.best_mean_reward)
-        for key, value in (
-            ("mean_reward", mean),
-            ("std_reward", std),
-            ("mean_ep_length", float(np.mean(lengths))),
-            ("best_mean_reward", self.best_mean_reward),
-        ):
+        records = dict(mean_reward=mean, std_reward=std, mean_ep_length=float(np.mean(lengths)))
+        for key, value in dict(records, best_mean_reward=self.best_mean_reward).items():
             model.logger.record(f"eval/{key}", value)
         if new_best and self.best_model_save_path is not None:
             model.save(self.best_model_save_path / self.best_model_name)
