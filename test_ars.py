@@ -3774,3 +3774,46 @@ def test_per_step_statistics_rule_gives_the_same_weights_with_any_worker_count(m
         two = _pendulum_model().learn(2400, async_eval=async_eval)
     _assert_same_weights(one, two)
     assert not np.array_equal(one.policy.parameters_to_vector(), frozen_rule)
+
+
+def test_sb3_emulation_statistics_follow_sb3s_own_running_mean_std(monkeypatch):
+    """Issue 33's emulation, on SB3's own RunningMeanStd: each lane starts fresh (count 1e-4)
+    in iteration 0 and takes the reset state, each state acted on and the auto-reset one
+    (1, 2, 3, then 1: the final 4 never); the main statistics (sb3's learn() reset state
+    first) merge each lane's, then ``count -= old_count``; later lanes start from them."""
+    arms = _arms(monkeypatch)
+    rms_class = pytest.importorskip("stable_baselines3.common.running_mean_std").RunningMeanStd
+    gym.register("CountingLine-v0", entry_point=CountingEnv, max_episode_steps=10)
+    emulation = arms.Emulation("CountingLine-v0", 0, n_delta=1)  # candidates 0 (+) and 1 (-)
+    main, old_count, states = rms_class(shape=(1,)), 0.0, np.array([[1.0], [2.0], [3.0], [1.0]])
+    main.update(np.array([[1.0]]))
+    for index in range(3):
+        emulation.iterate()
+        lanes = [rms_class(shape=(1,)) if index == 0 else main.copy() for _ in range(2)]
+        for lane in lanes:
+            for row in states:  # one by one, as VecNormalize updates
+                lane.update(row[None])
+            main.combine(lane)
+            main.count -= old_count
+        old_count = main.count
+        assert emulation.main.count == pytest.approx(main.count, rel=1e-15)
+        np.testing.assert_allclose(emulation.main.mean, main.mean, rtol=1e-13)
+        np.testing.assert_allclose(emulation.main.var, main.var, rtol=1e-13)
+    assert emulation.timesteps == 3 * 2 * 3 and emulation.exact.count == 1 + 3 * 2 * 4
+    resumed = arms.Emulation.resume("CountingLine-v0", json.loads(json.dumps(emulation.state())))
+    emulation.iterate()
+    resumed.iterate()
+    assert np.array_equal(emulation.theta, resumed.theta) and emulation.theta.dtype == np.float32
+    assert emulation.main.to_json() == resumed.main.to_json()
+    with pytest.raises(ValueError, match="unknown sb3-emulation settings"):
+        arms.Emulation("CountingLine-v0", 0, n_delta=1, lane=3)
+
+
+def test_learning_benchmark_reads_pythons_booleans(monkeypatch):
+    monkeypatch.syspath_prepend(str(HERE / "benchmarks"))
+    import learning
+
+    assert learning.parse_setting("common_random_numbers=False") == ("common_random_numbers", False)
+    assert learning.parse_setting("zero_policy=True") == ("zero_policy", True)
+    assert learning.parse_setting("max_episode_steps=None") == ("max_episode_steps", None)
+    assert learning.parse_setting("n_delta=16") == ("n_delta", 16)
