@@ -2,6 +2,7 @@
 
     python benchmarks/ablation.py            # results/ablation_halfcheetah*.json -> its .md
     python benchmarks/ablation.py Swimmer    # results/ablation_swimmer.json -> its .md
+    python benchmarks/ablation.py sb3        # issue 33: results/ablation_sb3.json -> its .md
 
 The runs come from benchmarks/learning.py (same protocol: evaluations every 50k steps,
 stop at a confirmed threshold, the task's budget), one key per arm. HalfCheetah's and
@@ -81,8 +82,57 @@ def table(results: dict, task: str) -> str:
     return "\n".join(rows)
 
 
+def sb3_table(results: dict, task: str) -> str:
+    """Issue 33's table: each arm of the emulation beside sb3-contrib, the emulation and the
+    default, with two-sided Mann-Whitney U tests on the seeds both arms ran."""
+    from scipy.stats import mannwhitneyu
+
+    threshold, keys = THRESHOLDS[task], [k for k in results if f":{task}-v4" in k]
+    refs = {"sb3-contrib": f"sb3-contrib:{task}-v4", "emulation": f"ars:{task}-v4:sb3-emulation"}
+    refs["default"] = f"ars:{task}-v4"
+    hits = {
+        k: {s: episodes_to_threshold(r, threshold) for s, r in results[k].items()} for k in keys
+    }
+    order = [refs["sb3-contrib"], refs["default"], refs["emulation"]]
+    rows = [
+        f"| {task} arm | seeds reaching | median episodes | quartiles | p against sb3-contrib "
+        "| p against the emulation | p against the default |",
+        "|---" * 7 + "|",
+    ]
+    for key in sorted(keys, key=lambda k: (order.index(k) if k in order else 3, k)):
+        values = np.array(sorted(hits[key].values()))
+        big = np.where(np.isinf(values), 1e18, values)
+        q1, median, q3 = (np.percentile(big, q) for q in (25, 50, 75))
+        show = lambda x: "not reached" if x >= 1e17 else f"{x:,.0f}"
+        ps = []
+        for ref in refs.values():
+            shared = sorted(set(hits[key]) & set(hits.get(ref, {})))
+            if ref == key or ref not in hits or len(shared) < 2:
+                ps.append("")
+                continue
+            a, b = [hits[key][s] for s in shared], [hits[ref][s] for s in shared]
+            ps.append(f"{mannwhitneyu(a, b, alternative='two-sided').pvalue:.3f}")
+        name = key.split(":", 2)[2] if key.count(":") == 2 else key.split(":")[0] + " (paper)"
+        name = "sb3-contrib" if key.startswith("sb3-contrib") else name
+        rows.append(
+            f"| {name} | {np.isfinite(values).sum()}/{len(values)} | {show(median)} "
+            f"| {show(q1)} to {show(q3)} | {' | '.join(ps)} |"
+        )
+    return "\n".join(rows)
+
+
 def main() -> None:
     task = sys.argv[1] if len(sys.argv) > 1 else "HalfCheetah"
+    if task == "sb3":
+        path = RESULTS / "ablation_sb3.json"
+        results, ten = json.loads(path.read_text()), json.loads(TEN_SEEDS.read_text())
+        results.update({k: v for k, v in ten.items() if "Hopper" not in k})
+        text = "\n\n".join(sb3_table(results, task) for task in ("HalfCheetah", "Swimmer"))
+        md = path.with_suffix(".md")
+        notes = md.read_text().partition(NOTES)[2] if md.exists() else ""
+        md.write_text(text + "\n" + (f"\n{NOTES}{notes}" if notes else ""))
+        print(text)
+        return
     if task not in MORE:
         sys.exit(f"error: no ablation of {task!r}: use one of {', '.join(MORE)}")
     path = RESULTS / f"ablation_{task.lower()}.json"
