@@ -1496,19 +1496,16 @@ class VecEnvs:
 
     def __init__(self, venv: Any):
         self.gymnasium, name = isinstance(venv, gym.vector.VectorEnv), type(venv).__name__
-        if self.gymnasium and (
-            name not in ("SyncVectorEnv", "AsyncVectorEnv")
-            or not getattr(venv, "shared_memory", True)
-        ):
+        seedable = name in ("SyncVectorEnv", "AsyncVectorEnv") and getattr(venv, "shared_memory", 1)
+        if self.gymnasium and not seedable:
             raise ValueError(
                 f"{name} cannot reset each env with its own seed, as ARS needs: pass "
                 "a SyncVectorEnv, or an AsyncVectorEnv with shared_memory=True (gym."
                 "make_vec(id, n, vectorization_mode=...)), without vector wrappers"
             )
         self.vector, self.num_envs, self.spec = venv, int(venv.num_envs), venv.get_attr("spec")[0]
-        self.observation_space, self.action_space = (
-            getattr(venv, "single_" * self.gymnasium + k) for k in SPACE_KEYS
-        )
+        single = "single_" * self.gymnasium  # gymnasium's spaces are of the batch
+        self.observation_space, self.action_space = (getattr(venv, single + k) for k in SPACE_KEYS)
         self.envs = getattr(venv, "envs", None)  # in this process
         for env in self.envs or ():
             _check_same_spaces(_spaces_of(env), _spaces_of(self), "an env of it", "its first")
