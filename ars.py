@@ -2704,43 +2704,28 @@ def _is_number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
-class _atomic_file:
-    """Write ``path`` through a temporary file and a rename: never half a file, nothing left."""
-
-    def __init__(self, path: Path, mode: str):
-        self.path, self.mode = Path(path), mode
-
-    def _error(self, error: OSError) -> OSError:
-        return OSError(error.errno, f"could not write {self.path}: {error.strerror}")
-
-    def __enter__(self) -> Any:
-        try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            prefix = f".{self.path.name.encode()[:200].decode(errors='ignore')}."  # <= 255 bytes
-            fd, self.tmp = tempfile.mkstemp(dir=self.path.parent, prefix=prefix, suffix=".tmp")
-        except OSError as error:
-            raise self._error(error) from None
-        self.file = os.fdopen(fd, self.mode, **({} if "b" in self.mode else {"newline": ""}))
-        return self.file
-
-    def __exit__(self, kind: Any, error: Any, trace: Any) -> None:
-        try:
-            if kind is None:
-                self.file.flush()
-                os.fsync(self.file.fileno())
-            self.file.close()
-            if kind is None:
-                os.umask(umask := os.umask(0))  # read it: what a new file gets
-                os.chmod(self.tmp, 0o666 & ~umask)
-                os.replace(self.tmp, self.path)
-        except OSError as failure:
-            Path(self.tmp).unlink(missing_ok=True)
-            raise self._error(failure) from failure
-        finally:
-            if kind is not None:
-                Path(self.tmp).unlink(missing_ok=True)
+@contextlib.contextmanager
+def _atomic_file(path: Path, mode: str) -> Any:
+    """Write ``path`` through a temporary file (``.name``) and a rename: never half a file."""
+    path, tmp = Path(path), None
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        prefix = f".{path.name.encode()[:200].decode(errors='ignore')}."  # <= 255 bytes
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=prefix, suffix=".tmp")
+        os.close(fd)
+        with open(tmp, mode, **({} if "b" in mode else {"newline": ""})) as f:
+            yield f
+            f.flush()
+            os.fsync(f.fileno())
+        os.umask(umask := os.umask(0))  # read it: what a new file gets
+        os.chmod(tmp, 0o666 & ~umask)
+        os.replace(tmp, path)
+    except BaseException as error:  # nothing left behind
+        if tmp is not None:
+            Path(tmp).unlink(missing_ok=True)
         if isinstance(error, OSError) and not str(error).startswith("could not write"):
-            raise self._error(error) from error
+            raise OSError(error.errno, f"could not write {path}: {error.strerror}") from error
+        raise
 
 
 def _write_npz(target: Any, arrays: dict[str, np.ndarray]) -> Path | None:
@@ -3646,11 +3631,11 @@ def record_video(
     if path.suffix.lower() not in (".mp4", ".gif") or path.is_dir():
         raise ValueError(f"a video must be an .mp4 or .gif file; got {str(path)!r}")
     ffmpeg = _require("imageio_ffmpeg", "pip install imageio-ffmpeg (ars's 'video' extra)")
-    gif, target = path.suffix.lower() == ".gif", _atomic_file(path, "wb")
-    with target:  # a target that cannot be written fails before anything is rendered
+    gif = path.suffix.lower() == ".gif"
+    with _atomic_file(path, "wb") as target:  # one that cannot be written fails before rendering
         render_env = _rendering_env(model, env, "rgb_array", width if gif else None)
         fps = float(render_env.metadata.get("render_fps") or 30)
-        encoder = _Encoder(ffmpeg.get_ffmpeg_exe(), target.tmp, path, fps)
+        encoder = _Encoder(ffmpeg.get_ffmpeg_exe(), target.name, path, fps)
         try:
             total, n_frames = _play(model, render_env, seed, max_steps, encoder)
         except BaseException:
