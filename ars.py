@@ -2756,8 +2756,8 @@ def _space_to_json(space: spaces.Space) -> dict[str, Any]:
     }  # when all agree
 
 
-def _space_size(data: Any, where: str) -> int:
-    """The flat size of a space's JSON (``spaces.flatdim``), computed without building it."""
+def _space_from_json(data: Any, where: str) -> spaces.Space:
+    """A space from its JSON, its size checked before it is built."""
     kinds = {"Box": "shape", "Discrete": "n", "MultiDiscrete": "nvec", "MultiBinary": "n"}
     if not isinstance(data, dict) or data.get("type") not in kinds:
         raise ValueError(
@@ -2771,11 +2771,6 @@ def _space_size(data: Any, where: str) -> int:
     size = int(sum(sizes)) if data["type"] == "MultiDiscrete" else math.prod(int(n) for n in sizes)
     if size > MAX_PARAMETERS:
         raise ValueError(f"{where} has {size:,} elements; ars takes at most {MAX_PARAMETERS:,}")
-    return size
-
-
-def _space_from_json(data: dict[str, Any], where: str) -> spaces.Space:
-    """A space from its JSON, whose sizes :func:`_space_size` has checked."""
     try:
         if data["type"] == "Discrete":
             return spaces.Discrete(data["n"], start=data.get("start", 0))
@@ -2926,8 +2921,10 @@ def _read_member(archive: zipfile.ZipFile, name: str, limit: int, where: str) ->
     return data
 
 
-def _npy(data: bytes, shape: tuple[int, ...], kinds: str, where: str, name: str) -> np.ndarray:
-    """An array from ``.npy`` bytes; its header is checked before anything is allocated."""
+def _npy(archive: zipfile.ZipFile, name: str, shape: tuple, kinds: str, where: str) -> np.ndarray:
+    """The array ``name.npy``; its header is checked before anything is allocated."""
+    limit = MAX_METADATA_BYTES if name == "metadata" else 8 * math.prod(shape) + 4096
+    data = _read_member(archive, f"{name}.npy", limit, where)
     f = io.BytesIO(data)
     try:
         version = np.lib.format.read_magic(f)
@@ -2982,8 +2979,7 @@ def read_model_file(source: Any, env: Any = None) -> tuple[dict[str, Any], dict[
                     f"{where} is a zip archive but not a model written by ars or "
                     f"sb3-contrib (members: {sorted(names)[:8]})"
                 )
-            raw = _read_member(archive, "metadata.npy", MAX_METADATA_BYTES, where)
-            meta = _json(str(_npy(raw, (), "U", where, "metadata")), f"{where}: the metadata")
+            meta = _json(str(_npy(archive, "metadata", (), "U", where)), f"{where}: the metadata")
             meta = _check_metadata(meta, where)
             return meta, _read_arrays(archive, names, meta, where)
     except (zipfile.BadZipFile, OSError, EOFError, zlib.error, UnicodeDecodeError) as error:
@@ -3033,22 +3029,15 @@ def _check_metadata(meta: Any, where: str) -> dict[str, Any]:
     need("kind", kind in ("model", "policy"), '"model" or "policy"')
     need("policy", meta.get("policy") in POLICY_CLASSES, f"one of {list(POLICY_CLASSES)}")
     arch = kwargs.get("net_arch", []) if isinstance(kwargs, dict) else None
-    sizes_ok = isinstance(arch, list) and len(arch) <= 100
-    sizes_ok = (
-        sizes_ok
-        and all(is_int(n) and 1 <= n <= MAX_PARAMETERS for n in arch)
-        and all(isinstance(kwargs.get(k, True), bool) for k in ("with_bias", "squash_output"))
-    )
+    bools = isinstance(arch, list) and [kwargs.get(k, True) for k in ("with_bias", "squash_output")]
     need(
         "policy_kwargs",
-        sizes_ok,
+        bools and all(isinstance(b, bool) for b in bools),  # the sizes: as the policy checks them
         "a dict whose net_arch is a list of layer sizes, and whose "
         "with_bias and squash_output are true or false",
     )
-    sizes = [_space_size(meta.get(k), f"{where}: {k}") for k in SPACE_KEYS]
-    _parameter_count(meta["policy"], kwargs, *sizes, where)
     for key in SPACE_KEYS:
-        meta[key] = _space_from_json(meta[key], f"{where}: {key}")
+        meta[key] = _space_from_json(meta.get(key), f"{where}: {key}")
     if kind == "policy":
         return meta
     need("hparams", isinstance(meta.get("hparams"), dict), "a dict")
@@ -3079,24 +3068,19 @@ def _check_metadata(meta: Any, where: str) -> dict[str, Any]:
     return meta
 
 
-def _parameter_count(policy: str, kwargs: dict, obs_dim: int, n_outputs: int, where: str) -> int:
-    """The parameters the metadata implies (the core's layout), refused above the cap."""
-    arch = kwargs.get("net_arch", POLICIES[policy]["net_arch"])
-    bias = bool(kwargs.get("with_bias", POLICIES[policy]["with_bias"]))
-    n_params = sum(o * i + o * bias for o, i in layer_shapes(obs_dim, arch, n_outputs))
-    if n_params > MAX_PARAMETERS:
-        raise ValueError(
-            f"{where}: the metadata describes a policy of {n_params:,} parameters; "
-            f"ars takes at most {MAX_PARAMETERS:,}"
-        )
-    return n_params
+def _new_policy(meta: dict[str, Any], where: str) -> ARSPolicy:
+    """The policy the metadata describes, built (so checked and capped) as any policy is."""
+    try:
+        spaces_ = meta["observation_space"], meta["action_space"]
+        return POLICY_CLASSES[meta["policy"]](*spaces_, **meta["policy_kwargs"])
+    except (ValueError, TypeError, NotImplementedError) as error:
+        raise ValueError(f"{where}: {error}") from None
 
 
 def _read_arrays(archive: zipfile.ZipFile, names: set[str], meta: dict, where: str) -> dict:
     """The arrays, each checked against the shape the metadata implies before it is read."""
-    obs_dim, n_outputs = (spaces.flatdim(meta[k]) for k in SPACE_KEYS)
-    n_params = _parameter_count(meta["policy"], meta["policy_kwargs"], obs_dim, n_outputs, where)
-    expected = {"parameters": ((n_params,), "f")}
+    policy = _new_policy(meta, where)
+    obs_dim, expected = policy.obs_dim, {"parameters": ((policy.n_params,), "f")}
     if "obs_rms_mean.npy" in names:
         rms = {"obs_rms_mean": ((obs_dim,), "f"), "obs_rms_var": ((obs_dim,), "f")}
         expected.update(rms, obs_rms_count=((), "iu"))
@@ -3104,14 +3088,7 @@ def _read_arrays(archive: zipfile.ZipFile, names: set[str], meta: dict, where: s
         found = sorted(n[:-4] for n in names - {"metadata.npy"})
         raise ValueError(f"{where}: expected the arrays {sorted(expected)}; the file holds {found}")
     return {
-        name: _npy(
-            _read_member(archive, f"{name}.npy", 8 * math.prod(shape) + 4096, where),
-            shape,
-            kinds,
-            where,
-            name,
-        )
-        for name, (shape, kinds) in expected.items()
+        name: _npy(archive, name, shape, kinds, where) for name, (shape, kinds) in expected.items()
     }
 
 
@@ -3119,11 +3096,10 @@ def _build_policy(
     meta: dict[str, Any], arrays: dict[str, Any], where: str, policy: ARSPolicy | None = None
 ) -> ARSPolicy:
     """The file's policy, built as any policy is, then given its checked weights and statistics."""
+    if policy is None:
+        policy = _new_policy(meta, where)
+        policy.obs_rms = RunningMeanStd((policy.obs_dim,)) if "obs_rms_mean" in arrays else None
     try:
-        if policy is None:
-            spaces_ = meta["observation_space"], meta["action_space"]
-            policy = POLICY_CLASSES[meta["policy"]](*spaces_, **meta["policy_kwargs"])
-            policy.obs_rms = RunningMeanStd((policy.obs_dim,)) if "obs_rms_mean" in arrays else None
         if "state_dict" in arrays:  # sb3-contrib's: checked name by name and shape by shape
             policy.load_state_dict(arrays["state_dict"])
             return policy
@@ -3136,13 +3112,8 @@ def _build_policy(
                 f"normalize_obs is {not has} but the file "
                 f"{'holds' if has else 'lacks'} observation statistics"
             )
-        if has:
-            mean, var, count = (arrays[f"obs_rms_{k}"] for k in ("mean", "var", "count"))
-            if not (np.isfinite([mean, var]).all() and (var >= 0).all() and count >= 0):
-                raise ValueError("the observation statistics must be finite, var and count >= 0")
-            policy.obs_rms = RunningMeanStd.from_moments(
-                mean.astype(float), var.astype(float), int(count)
-            )
+        names = ("mean", "var", "count") if has else ()  # checked as any statistics are
+        policy.load_state_dict({f"obs_rms.{k}": arrays[f"obs_rms_{k}"] for k in names}, False)
         return policy
     except (ValueError, TypeError, NotImplementedError, RuntimeError) as error:
         raise ValueError(f"{where}: {error}") from None
@@ -3447,8 +3418,7 @@ def _read_sb3_zip(archive: zipfile.ZipFile, where: str, env: Any = None) -> tupl
                     f"{data[key].get('_shape')}; the env's is {space}"
                 )
     meta = _check_metadata(meta, where)
-    obs_dim, n_outputs = (spaces.flatdim(meta[k]) for k in SPACE_KEYS)
-    budget = _parameter_count(meta["policy"], kwargs, obs_dim, n_outputs, where)
+    budget = _new_policy(meta, where).n_params
     return meta, {"state_dict": _read_weights(archive, where, budget)}
 
 
