@@ -3712,24 +3712,8 @@ class _Encoder:
             graph = f"fps={min(fps, GIF_FPS)},split[a][b];[a]palettegen=max_colors=48[p];"
             graph += "[b][p]paletteuse=dither=none:diff_mode=rectangle"
             codec = ["-filter_complex", graph, "-vcodec", "gif", "-pix_fmt", "pal8"]
-        self.command = [
-            ffmpeg,
-            "-y",
-            "-v",
-            "error",
-            "-f",
-            "rawvideo",
-            "-pix_fmt",
-            "rgb24",
-            "-r",
-            rate,
-            "-i",
-            "-",
-            *codec,
-            "-f",
-            path.suffix.lower()[1:],
-            f"file:{tmp}",
-        ]
+        rgb = f"-v error -f rawvideo -pix_fmt rgb24 -r {rate} -i -".split()  # [:8]: before -s
+        self.command = [ffmpeg, "-y", *rgb, *codec, "-f", path.suffix.lower()[1:], f"file:{tmp}"]
 
     def __call__(self, frame: Any) -> None:
         if _INTERRUPTED:
@@ -3873,38 +3857,26 @@ def _parser() -> argparse.ArgumentParser:
 def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p = _parser()
     args = p.parse_args(argv)
-    video = args.video is not None
-    for message in [
-        message
-        for wrong, message in [  # the first conflict found, in one line
-            (
-                not 0 <= (args.workers or 0) <= MAX_WORKERS,
-                f"--workers must be from 0 to {MAX_WORKERS}",
-            ),
-            (
-                args.env is not None and not args.env.strip(),
-                "--env needs an env id, e.g. CartPole-v1",
-            ),
-            ((video or args.render) and not args.eval, "--video and --render: add --eval MODEL"),
-            (
-                video and (args.render or not args.video.strip()),
-                "--video needs a file, no --render",
-            ),
-            (min(args.job_timeout, args.start_timeout) <= 0, "timeouts must be positive"),
-            (
-                args.resume and (args.run_dir or args.overwrite),
-                "--resume goes without --run-dir "
-                "and --overwrite: it continues the run in its own folder",
-            ),
-            (
-                args.eval and (args.resume or args.run_dir or args.overwrite),
-                "--eval goes without --resume, --run-dir and --overwrite: it writes no run",
-            ),
-            (args.overwrite and not args.run_dir, "--overwrite needs the --run-dir it replaces"),
-        ]
-        if wrong
+    video, workers, env = args.video is not None, args.workers or 0, args.env
+    for wrong, message in [  # the first conflict found, in one line
+        (not 0 <= workers <= MAX_WORKERS, f"--workers must be from 0 to {MAX_WORKERS}"),
+        (env is not None and not env.strip(), "--env needs an env id, e.g. CartPole-v1"),
+        ((video or args.render) and not args.eval, "--video and --render: add --eval MODEL"),
+        (video and (args.render or not args.video.strip()), "--video needs a file, no --render"),
+        (min(args.job_timeout, args.start_timeout) <= 0, "timeouts must be positive"),
+        (
+            args.resume and (args.run_dir or args.overwrite),
+            "--resume goes without --run-dir and --overwrite: it continues the run in its "
+            "own folder",
+        ),
+        (
+            args.eval and (args.resume or args.run_dir or args.overwrite),
+            "--eval goes without --resume, --run-dir and --overwrite: it writes no run",
+        ),
+        (args.overwrite and not args.run_dir, "--overwrite needs the --run-dir it replaces"),
     ]:
-        p.error(message)
+        if wrong:
+            p.error(message)
     args.explicit = {f for f in RUN_FLAGS if getattr(args, f) != p.get_default(f)}
     return args
 
