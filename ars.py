@@ -2704,6 +2704,11 @@ def _is_number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
+def _whole(value: Any, high: int = 2**63 - 1) -> bool:
+    """An integer from 0 to ``high`` (a count, a size, a length)."""
+    return is_int(value) and 0 <= value <= high
+
+
 @contextlib.contextmanager
 def _atomic_file(path: Path, mode: str) -> Any:
     """Write ``path`` through a temporary file (``.name``) and a rename: never half a file."""
@@ -2747,13 +2752,8 @@ def _space_to_json(space: spaces.Space) -> dict[str, Any]:
     if isinstance(space, spaces.MultiBinary):
         return {"type": "MultiBinary", "n": np.asarray(space.n).tolist()}
     bound = lambda v: v.flat[0].item() if v.size and (v == v.flat[0]).all() else v.tolist()
-    return {
-        "type": "Box",
-        "low": bound(space.low),
-        "high": bound(space.high),  # one number
-        "shape": list(space.shape),
-        "dtype": str(space.dtype),
-    }  # when all agree
+    low, high = bound(space.low), bound(space.high)  # one number when all agree
+    return dict(type="Box", low=low, high=high, shape=list(space.shape), dtype=str(space.dtype))
 
 
 def _space_from_json(data: Any, where: str) -> spaces.Space:
@@ -2766,7 +2766,7 @@ def _space_from_json(data: Any, where: str) -> spaces.Space:
         )
     sizes = data.get(kinds[data["type"]])
     sizes = np.asarray(sizes if isinstance(sizes, list) else [sizes], dtype=object).reshape(-1)
-    if not (len(sizes) <= 10**6 and all(is_int(n) and 0 <= n <= MAX_PARAMETERS for n in sizes)):
+    if not (len(sizes) <= 10**6 and all(_whole(n, MAX_PARAMETERS) for n in sizes)):
         raise ValueError(f"{where} is not a valid space (sizes must be integers); got {data!r:.99}")
     size = int(sum(sizes)) if data["type"] == "MultiDiscrete" else math.prod(int(n) for n in sizes)
     if size > MAX_PARAMETERS:
@@ -2818,8 +2818,7 @@ def _metadata(model: ARS | ARSPolicy, kind: str = "model") -> dict[str, Any]:
     if kind == "model":
         schedules = [k for k in ("learning_rate", "delta_std") if callable(model.hparams[k])]
         hparams = {
-            **{k: model.hparams[k] for k in SAVED},
-            **{k: model._schedule_value(k) for k in schedules},
+            k: model._schedule_value(k) if k in schedules else model.hparams[k] for k in SAVED
         }
         episodes = [[e["r"], e["l"]] for e in model.ep_info_buffer]
         meta.update(
@@ -2844,13 +2843,8 @@ def _metadata(model: ARS | ARSPolicy, kind: str = "model") -> dict[str, Any]:
 def _system_info() -> dict[str, str]:
     import platform
 
-    return {
-        "ars": __version__,
-        "python": platform.python_version(),
-        "numpy": np.__version__,
-        "gymnasium": gym.__version__,
-        "os": platform.platform(),
-    }
+    versions = __version__, platform.python_version(), np.__version__, gym.__version__
+    return dict(zip("ars python numpy gymnasium".split(), versions), os=platform.platform())
 
 
 def _arrays(policy: ARSPolicy, meta: dict[str, Any]) -> dict[str, np.ndarray]:
@@ -2953,14 +2947,8 @@ def read_model_file(source: Any, env: Any = None) -> tuple[dict[str, Any], dict[
         f, where = source, getattr(source, "name", "the given file object")
     else:
         path = Path(source)  # SB3's rule: a name without a suffix may mean .zip
-        path = next(
-            (
-                p
-                for p in (path, path.with_suffix(".zip"), path.with_suffix(".npz"))
-                if p.exists() and (p == path or not path.suffix)
-            ),
-            path,
-        )
+        names = [path] + [path.with_suffix(s) for s in (".zip", ".npz") if not path.suffix]
+        path = next((p for p in names if p.exists()), path)
         if not path.exists():
             raise FileNotFoundError(f"no model file at {path}")
         f, where = path.open("rb"), str(path)
@@ -3013,11 +3001,8 @@ def _check_metadata(meta: Any, where: str) -> dict[str, Any]:
         raise ValueError(f"{where}: format_version must be a positive integer; got {version!r}")
     if version > FORMAT_VERSION:
         raise ValueError(f"{where} was written by a newer ars (format {version}); upgrade ars")
-    if set(meta) - METADATA_FIELDS:
-        raise ValueError(
-            f"{where}: the metadata holds fields ars does not know: "
-            f"{sorted(set(meta) - METADATA_FIELDS)}"
-        )
+    if unknown := sorted(set(meta) - METADATA_FIELDS):
+        raise ValueError(f"{where}: the metadata holds fields ars does not know: {unknown}")
 
     def need(field: str, ok: bool, what: str) -> None:
         if not ok:
@@ -3032,7 +3017,7 @@ def _check_metadata(meta: Any, where: str) -> dict[str, Any]:
     bools = isinstance(arch, list) and [kwargs.get(k, True) for k in ("with_bias", "squash_output")]
     need(
         "policy_kwargs",
-        bools and all(isinstance(b, bool) for b in bools),  # the sizes: as the policy checks them
+        bools and all(isinstance(b, bool) for b in bools),  # sizes: checked by the policy
         "a dict whose net_arch is a list of layer sizes, and whose "
         "with_bias and squash_output are true or false",
     )
@@ -3051,20 +3036,13 @@ def _check_metadata(meta: Any, where: str) -> dict[str, Any]:
         "an env id such as 'Hopper-v4', or null (never 'module:Env', which imports)",
     )
     for field in ("schedules", "unreadable"):  # the settings saved as a value, or not at all
-        need(
-            field,
-            isinstance(meta.get(field, []), list)
-            and all(name in ("learning_rate", "delta_std") for name in meta.get(field, [])),
-            "a list of learning_rate, delta_std",
-        )
+        names = meta.get(field, [])
+        ok = isinstance(names, list) and all(n in ("learning_rate", "delta_std") for n in names)
+        need(field, ok, "a list of learning_rate, delta_std")
     need("callbacks", isinstance(meta.get("callbacks", {}), dict), "a dict")
-    included = meta.get("included", {})
-    need(
-        "included",
-        isinstance(included, dict)
-        and all(str(k).isidentifier() and not str(k).startswith("_") for k in included),
-        "a dict of public extra attributes",
-    )
+    extra = meta.get("included", {})  # JSON's keys are strings
+    public = isinstance(extra, dict) and all(k.isidentifier() and k[0] != "_" for k in extra)
+    need("included", public, "a dict of public extra attributes")
     return meta
 
 
@@ -3127,10 +3105,8 @@ def load_model(path: Any, env: Any, device: Any, overrides: dict, print_system_i
         raise ValueError(f"{where} holds a policy alone: load it with ARSPolicy.load")
     if print_system_info:
         print("== saved with:", meta.get("system_info"), "\n== now:", _system_info())
-    if set(overrides) - set(HPARAMS):
-        raise TypeError(
-            f"ARS.load got settings it does not know: {sorted(set(overrides) - set(HPARAMS))}"
-        )
+    if unknown := sorted(set(overrides) - set(HPARAMS)):
+        raise TypeError(f"ARS.load got settings it does not know: {unknown}")
     schedules = meta.get("schedules", [])
     for name in (*schedules, *meta.get("unreadable", [])):
         if name not in overrides:
@@ -3141,17 +3117,13 @@ def load_model(path: Any, env: Any, device: Any, overrides: dict, print_system_i
                 f"pass {name}= to ARS.load",
                 stacklevel=3,
             )
-    counters, episodes = (
-        (meta.get("num_timesteps"), meta.get("n_updates")),
-        meta.get("ep_info_buffer", []),
-    )
+    counters = meta.get("num_timesteps"), meta.get("n_updates")
+    episodes = meta.get("ep_info_buffer", [])
     try:
-        if not all(is_int(n) and 0 <= n < 2**63 for n in counters):
+        if not all(map(_whole, counters)):
             raise ValueError(f"num_timesteps and n_updates must be integers >= 0; got {counters}")
-        pair = lambda e: isinstance(e, list) and len(e) == 2 and _is_number(e[0]) and is_int(e[1])
-        if not isinstance(episodes, list) or not all(
-            pair(e) and 0 <= e[1] < 2**63 for e in episodes
-        ):
+        pair = lambda e: isinstance(e, list) and len(e) == 2 and _is_number(e[0]) and _whole(e[1])
+        if not (isinstance(episodes, list) and all(map(pair, episodes))):
             raise ValueError(
                 f"ep_info_buffer must be a list of [return, length]; got {episodes!r:.100}"
             )
@@ -3222,21 +3194,16 @@ def warm_start(model: ARS, demonstrations: Any, ridge: float = 1e-3) -> None:
     if isinstance(demonstrations, (str, os.PathLike)):
         demonstrations = load_demonstrations(demonstrations)
     check_number("ridge", ridge, low=0.0)
-    observations, actions = (_as_array(x, None) for x in demonstrations)
+    obs, actions = (_as_array(x, None) for x in demonstrations)
     shape, space = policy.observation_space.shape, policy.action_space
-    if (
-        observations.ndim != len(shape) + 1
-        or observations.shape[1:] != shape
-        or not len(observations)
-    ):
+    if obs.ndim != len(shape) + 1 or obs.shape[1:] != shape or not len(obs):
         raise ValueError(
-            f"demonstration observations must have shape (n >= 1, *{shape}); got "
-            f"{observations.shape}"
+            f"demonstration observations must have shape (n >= 1, *{shape}); got {obs.shape}"
         )
-    observations = flattener(policy.observation_space)(observations).astype(np.float64)
-    if len(actions) != len(observations):
-        raise ValueError(f"got {len(observations)} observations but {len(actions)} actions")
-    if not np.isfinite(observations).all() or not np.isfinite(actions.astype(np.float64)).all():
+    obs = flattener(policy.observation_space)(obs).astype(np.float64)
+    if len(actions) != len(obs):
+        raise ValueError(f"got {len(obs)} observations but {len(actions)} actions")
+    if not np.isfinite(obs).all() or not np.isfinite(actions.astype(np.float64)).all():
         raise ValueError("the demonstrations hold non-finite values (nan or inf)")
     if isinstance(space, spaces.Discrete):
         index = actions.reshape(-1) - int(space.start)
@@ -3258,17 +3225,12 @@ def warm_start(model: ARS, demonstrations: Any, ridge: float = 1e-3) -> None:
         if policy.squash_output:
             targets = np.arctanh(np.clip((2 * targets - high - low) / (high - low), -0.999, 0.999))
     if policy.obs_rms is not None:  # regress on what the first layer sees: normalised inputs
-        rms = policy.obs_rms = policy.obs_rms.copy().update(observations)
-        observations = (observations - rms.mean) * inverse_std(rms.var)
-    inputs = (
-        np.hstack([observations, np.ones((len(observations), 1))])
-        if policy.with_bias
-        else observations
-    )
+        rms = policy.obs_rms = policy.obs_rms.copy().update(obs)
+        obs = (obs - rms.mean) * inverse_std(rms.var)
+    inputs = np.hstack([obs, np.ones((len(obs), int(policy.with_bias)))])  # a column for a bias
     gram = inputs.T @ inputs + ridge * np.eye(inputs.shape[1])
-    solution = np.linalg.solve(gram, inputs.T @ targets).T
-    weight, bias = (solution[:, :-1], solution[:, -1]) if policy.with_bias else (solution, None)
-    policy.load_from_vector(np.concatenate([weight.ravel(), [] if bias is None else bias]))
+    solution, n = np.linalg.solve(gram, inputs.T @ targets).T, obs.shape[1]
+    policy.load_from_vector(np.concatenate([solution[:, :n].ravel(), solution[:, n:].ravel()]))
 
 
 # == Stable-Baselines3 adapters: VecEnvs, VecNormalize, parameter names, sb3-contrib files, torch ==
@@ -3475,21 +3437,15 @@ class _WeightsUnpickler(pickle.Unpickler):
     def persistent_load(self, pid: Any) -> np.ndarray:
         kind, dtype, key, _, numel = pid
         if key not in self.storages:
-            if not (
-                kind == "storage"
-                and isinstance(dtype, np.dtype)
-                and is_int(numel)
-                and 0 <= numel <= self.budget
-                and re.fullmatch(r"\d{1,9}", str(key))
-            ):
+            ok = kind == "storage" and isinstance(dtype, np.dtype) and _whole(numel, self.budget)
+            if not (ok and re.fullmatch(r"\d{1,9}", str(key))):
                 raise ValueError(
                     f"a storage of {numel!r:.20} numbers; the spaces imply at most "
                     f"{self.budget:,} in all"
                 )
             self.budget -= numel
-            raw = _read_member(
-                self.archive, f"{self.prefix}data/{key}", numel * dtype.itemsize, self.where
-            )
+            size = numel * dtype.itemsize
+            raw = _read_member(self.archive, f"{self.prefix}data/{key}", size, self.where)
             self.storages[key] = np.frombuffer(raw, dtype, count=numel)
         return self.storages[key]
 
@@ -3498,7 +3454,7 @@ def _rebuild_tensor(storage: np.ndarray, offset: int, size: tuple, stride: tuple
     """A contiguous tensor over a storage, as torch's ``_rebuild_tensor_v2`` (checked)."""
     tuples = isinstance(size, tuple) and isinstance(stride, tuple) and len(size) <= 8
     dims = (offset, *size, *stride) if tuples else ()
-    n = math.prod(size) if dims and all(is_int(d) and d >= 0 for d in dims) else -1
+    n = math.prod(size) if dims and all(map(_whole, dims)) else -1
     contiguous = tuple(stride) == tuple(math.prod(size[i + 1 :]) for i in range(len(size)))
     if n < 0 or not contiguous or offset + n > len(storage):
         raise ValueError("a tensor that is not a contiguous view of its storage")
