@@ -3251,11 +3251,8 @@ def _observed_through(vec_normalize: Any, it: Iteration, training: bool = True) 
     float32, as sb3-contrib's does; while VecNormalize learns, the rollouts keep raw states'."""
     if vec_normalize is None or not vec_normalize.norm_obs:
         return it
-    rms, clip, track = (
-        vec_normalize.obs_rms,
-        vec_normalize.clip_obs,
-        it.track_obs or (training and vec_normalize.training),
-    )
+    rms, clip = vec_normalize.obs_rms, vec_normalize.clip_obs
+    track = it.track_obs or (training and vec_normalize.training)
     mean, scale = np.array(rms.mean), np.sqrt(rms.var + vec_normalize.epsilon)
     see = lambda obs: np.clip((obs - mean) / scale, -clip, clip).astype(np.float32)
     return it._replace(obs_filter=see, track_obs=track)
@@ -3291,24 +3288,16 @@ def _normalization_from_file(data: Any, shape: tuple, where: str) -> Any:
         np.array(data[k] if ok and isinstance(data[k], list) else [], float).reshape(-1)
         for k in ("mean", "var")
     )
-    if not (
-        ok
-        and mean.shape == var.shape == (math.prod(shape),)
-        and (var >= 0).all()
-        and np.isfinite(np.r_[mean, var]).all()
-        and all(_is_number(data[k]) and data[k] >= 0 for k in ("clip_obs", "epsilon"))
-    ):
+    scalars = [data[k] for k in ("clip_obs", "epsilon")] if ok else [-1]
+    moments = mean.shape == var.shape == (math.prod(shape),) and np.isfinite(np.r_[mean, var]).all()
+    if not (moments and (var >= 0).all() and all(_is_number(x) and x >= 0 for x in scalars)):
         raise ValueError(
             f"{where}: metadata field 'vec_normalize' must hold {math.prod(shape)} "
             "finite means and variances >= 0, clip_obs and epsilon >= 0"
         )
-    return types.SimpleNamespace(
-        obs_rms=RunningMeanStd.from_moments(mean.reshape(shape), var.reshape(shape), 0),
-        epsilon=data["epsilon"],
-        clip_obs=data["clip_obs"],
-        norm_obs=True,
-        training=False,
-    )
+    rms = RunningMeanStd.from_moments(mean.reshape(shape), var.reshape(shape), 0)
+    frozen = dict(epsilon=data["epsilon"], clip_obs=data["clip_obs"], norm_obs=True, training=False)
+    return types.SimpleNamespace(obs_rms=rms, **frozen)
 
 
 def _check_vec_normalize(model: ARS) -> None:
@@ -3330,12 +3319,9 @@ def _read_sb3_zip(archive: zipfile.ZipFile, where: str, env: Any = None) -> tupl
         raise ValueError(f"{where}: sb3-contrib's 'data' must be a JSON object")
     policy_class = data.get("policy_class") if isinstance(data.get("policy_class"), dict) else {}
     linear = "Linear policy" in str(policy_class.get("__doc__", ""))
-    kwargs = data.get("policy_kwargs") if isinstance(data.get("policy_kwargs"), dict) else {}
-    kwargs = {
-        k: v
-        for k, v in kwargs.items()
-        if k in ("net_arch", "with_bias", "squash_output", "activation_fn")
-    }
+    given = data.get("policy_kwargs") if isinstance(data.get("policy_kwargs"), dict) else {}
+    keys = ("net_arch", "with_bias", "squash_output", "activation_fn")
+    kwargs = {k: given[k] for k in keys if k in given}
     if "activation_fn" in kwargs:  # a pickled class: its name is in the readable text
         name = re.search(r"\.(\w+)'>", str(kwargs["activation_fn"]))
         kwargs["activation_fn"] = name.group(1).lower() if name else kwargs["activation_fn"]
@@ -3371,10 +3357,8 @@ def _read_sb3_zip(archive: zipfile.ZipFile, where: str, env: Any = None) -> tupl
             )
         if meta[key] is None:  # the env's, if its shape and dtype are those the file names
             meta[key] = _space_to_json(space := getattr(resolve_env(env)[0], key))
-            if [str(data[key].get(k)) for k in ("_shape", "dtype")] != [
-                str(list(space.shape)),
-                str(space.dtype),
-            ]:
+            saved = [str(data[key].get(k)) for k in ("_shape", "dtype")]
+            if saved != [str(list(space.shape)), str(space.dtype)]:
                 raise ValueError(
                     f"{where}: its {key} is {data[key].get('dtype')} of shape "
                     f"{data[key].get('_shape')}; the env's is {space}"
@@ -3402,13 +3386,7 @@ def _sb3_space(data: Any) -> dict[str, Any] | None:
         )
     except (KeyError, ValueError):
         low = high = None
-    return {
-        "type": "Box",
-        "low": low,
-        "high": high,
-        "shape": data.get("_shape"),
-        "dtype": data.get("dtype"),
-    }
+    return dict(type="Box", low=low, high=high, shape=data.get("_shape"), dtype=data.get("dtype"))
 
 
 class _WeightsUnpickler(pickle.Unpickler):
