@@ -3652,18 +3652,10 @@ class _Encoder:
     def __call__(self, frame: Any) -> None:
         if _INTERRUPTED:
             raise KeyboardInterrupt
-        if not (
-            isinstance(frame, np.ndarray)
-            and frame.ndim == 3
-            and frame.shape[2] == 3
-            and frame.dtype == np.uint8
-            and self.shape in (None, frame.shape)
-        ):
-            what = (
-                f"{frame.dtype} of shape {frame.shape}"
-                if isinstance(frame, np.ndarray)
-                else type(frame).__name__
-            )
+        array = isinstance(frame, np.ndarray)
+        rgb = array and frame.dtype == np.uint8 and frame.ndim == 3 and frame.shape[2] == 3
+        if not (rgb and self.shape in (None, frame.shape)):
+            what = f"{frame.dtype} of shape {frame.shape}" if array else type(frame).__name__
             raise RuntimeError(
                 f"the env's render() gave {what}, not the uint8 RGB image of "
                 f"shape {self.shape or '(h, w, 3)'} a video needs (is it made with "
@@ -3918,23 +3910,13 @@ def _new_run(args: argparse.Namespace) -> tuple[ARS, dict[str, Any], Path]:
     config.update({k: v for k, v in vars(args).items() if k in config and v is not None})
     settings = {k: v for k, v in config.items() if k in GENERIC_SETTINGS}
     mujoco = "mujoco" in str(getattr(env.spec, "entry_point", ""))
-    run = {
-        k: getattr(args, k)
-        for k in "eval_episodes checkpoint_interval demos job_timeout "
-        "start_timeout normalization_samples max_episode_steps".split()
-    }
+    names = "eval_episodes checkpoint_interval demos job_timeout start_timeout".split()
+    run = {k: getattr(args, k) for k in names + ["normalization_samples", "max_episode_steps"]}
     eval_freq = args.eval_freq or max(config["total_timesteps"] // 20, 1)
     workers = (os.cpu_count() or 1) * mujoco if args.workers is None else args.workers
     config.update(run, env=env_id, eval_freq=eval_freq, workers=workers)
-    model = paper_model(
-        env_id,
-        env,
-        **settings,
-        seed=args.seed,
-        verbose=args.verbose,
-        normalization_samples=args.normalization_samples,
-        max_episode_steps=args.max_episode_steps,
-    )
+    extra = {k: run[k] for k in ("normalization_samples", "max_episode_steps")}
+    model = paper_model(env_id, env, **settings, **extra, seed=args.seed, verbose=args.verbose)
     if args.demos:
         warm_start(model, args.demos)
     config.update(seed=model.seed, n_top=model.n_top, ars_version=__version__)
@@ -3999,11 +3981,8 @@ def _evaluate_saved(args: argparse.Namespace) -> int:
     else:
         env, where = make_env(env_id), str(args.eval)
         _check_same_spaces(_spaces_of(env), _spaces_of(_policy_of(model)), env_id, where)
-        mean, std = evaluate_policy(model, env, args.eval_episodes)  # the model's own seeds
-        print(
-            f"{env_id}: mean return {mean:.2f} +/- {std:.2f} over {args.eval_episodes} "
-            f"episodes ({args.eval})"
-        )
+        mean, std = evaluate_policy(model, env, n := args.eval_episodes)  # the model's own seeds
+        print(f"{env_id}: mean return {mean:.2f} +/- {std:.2f} over {n} episodes ({args.eval})")
     return 0
 
 
@@ -4062,13 +4041,8 @@ def _trim_progress(path: Path, n_updates: int) -> None:
     if path.exists():
         with path.open(newline="") as f:
             reader, whole = csv.DictReader(f), lambda r: None not in r.values() and None not in r
-            rows = [
-                r
-                for r in reader
-                if whole(r)
-                and r.get("train/iterations", "").isdigit()
-                and int(r["train/iterations"]) < n_updates
-            ]
+            before = lambda iteration: iteration.isdigit() and int(iteration) < n_updates
+            rows = [r for r in reader if whole(r) and before(r.get("train/iterations", ""))]
         _write_csv_atomic(path, reader.fieldnames or [], rows)
 
 
@@ -4083,11 +4057,8 @@ def _train(model: ARS, config: dict, run_dir: Path, evaluation: EvalCallback, lo
                 print(f"writing to {run_dir}/; rollouts {where}")
                 if workers > 0:
                     env_fns = [functools.partial(make_env, env_id)] * workers
-                    async_eval = AsyncEval(
-                        env_fns,
-                        job_timeout=config["job_timeout"],
-                        start_timeout=config["start_timeout"],
-                    )
+                    timeouts = {k: config[k] for k in ("job_timeout", "start_timeout")}
+                    async_eval = AsyncEval(env_fns, **timeouts)
                 model.learn(
                     total - model.num_timesteps,
                     async_eval=async_eval,
@@ -4120,14 +4091,11 @@ def _train(model: ARS, config: dict, run_dir: Path, evaluation: EvalCallback, lo
             return 130
         print(f"saved {path} (best evaluation kept in {run_dir / 'best_model.npz'})")
         try:
-            mean, std = evaluate_policy(model, env_id, config["eval_episodes"])
+            mean, std = evaluate_policy(model, env_id, n := config["eval_episodes"])
         except KeyboardInterrupt:
             print("final evaluation interrupted; the run's files are complete")
             return 130
-        print(
-            f"evaluation: mean return {mean:.2f} +/- {std:.2f} over {config['eval_episodes']} "
-            f"episodes"
-        )
+        print(f"evaluation: mean return {mean:.2f} +/- {std:.2f} over {n} episodes")
         return 0
     finally:
         interrupts.restore()
