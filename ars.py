@@ -2697,7 +2697,6 @@ METADATA_FIELDS = set(
     "system_info hparams env_id num_timesteps n_updates schedules ep_info_buffer callbacks "
     "included unreadable vec_normalize rng_state".split()
 )  # rng_state: by ars 0.1, not read
-ARRAYS = ("parameters", "obs_rms_mean", "obs_rms_var", "obs_rms_count")
 
 
 def _is_number(value: Any) -> bool:
@@ -2831,11 +2830,9 @@ def _metadata(model: ARS | ARSPolicy, kind: str = "model") -> dict[str, Any]:
         )
         seen = observations_seen_by(model)
         if seen is not None:  # what an evaluation on a raw env needs to see what it saw
+            moments = {k: np.ravel(getattr(seen.obs_rms, k)).tolist() for k in ("mean", "var")}
             meta["vec_normalize"] = dict(
-                mean=np.ravel(seen.obs_rms.mean).tolist(),
-                var=np.ravel(seen.obs_rms.var).tolist(),
-                clip_obs=float(seen.clip_obs),
-                epsilon=float(seen.epsilon),
+                moments, clip_obs=float(seen.clip_obs), epsilon=float(seen.epsilon)
             )
     return meta
 
@@ -2862,13 +2859,7 @@ def _own_attributes() -> frozenset[str]:
     return frozenset(dir(ARS)) | frozenset(vars(ARS("LinearPolicy", seed=0))) | frozenset(HPARAMS)
 
 
-def save_model(
-    model: ARS,
-    path: Any,
-    exclude: Sequence[str] | None = None,
-    include: Sequence[str] | None = None,
-    callbacks: Any = None,
-) -> Path | None:
+def save_model(model: ARS, path: Any, exclude=None, include=None, callbacks=None) -> Path | None:
     """Write ``model`` (see :meth:`ARS.save`); a checkpoint adds the ``callbacks``' state."""
     model._need_policy()
     meta, included = _metadata(model), {}
@@ -2954,15 +2945,13 @@ def read_model_file(source: Any, env: Any = None) -> tuple[dict[str, Any], dict[
         f, where = path.open("rb"), str(path)
     try:
         end = zipfile._EndRecData(f)  # the directory's size, before Python builds it
-        if end and end[zipfile._ECD_ENTRIES_TOTAL] > 64:
-            raise ValueError(
-                f"{where} lists {end[zipfile._ECD_ENTRIES_TOTAL]:,} members; a model file has a few"
-            )
+        if (n := end[zipfile._ECD_ENTRIES_TOTAL] if end else 0) > 64:
+            raise ValueError(f"{where} lists {n:,} members; a model file has a few")
         with zipfile.ZipFile(f) as archive:
             names = set(archive.namelist())
             if {"data", "policy.pth"} <= names:
                 return _read_sb3_zip(archive, where, env)
-            if "metadata.npy" not in names or names - {f"{k}.npy" for k in ("metadata", *ARRAYS)}:
+            if "metadata.npy" not in names:  # the other members: as the metadata implies
                 raise ValueError(
                     f"{where} is a zip archive but not a model written by ars or "
                     f"sb3-contrib (members: {sorted(names)[:8]})"
@@ -3591,8 +3580,12 @@ def _render_env(env_id: str, render_mode: str, size: int | None = None) -> gym.E
             env.unwrapped.model.mat_texrepeat[:] /= 8
         env.reset(seed=0)
         env.render()
-        if mujoco:
-            _follow_the_agent(env, render_mode)
+        if mujoco:  # the camera tracks the agent, as gymnasium's locomotion envs ask
+            renderer = env.unwrapped.mujoco_renderer
+            renderer.camera_id = None  # keep the camera we set: a camera id would reset its type
+            camera = renderer._get_viewer(render_mode).cam
+            camera.type = importlib.import_module("mujoco").mjtCamera.mjCAMERA_TRACKING
+            camera.trackbodyid = int((renderer.default_cam_config or {}).get("trackbodyid", 1) or 1)
         return env
     except Exception as error:  # GL and display errors come from several libraries
         if _INTERRUPTED:  # a signal during GL setup, which a library turned into an error
@@ -3601,17 +3594,6 @@ def _render_env(env_id: str, render_mode: str, size: int | None = None) -> gym.E
             f"cannot render {env_id}: {type(error).__name__}: {error}"
             + ("; set MUJOCO_GL=egl or osmesa, with its library installed" * mujoco)
         ) from error
-
-
-def _follow_the_agent(env: gym.Env, render_mode: str) -> None:
-    """Make MuJoCo's camera track the agent, as gymnasium's locomotion envs ask."""
-    import mujoco
-
-    renderer = env.unwrapped.mujoco_renderer
-    renderer.camera_id = None  # keep the camera we set: a camera id would reset its type
-    camera = renderer._get_viewer(render_mode).cam
-    camera.type = mujoco.mjtCamera.mjCAMERA_TRACKING
-    camera.trackbodyid = int((renderer.default_cam_config or {}).get("trackbodyid", 1) or 1)
 
 
 def _play(model: Any, env: Any, seed: int | None, max_steps: int | None, show: Callable) -> tuple:
@@ -3640,8 +3622,9 @@ class _Encoder:
         self.path, self.process, rate = path, None, str(Fraction(fps).limit_denominator())
         self.shape: tuple | None = None  # the first frame's: every frame must have it
         if path.suffix.lower() == ".mp4":  # H.264 needs even sides
-            codec = ["-vf", "pad=ceil(iw/2)*2:ceil(ih/2)*2", "-vcodec", "libx264", "-crf", "25"]
-            codec += ["-pix_fmt", "yuv420p"]
+            codec = (
+                "-vf pad=ceil(iw/2)*2:ceil(ih/2)*2 -vcodec libx264 -crf 25 -pix_fmt yuv420p".split()
+            )
         else:  # one palette for the clip, and only the changed rectangle of each frame
             graph = f"fps={min(fps, GIF_FPS)},split[a][b];[a]palettegen=max_colors=48[p];"
             graph += "[b][p]paletteuse=dither=none:diff_mode=rectangle"
