@@ -2803,17 +2803,11 @@ def _metadata(model: ARS | ARSPolicy, kind: str = "model") -> dict[str, Any]:
     """The plain-data description of a model (or, with ``kind="policy"``, of its policy)."""
     policy = model.policy if isinstance(model, ARS) else model
     linear, config = isinstance(policy, ARSLinearPolicy), policy.config()
-    meta = dict(
-        format=FORMAT,
-        format_version=FORMAT_VERSION,
-        kind=kind,
-        ars_version=__version__,
-        policy="LinearPolicy" if linear else "MlpPolicy",
-        policy_kwargs={k: config[k] for k in ("with_bias", "squash_output")} if linear else config,
-        observation_space=_space_to_json(policy.observation_space),
-        action_space=_space_to_json(policy.action_space),
-        system_info=_system_info(),
-    )
+    header = dict(format=FORMAT, format_version=FORMAT_VERSION, kind=kind, ars_version=__version__)
+    kwargs = {k: config[k] for k in ("with_bias", "squash_output")} if linear else config
+    meta = dict(header, policy="LinearPolicy" if linear else "MlpPolicy", policy_kwargs=kwargs)
+    meta.update({k: _space_to_json(getattr(policy, k)) for k in SPACE_KEYS})
+    meta["system_info"] = _system_info()
     if kind == "model":
         schedules = [k for k in ("learning_rate", "delta_std") if callable(model.hparams[k])]
         hparams = {
@@ -3018,12 +3012,9 @@ def _check_metadata(meta: Any, where: str) -> dict[str, Any]:
     for name in set(meta["hparams"]) - set(SAVED):  # a path (tensorboard_log): never from a file
         raise ValueError(f"{where}: hparams holds {name!r}, which a model file may not set")
     env_id = meta.get("env_id")
-    plain = isinstance(env_id, str) and re.fullmatch(r"[\w./-]{1,200}", env_id)
-    need(
-        "env_id",
-        env_id is None or plain,
-        "an env id such as 'Hopper-v4', or null (never 'module:Env', which imports)",
-    )
+    plain = env_id is None or isinstance(env_id, str) and re.fullmatch(r"[\w./-]{1,200}", env_id)
+    what = "an env id such as 'Hopper-v4', or null (never 'module:Env', which imports)"
+    need("env_id", plain, what)
     for field in ("schedules", "unreadable"):  # the settings saved as a value, or not at all
         names = meta.get(field, [])
         ok = isinstance(names, list) and all(n in ("learning_rate", "delta_std") for n in names)
@@ -3322,10 +3313,9 @@ def _read_sb3_zip(archive: zipfile.ZipFile, where: str, env: Any = None) -> tupl
     for name, key in (("learning_rate", "lr_schedule"), ("delta_std", "delta_std_schedule")):
         schedule = data.get(key) if isinstance(data.get(key), dict) else {}
         value = re.search(r"val=([^,)\s]{1,40})", str(schedule.get("value_schedule", "")))
-        with contextlib.suppress(ValueError):  # a constant schedule: its value is readable
-            hparams[name] = float(value.group(1)) if value else None  # nan: refused later
-        if name not in hparams or hparams[name] is None:  # any other exists only as a pickle
-            hparams.pop(name, None)
+        try:  # a constant schedule: its value is readable (nan: refused later)
+            hparams[name] = float(value.group(1))
+        except (AttributeError, ValueError):  # no value (None.group): any other is a pickle
             unreadable.append(name)
     meta = dict(
         format=FORMAT,
@@ -3438,10 +3428,8 @@ def _read_weights(archive: zipfile.ZipFile, where: str, budget: int) -> dict[str
                 raise ValueError("its directory is missing, or lists over 512 members")
             inner = zipfile.ZipFile(f)
             prefix = next((n[:-8] for n in inner.namelist() if n.endswith("data.pkl")), "")
-            if (
-                inner.namelist().count(f"{prefix}byteorder")
-                and _read_member(inner, f"{prefix}byteorder", 8, where) != b"little"
-            ):
+            order = f"{prefix}byteorder"
+            if order in inner.namelist() and _read_member(inner, order, 8, where) != b"little":
                 raise ValueError("it is big-endian")
             state = _WeightsUnpickler(inner, prefix, budget, where).load()
         if not (isinstance(state, dict) and all(isinstance(v, np.ndarray) for v in state.values())):
@@ -3462,21 +3450,19 @@ def _policy_to_torch(policy: ARSPolicy) -> Any:
     nn, modules = torch.nn, []
     layers = policy.layers(policy.parameters_to_vector(), policy.obs_rms)
     activations = {"relu": nn.ReLU, "tanh": nn.Tanh, "sigmoid": nn.Sigmoid, "identity": nn.Identity}
-    for i, (weight, bias) in enumerate(layers):
+    for weight, bias in layers:
         linear = nn.Linear(*weight.shape[::-1], bias=bias is not None, dtype=torch.float64)
         with torch.no_grad():
             for parameter, value in zip(linear.parameters(), (weight, bias)):  # bias may be None
                 parameter.copy_(torch.from_numpy(value))
-        modules.append(linear)
-        if i < len(layers) - 1:
-            modules.append(activations[policy.activation_fn]())
+        modules += [linear, activations[policy.activation_fn]()]  # none after the last: [:-1]
 
     class TorchARSPolicy(nn.Module):
         """The ARS policy as a torch module: observations in, actions out."""
 
         def __init__(self) -> None:
             super().__init__()
-            self.net = nn.Sequential(*modules)
+            self.net = nn.Sequential(*modules[:-1])
             if isinstance(policy.action_space, spaces.Box):
                 self.register_buffer("low", torch.from_numpy(policy._low))
                 self.register_buffer("high", torch.from_numpy(policy._high))
@@ -3699,11 +3685,7 @@ def _net_arch(text: str) -> list[int]:
     return sizes
 
 
-POSITIVE, COUNT, REAL = (
-    {"type": _number(int, 1)},
-    {"type": _number(int, 0)},
-    {"type": _number(float)},
-)
+POSITIVE, COUNT, REAL = ({"type": t} for t in (_number(int, 1), _number(int, 0), _number(float)))
 SWITCH, FLAG = {"action": argparse.BooleanOptionalAction}, {"action": "store_true"}
 FLAGS = [  # flag, argparse keywords, help
     ("--env", {}, "gymnasium env id (default CartPole-v1; with --eval, the model's)"),
