@@ -2866,13 +2866,12 @@ def save_model(model: ARS, path: Any, exclude=None, include=None, callbacks=None
             continue
         if name in _own_attributes():
             raise ValueError(f"include={name!r}: it is part of every ARS model, not an extra")
-        included[name] = getattr(model, name)
+        value = included[name] = getattr(model, name)
         try:
-            json.dumps(included[name])
+            json.dumps(value)
         except TypeError:
-            raise ValueError(
-                f"include={name!r}: {type(included[name]).__name__} is not plain data (JSON)"
-            ) from None
+            kind = type(value).__name__
+            raise ValueError(f"include={name!r}: {kind} is not plain data (JSON)") from None
     meta.update({"included": included} if included else {})
     meta.update({"callbacks": callbacks.state_dict()} if callbacks is not None else {})
     return _write_npz(path, _arrays(model.policy, meta))
@@ -3092,11 +3091,8 @@ def load_model(path: Any, env: Any, device: Any, overrides: dict, print_system_i
         if name not in overrides:
             how = "is a schedule sb3-contrib stored as a pickle, which ars never loads; using"
             how = "was a schedule, saved as its last value" if name in schedules else how
-            warnings.warn(
-                f"{where}: {name} {how} {meta['hparams'].get(name, DEFAULTS[name])}; "
-                f"pass {name}= to ARS.load",
-                stacklevel=3,
-            )
+            value = meta["hparams"].get(name, DEFAULTS[name])
+            warnings.warn(f"{where}: {name} {how} {value}; pass {name}= to ARS.load", stacklevel=3)
     counters = meta.get("num_timesteps"), meta.get("n_updates")
     episodes = meta.get("ep_info_buffer", [])
     try:
@@ -3358,11 +3354,9 @@ def _sb3_space(data: Any) -> dict[str, Any] | None:
     bounds = str(data.get("low")) + str(data.get("high"))
     if "..." in bounds or len(bounds) > 100_000:  # SB3 abbreviates more than 1,000
         return None if "..." in bounds else {"type": "Box", "shape": "bounds too long"}
+    numbers = lambda key: [float(x) for x in re.findall(r"[^][\s]+", str(data[key]))]
     try:
-        low, high = (
-            [float(x) for x in str(data[k]).replace("[", " ").replace("]", " ").split()]
-            for k in ("low", "high")
-        )
+        low, high = numbers("low"), numbers("high")
     except (KeyError, ValueError):
         low = high = None
     return dict(type="Box", low=low, high=high, shape=data.get("_shape"), dtype=data.get("dtype"))
@@ -3607,16 +3601,15 @@ class _Encoder:
     def __init__(self, ffmpeg: str, tmp: str, path: Path, fps: float):
         self.path, self.process, rate = path, None, str(Fraction(fps).limit_denominator())
         self.shape: tuple | None = None  # the first frame's: every frame must have it
-        if path.suffix.lower() == ".mp4":  # H.264 needs even sides
-            codec = (
-                "-vf pad=ceil(iw/2)*2:ceil(ih/2)*2 -vcodec libx264 -crf 25 -pix_fmt yuv420p".split()
-            )
+        fmt = path.suffix.lower()[1:]
+        if fmt == "mp4":  # H.264 needs even sides
+            codec = "-vf pad=ceil(iw/2)*2:ceil(ih/2)*2 -vcodec libx264 -crf 25 -pix_fmt yuv420p"
         else:  # one palette for the clip, and only the changed rectangle of each frame
             graph = f"fps={min(fps, GIF_FPS)},split[a][b];[a]palettegen=max_colors=48[p];"
             graph += "[b][p]paletteuse=dither=none:diff_mode=rectangle"
-            codec = ["-filter_complex", graph, "-vcodec", "gif", "-pix_fmt", "pal8"]
-        rgb = f"-v error -f rawvideo -pix_fmt rgb24 -r {rate} -i -".split()  # [:8]: before -s
-        self.command = [ffmpeg, "-y", *rgb, *codec, "-f", path.suffix.lower()[1:], f"file:{tmp}"]
+            codec = f"-filter_complex {graph} -vcodec gif -pix_fmt pal8"
+        words = f"-y -v error -f rawvideo -pix_fmt rgb24 -r {rate} -i - {codec} -f {fmt}".split()
+        self.command = [ffmpeg, *words, f"file:{tmp}"]  # [:8]: before -s W x H
 
     def __call__(self, frame: Any) -> None:
         if _INTERRUPTED:
