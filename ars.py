@@ -3044,14 +3044,10 @@ def _read_arrays(archive: zipfile.ZipFile, names: set[str], meta: dict, where: s
     if {f"{k}.npy" for k in expected} != names - {"metadata.npy"}:
         found = sorted(n[:-4] for n in names - {"metadata.npy"})
         raise ValueError(f"{where}: expected the arrays {sorted(expected)}; the file holds {found}")
-    return {
-        name: _npy(archive, name, shape, kinds, where) for name, (shape, kinds) in expected.items()
-    }
+    return {name: _npy(archive, name, *expected[name], where) for name in expected}
 
 
-def _build_policy(
-    meta: dict[str, Any], arrays: dict[str, Any], where: str, policy: ARSPolicy | None = None
-) -> ARSPolicy:
+def _build_policy(meta: dict, arrays: dict, where: str, policy: Any = None) -> ARSPolicy:
     """The file's policy, built as any policy is, then given its checked weights and statistics."""
     if policy is None:
         policy = _new_policy(meta, where)
@@ -3805,8 +3801,7 @@ class _RunLock:
         while True:
             self.file = path.open("a+")
             try:
-                import fcntl
-
+                fcntl = importlib.import_module("fcntl")
                 fcntl.flock(self.file, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except ImportError:  # no fcntl (Windows): the folder is not locked
                 return
@@ -3821,8 +3816,7 @@ class _RunLock:
             if path.exists() and os.stat(path).st_ino == os.fstat(self.file.fileno()).st_ino:
                 break
             self.file.close()
-        self.file.seek(0)
-        self.file.truncate()
+        self.file.truncate(0)  # "a+": the write goes to the end, now the start
         self.file.write(f"pid {os.getpid()}")
         self.file.flush()
 
