@@ -2810,24 +2810,16 @@ def _metadata(model: ARS | ARSPolicy, kind: str = "model") -> dict[str, Any]:
     meta["system_info"] = _system_info()
     if kind == "model":
         schedules = [k for k in ("learning_rate", "delta_std") if callable(model.hparams[k])]
-        hparams = {
-            k: model._schedule_value(k) if k in schedules else model.hparams[k] for k in SAVED
-        }
+        value = lambda k: model._schedule_value(k) if k in schedules else model.hparams[k]
+        counters = dict(num_timesteps=model.num_timesteps, n_updates=model._n_updates)
+        meta.update(hparams={k: value(k) for k in SAVED}, env_id=model.env_id, **counters)
         episodes = [[e["r"], e["l"]] for e in model.ep_info_buffer]
-        meta.update(
-            hparams=hparams,
-            env_id=model.env_id,
-            num_timesteps=model.num_timesteps,
-            n_updates=model._n_updates,
-            schedules=schedules,
-            ep_info_buffer=episodes,
-        )
+        meta.update(schedules=schedules, ep_info_buffer=episodes)
         seen = observations_seen_by(model)
         if seen is not None:  # what an evaluation on a raw env needs to see what it saw
             moments = {k: np.ravel(getattr(seen.obs_rms, k)).tolist() for k in ("mean", "var")}
-            meta["vec_normalize"] = dict(
-                moments, clip_obs=float(seen.clip_obs), epsilon=float(seen.epsilon)
-            )
+            scalars = dict(clip_obs=float(seen.clip_obs), epsilon=float(seen.epsilon))
+            meta["vec_normalize"] = {**moments, **scalars}
     return meta
 
 
@@ -3256,10 +3248,8 @@ def observations_seen_by(model: Any) -> Any:
 def _normalization_from_file(data: Any, shape: tuple, where: str) -> Any:
     """A frozen stand-in for the VecNormalize a file recorded, checked."""
     ok = isinstance(data, dict) and set(data) == {"mean", "var", "clip_obs", "epsilon"}
-    mean, var = (
-        np.array(data[k] if ok and isinstance(data[k], list) else [], float).reshape(-1)
-        for k in ("mean", "var")
-    )
+    lists = [data[k] if ok and isinstance(data[k], list) else [] for k in ("mean", "var")]
+    mean, var = (np.array(values, float).reshape(-1) for values in lists)
     scalars = [data[k] for k in ("clip_obs", "epsilon")] if ok else [-1]
     moments = mean.shape == var.shape == (math.prod(shape),) and np.isfinite(np.r_[mean, var]).all()
     if not (moments and (var >= 0).all() and all(_is_number(x) and x >= 0 for x in scalars)):
@@ -3309,16 +3299,10 @@ def _read_sb3_zip(archive: zipfile.ZipFile, where: str, env: Any = None) -> tupl
             hparams[name] = float(value.group(1))
         except (AttributeError, ValueError):  # no value (None.group): any other is a pickle
             unreadable.append(name)
-    meta = dict(
-        format=FORMAT,
-        format_version=1,
-        policy="LinearPolicy" if linear else "MlpPolicy",
-        policy_kwargs=kwargs,
-        hparams=hparams,
-        unreadable=unreadable,
-        num_timesteps=data.get("num_timesteps", 0),
-        n_updates=data.get("_n_updates", 0),
-    )
+    counters = dict(num_timesteps=data.get("num_timesteps", 0), n_updates=data.get("_n_updates", 0))
+    policy = "LinearPolicy" if linear else "MlpPolicy"
+    meta = dict(format=FORMAT, format_version=1, policy=policy, policy_kwargs=kwargs)
+    meta.update(hparams=hparams, unreadable=unreadable, **counters)
     for key in SPACE_KEYS:
         meta[key] = _sb3_space(data.get(key))
         if meta[key] is None and env is None:
@@ -3463,11 +3447,10 @@ def _policy_to_torch(policy: ARSPolicy) -> Any:
             out = self.net(obs.reshape(*obs.shape[:n_lead], policy.obs_dim))
             if isinstance(policy.action_space, spaces.Discrete):
                 return out.argmax(dim=-1) + int(policy.action_space.start)
-            out = (
-                (self.high + self.low) / 2 + (self.high - self.low) / 2 * torch.tanh(out)
-                if policy.squash_output
-                else torch.clamp(out, self.low, self.high)
-            )
+            if policy.squash_output:
+                out = (self.high + self.low) / 2 + (self.high - self.low) / 2 * torch.tanh(out)
+            else:
+                out = torch.clamp(out, self.low, self.high)
             return out.reshape(*out.shape[:-1], *policy.action_space.shape)
 
     return TorchARSPolicy()
