@@ -3119,25 +3119,22 @@ def load_demonstrations(path: str | os.PathLike) -> tuple[np.ndarray, np.ndarray
     files = sorted(path.glob("*.npz")) if path.is_dir() else [path]
     if not files or not files[0].exists():
         raise FileNotFoundError(f"no .npz trajectories at {path}")
-    observations, actions = [], []
+    pairs = []
     for file in files:
         try:
             with np.load(file, allow_pickle=False) as data:
-                names = set(data.files)
-                if {"observations", "actions"} <= names:
-                    observations.append(data["observations"])
-                    actions.append(data["actions"])
+                names = sorted(data.files)
+                pairs.append((data["observations"], data["actions"]))
+        except KeyError:
+            message = f"must hold arrays 'observations' and 'actions'; it has {names}"
+            raise ValueError(f"{file} {message}") from None
         except (OSError, EOFError, ValueError, zipfile.BadZipFile) as error:  # ValueError: pickles
             raise ValueError(
                 f"{file} is not a readable .npz trajectory of plain arrays "
                 f"({type(error).__name__}: {error})"
             ) from error
-        if not {"observations", "actions"} <= names:
-            raise ValueError(
-                f"{file} must hold arrays 'observations' and 'actions'; it has {sorted(names)}"
-            )
     try:
-        return np.concatenate(observations), np.concatenate(actions)
+        return tuple(np.concatenate(arrays) for arrays in zip(*pairs))
     except ValueError as error:
         raise ValueError(f"the trajectories in {path} do not fit together: {error}") from error
 
@@ -3498,28 +3495,24 @@ def record_video(
 
 
 def _rendering_env(model: Any, env: Any, render_mode: str, size: int | None = None) -> gym.Env:
-    """The env to film or show ``model`` in: made from an id, or given (made so)."""
-    env = env or getattr(model, "env_id", None)
-    if isinstance(env, str):
-        return _render_env(env, render_mode, size)
+    """The env to film or show ``model`` in: given (made so), or made from an id, else one line
+    saying what to set or install. MuJoCo without a display needs ``MUJOCO_GL=egl`` before its
+    first import (GLFW aborts), set here when it can be. With ``size`` (GIFs), MuJoCo renders
+    ``size`` pixels square and its floor's checker 8 times coarser: a moving fine checker is
+    most of a GIF's bytes."""
+    env_id = env = env or getattr(model, "env_id", None)
     if env is None:
         raise ValueError("recording needs an env: pass env='Hopper-v4' (or a model saving it)")
-    made = env() if callable(env) and not isinstance(env, gym.Env) else env
-    if _is_vec_env(made):  # its first env, which must run in this process
-        made = resolve_env(made)[0]
-        made = (made.envs or [None])[0] if isinstance(made, VecEnvs) else made
-    if made is None:
-        raise ValueError("a video needs an env in this process: an id, an env or a DummyVecEnv")
-    if getattr(made, "render_mode", None) != render_mode:
-        raise ValueError(f"the env must be made with render_mode={render_mode!r}")
-    return made
-
-
-def _render_env(env_id: str, render_mode: str, size: int | None = None) -> gym.Env:
-    """``gym.make(env_id, render_mode=...)``, or one line saying what to set or install.
-    MuJoCo without a display needs ``MUJOCO_GL=egl`` before its first import (GLFW aborts),
-    set here when it can be. With ``size`` (GIFs), MuJoCo renders ``size`` pixels square and
-    its floor's checker 8 times coarser: a moving fine checker is most of a GIF's bytes."""
+    if not isinstance(env, str):
+        made = env() if callable(env) and not isinstance(env, gym.Env) else env
+        if _is_vec_env(made):  # its first env, which must run in this process
+            made = resolve_env(made)[0]
+            made = (made.envs or [None])[0] if isinstance(made, VecEnvs) else made
+        if made is None:
+            raise ValueError("a video needs an env in this process: an id, an env or a DummyVecEnv")
+        if getattr(made, "render_mode", None) != render_mode:
+            raise ValueError(f"the env must be made with render_mode={render_mode!r}")
+        return made
     display = os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")
     entry = gym.spec(env_id).entry_point
     mujoco, creator = "mujoco" in str(entry), entry
