@@ -3260,8 +3260,7 @@ def _normalization_from_file(data: Any, shape: tuple, where: str) -> Any:
 
 
 def _check_vec_normalize(model: ARS) -> None:
-    vec_normalize = model.get_vec_normalize_env()
-    if model.normalize_obs and vec_normalize is not None and vec_normalize.norm_obs:
+    if model.normalize_obs and getattr(model.get_vec_normalize_env(), "norm_obs", False):
         raise ValueError(
             "the env is an SB3 VecNormalize, which already normalises observations: "
             "use normalize_obs=False (V1 on its observations, as sb3-contrib), or "
@@ -3693,7 +3692,6 @@ MAX_WORKERS = 1024  # more processes than this on one machine is a typo
 
 
 def _parser() -> argparse.ArgumentParser:
-    """The command line's flags."""
     p = _Parser(
         prog="python ars.py",
         description="Train a policy with Augmented Random Search. Unset flags take the paper's "
