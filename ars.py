@@ -2599,50 +2599,39 @@ METADATA_FIELDS = set(
     "system_info hparams env_id num_timesteps n_updates schedules ep_info_buffer callbacks "
     "included unreadable vec_normalize rng_state".split()
 )  # rng_state: by ars 0.1, not read
-ARRAYS = ("parameters", "obs_rms_mean", "obs_rms_var", "obs_rms_count")
 
 
 def _is_number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
-class _atomic_file:
-    """Write ``path`` through a temporary file and a rename: never half a file, nothing left."""
+def _whole(value: Any, high: int = 2**63 - 1) -> bool:
+    """An integer from 0 to ``high`` (a count, a size, a length)."""
+    return is_int(value) and 0 <= value <= high
 
-    def __init__(self, path: Path, mode: str):
-        self.path, self.mode = Path(path), mode
 
-    def _error(self, error: OSError) -> OSError:
-        return OSError(error.errno, f"could not write {self.path}: {error.strerror}")
-
-    def __enter__(self) -> Any:
-        try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            prefix = f".{self.path.name.encode()[:200].decode(errors='ignore')}."  # <= 255 bytes
-            fd, self.tmp = tempfile.mkstemp(dir=self.path.parent, prefix=prefix, suffix=".tmp")
-        except OSError as error:
-            raise self._error(error) from None
-        self.file = os.fdopen(fd, self.mode, **({} if "b" in self.mode else {"newline": ""}))
-        return self.file
-
-    def __exit__(self, kind: Any, error: Any, trace: Any) -> None:
-        try:
-            if kind is None:
-                self.file.flush()
-                os.fsync(self.file.fileno())
-            self.file.close()
-            if kind is None:
-                os.umask(umask := os.umask(0))  # read it: what a new file gets
-                os.chmod(self.tmp, 0o666 & ~umask)
-                os.replace(self.tmp, self.path)
-        except OSError as failure:
-            Path(self.tmp).unlink(missing_ok=True)
-            raise self._error(failure) from failure
-        finally:
-            if kind is not None:
-                Path(self.tmp).unlink(missing_ok=True)
+@contextlib.contextmanager
+def _atomic_file(path: Path, mode: str) -> Any:
+    """Write ``path`` through a temporary file (``.name``) and a rename: never half a file."""
+    path, tmp = Path(path), None
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        prefix = f".{path.name.encode()[:200].decode(errors='ignore')}."  # <= 255 bytes
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=prefix, suffix=".tmp")
+        os.close(fd)
+        with open(tmp, mode, **({} if "b" in mode else {"newline": ""})) as f:
+            yield f
+            f.flush()
+            os.fsync(f.fileno())
+        os.umask(umask := os.umask(0))  # read it: what a new file gets
+        os.chmod(tmp, 0o666 & ~umask)
+        os.replace(tmp, path)
+    except BaseException as error:  # nothing left behind
+        if tmp is not None:
+            Path(tmp).unlink(missing_ok=True)
         if isinstance(error, OSError) and not str(error).startswith("could not write"):
-            raise self._error(error) from error
+            raise OSError(error.errno, f"could not write {path}: {error.strerror}") from error
+        raise
 
 
 def _write_npz(target: Any, arrays: dict[str, np.ndarray]) -> Path | None:
@@ -2664,17 +2653,12 @@ def _space_to_json(space: spaces.Space) -> dict[str, Any]:
     if isinstance(space, spaces.MultiBinary):
         return {"type": "MultiBinary", "n": np.asarray(space.n).tolist()}
     bound = lambda v: v.flat[0].item() if v.size and (v == v.flat[0]).all() else v.tolist()
-    return {
-        "type": "Box",
-        "low": bound(space.low),
-        "high": bound(space.high),  # one number
-        "shape": list(space.shape),
-        "dtype": str(space.dtype),
-    }  # when all agree
+    low, high = bound(space.low), bound(space.high)  # one number when all agree
+    return dict(type="Box", low=low, high=high, shape=list(space.shape), dtype=str(space.dtype))
 
 
-def _space_size(data: Any, where: str) -> int:
-    """The flat size of a space's JSON (``spaces.flatdim``), computed without building it."""
+def _space_from_json(data: Any, where: str) -> spaces.Space:
+    """A space from its JSON, its size checked before it is built."""
     kinds = {"Box": "shape", "Discrete": "n", "MultiDiscrete": "nvec", "MultiBinary": "n"}
     if not isinstance(data, dict) or data.get("type") not in kinds:
         raise ValueError(
@@ -2683,16 +2667,11 @@ def _space_size(data: Any, where: str) -> int:
         )
     sizes = data.get(kinds[data["type"]])
     sizes = np.asarray(sizes if isinstance(sizes, list) else [sizes], dtype=object).reshape(-1)
-    if not (len(sizes) <= 10**6 and all(is_int(n) and 0 <= n <= MAX_PARAMETERS for n in sizes)):
+    if not (len(sizes) <= 10**6 and all(_whole(n, MAX_PARAMETERS) for n in sizes)):
         raise ValueError(f"{where} is not a valid space (sizes must be integers); got {data!r:.99}")
     size = int(sum(sizes)) if data["type"] == "MultiDiscrete" else math.prod(int(n) for n in sizes)
     if size > MAX_PARAMETERS:
         raise ValueError(f"{where} has {size:,} elements; ars takes at most {MAX_PARAMETERS:,}")
-    return size
-
-
-def _space_from_json(data: dict[str, Any], where: str) -> spaces.Space:
-    """A space from its JSON, whose sizes :func:`_space_size` has checked."""
     try:
         if data["type"] == "Discrete":
             return spaces.Discrete(data["n"], start=data.get("start", 0))
@@ -2726,53 +2705,31 @@ def _metadata(model: ARS | ARSPolicy, kind: str = "model") -> dict[str, Any]:
     """The plain-data description of a model (or, with ``kind="policy"``, of its policy)."""
     policy = model.policy if isinstance(model, ARS) else model
     linear, config = isinstance(policy, ARSLinearPolicy), policy.config()
-    meta = dict(
-        format=FORMAT,
-        format_version=FORMAT_VERSION,
-        kind=kind,
-        ars_version=__version__,
-        policy="LinearPolicy" if linear else "MlpPolicy",
-        policy_kwargs={k: config[k] for k in ("with_bias", "squash_output")} if linear else config,
-        observation_space=_space_to_json(policy.observation_space),
-        action_space=_space_to_json(policy.action_space),
-        system_info=_system_info(),
-    )
+    header = dict(format=FORMAT, format_version=FORMAT_VERSION, kind=kind, ars_version=__version__)
+    kwargs = {k: config[k] for k in ("with_bias", "squash_output")} if linear else config
+    meta = dict(header, policy="LinearPolicy" if linear else "MlpPolicy", policy_kwargs=kwargs)
+    meta.update({k: _space_to_json(getattr(policy, k)) for k in SPACE_KEYS})
+    meta["system_info"] = _system_info()
     if kind == "model":
         schedules = [k for k in ("learning_rate", "delta_std") if callable(model.hparams[k])]
-        hparams = {
-            **{k: model.hparams[k] for k in SAVED},
-            **{k: model._schedule_value(k) for k in schedules},
-        }
+        value = lambda k: model._schedule_value(k) if k in schedules else model.hparams[k]
+        counters = dict(num_timesteps=model.num_timesteps, n_updates=model._n_updates)
+        meta.update(hparams={k: value(k) for k in SAVED}, env_id=model.env_id, **counters)
         episodes = [[e["r"], e["l"]] for e in model.ep_info_buffer]
-        meta.update(
-            hparams=hparams,
-            env_id=model.env_id,
-            num_timesteps=model.num_timesteps,
-            n_updates=model._n_updates,
-            schedules=schedules,
-            ep_info_buffer=episodes,
-        )
+        meta.update(schedules=schedules, ep_info_buffer=episodes)
         seen = observations_seen_by(model)
         if seen is not None:  # what an evaluation on a raw env needs to see what it saw
-            meta["vec_normalize"] = dict(
-                mean=np.ravel(seen.obs_rms.mean).tolist(),
-                var=np.ravel(seen.obs_rms.var).tolist(),
-                clip_obs=float(seen.clip_obs),
-                epsilon=float(seen.epsilon),
-            )
+            moments = {k: np.ravel(getattr(seen.obs_rms, k)).tolist() for k in ("mean", "var")}
+            scalars = dict(clip_obs=float(seen.clip_obs), epsilon=float(seen.epsilon))
+            meta["vec_normalize"] = {**moments, **scalars}
     return meta
 
 
 def _system_info() -> dict[str, str]:
     import platform
 
-    return {
-        "ars": __version__,
-        "python": platform.python_version(),
-        "numpy": np.__version__,
-        "gymnasium": gym.__version__,
-        "os": platform.platform(),
-    }
+    versions = __version__, platform.python_version(), np.__version__, gym.__version__
+    return dict(zip("ars python numpy gymnasium".split(), versions), os=platform.platform())
 
 
 def _arrays(policy: ARSPolicy, meta: dict[str, Any]) -> dict[str, np.ndarray]:
@@ -2790,13 +2747,7 @@ def _own_attributes() -> frozenset[str]:
     return frozenset(dir(ARS)) | frozenset(vars(ARS("LinearPolicy", seed=0))) | frozenset(HPARAMS)
 
 
-def save_model(
-    model: ARS,
-    path: Any,
-    exclude: Sequence[str] | None = None,
-    include: Sequence[str] | None = None,
-    callbacks: Any = None,
-) -> Path | None:
+def save_model(model: ARS, path: Any, exclude=None, include=None, callbacks=None) -> Path | None:
     """Write ``model`` (see :meth:`ARS.save`); a checkpoint adds the ``callbacks``' state."""
     model._need_policy()
     meta, included = _metadata(model), {}
@@ -2809,13 +2760,12 @@ def save_model(
             continue
         if name in _own_attributes():
             raise ValueError(f"include={name!r}: it is part of every ARS model, not an extra")
-        included[name] = getattr(model, name)
+        value = included[name] = getattr(model, name)
         try:
-            json.dumps(included[name])
+            json.dumps(value)
         except TypeError:
-            raise ValueError(
-                f"include={name!r}: {type(included[name]).__name__} is not plain data (JSON)"
-            ) from None
+            kind = type(value).__name__
+            raise ValueError(f"include={name!r}: {kind} is not plain data (JSON)") from None
     meta.update({"included": included} if included else {})
     meta.update({"callbacks": callbacks.state_dict()} if callbacks is not None else {})
     return _write_npz(path, _arrays(model.policy, meta))
@@ -2843,8 +2793,10 @@ def _read_member(archive: zipfile.ZipFile, name: str, limit: int, where: str) ->
     return data
 
 
-def _npy(data: bytes, shape: tuple[int, ...], kinds: str, where: str, name: str) -> np.ndarray:
-    """An array from ``.npy`` bytes; its header is checked before anything is allocated."""
+def _npy(archive: zipfile.ZipFile, name: str, shape: tuple, kinds: str, where: str) -> np.ndarray:
+    """The array ``name.npy``; its header is checked before anything is allocated."""
+    limit = MAX_METADATA_BYTES if name == "metadata" else 8 * math.prod(shape) + 4096
+    data = _read_member(archive, f"{name}.npy", limit, where)
     f = io.BytesIO(data)
     try:
         version = np.lib.format.read_magic(f)
@@ -2873,34 +2825,25 @@ def read_model_file(source: Any, env: Any = None) -> tuple[dict[str, Any], dict[
         f, where = source, getattr(source, "name", "the given file object")
     else:
         path = Path(source)  # SB3's rule: a name without a suffix may mean .zip
-        path = next(
-            (
-                p
-                for p in (path, path.with_suffix(".zip"), path.with_suffix(".npz"))
-                if p.exists() and (p == path or not path.suffix)
-            ),
-            path,
-        )
+        names = [path] + [path.with_suffix(s) for s in (".zip", ".npz") if not path.suffix]
+        path = next((p for p in names if p.exists()), path)
         if not path.exists():
             raise FileNotFoundError(f"no model file at {path}")
         f, where = path.open("rb"), str(path)
     try:
         end = zipfile._EndRecData(f)  # the directory's size, before Python builds it
-        if end and end[zipfile._ECD_ENTRIES_TOTAL] > 64:
-            raise ValueError(
-                f"{where} lists {end[zipfile._ECD_ENTRIES_TOTAL]:,} members; a model file has a few"
-            )
+        if (n := end[zipfile._ECD_ENTRIES_TOTAL] if end else 0) > 64:
+            raise ValueError(f"{where} lists {n:,} members; a model file has a few")
         with zipfile.ZipFile(f) as archive:
             names = set(archive.namelist())
             if {"data", "policy.pth"} <= names:
                 return _read_sb3_zip(archive, where, env)
-            if "metadata.npy" not in names or names - {f"{k}.npy" for k in ("metadata", *ARRAYS)}:
+            if "metadata.npy" not in names:  # the other members: as the metadata implies
                 raise ValueError(
                     f"{where} is a zip archive but not a model written by ars or "
                     f"sb3-contrib (members: {sorted(names)[:8]})"
                 )
-            raw = _read_member(archive, "metadata.npy", MAX_METADATA_BYTES, where)
-            meta = _json(str(_npy(raw, (), "U", where, "metadata")), f"{where}: the metadata")
+            meta = _json(str(_npy(archive, "metadata", (), "U", where)), f"{where}: the metadata")
             meta = _check_metadata(meta, where)
             return meta, _read_arrays(archive, names, meta, where)
     except (zipfile.BadZipFile, OSError, EOFError, zlib.error, UnicodeDecodeError) as error:
@@ -2934,11 +2877,8 @@ def _check_metadata(meta: Any, where: str) -> dict[str, Any]:
         raise ValueError(f"{where}: format_version must be a positive integer; got {version!r}")
     if version > FORMAT_VERSION:
         raise ValueError(f"{where} was written by a newer ars (format {version}); upgrade ars")
-    if set(meta) - METADATA_FIELDS:
-        raise ValueError(
-            f"{where}: the metadata holds fields ars does not know: "
-            f"{sorted(set(meta) - METADATA_FIELDS)}"
-        )
+    if unknown := sorted(set(meta) - METADATA_FIELDS):
+        raise ValueError(f"{where}: the metadata holds fields ars does not know: {unknown}")
 
     def need(field: str, ok: bool, what: str) -> None:
         if not ok:
@@ -2950,97 +2890,63 @@ def _check_metadata(meta: Any, where: str) -> dict[str, Any]:
     need("kind", kind in ("model", "policy"), '"model" or "policy"')
     need("policy", meta.get("policy") in POLICY_CLASSES, f"one of {list(POLICY_CLASSES)}")
     arch = kwargs.get("net_arch", []) if isinstance(kwargs, dict) else None
-    sizes_ok = isinstance(arch, list) and len(arch) <= 100
-    sizes_ok = (
-        sizes_ok
-        and all(is_int(n) and 1 <= n <= MAX_PARAMETERS for n in arch)
-        and all(isinstance(kwargs.get(k, True), bool) for k in ("with_bias", "squash_output"))
-    )
+    bools = isinstance(arch, list) and [kwargs.get(k, True) for k in ("with_bias", "squash_output")]
     need(
         "policy_kwargs",
-        sizes_ok,
+        bools and all(isinstance(b, bool) for b in bools),  # sizes: checked by the policy
         "a dict whose net_arch is a list of layer sizes, and whose "
         "with_bias and squash_output are true or false",
     )
-    sizes = [_space_size(meta.get(k), f"{where}: {k}") for k in SPACE_KEYS]
-    _parameter_count(meta["policy"], kwargs, *sizes, where)
     for key in SPACE_KEYS:
-        meta[key] = _space_from_json(meta[key], f"{where}: {key}")
+        meta[key] = _space_from_json(meta.get(key), f"{where}: {key}")
     if kind == "policy":
         return meta
     need("hparams", isinstance(meta.get("hparams"), dict), "a dict")
     for name in set(meta["hparams"]) - set(SAVED):  # a path (tensorboard_log): never from a file
         raise ValueError(f"{where}: hparams holds {name!r}, which a model file may not set")
     env_id = meta.get("env_id")
-    plain = isinstance(env_id, str) and re.fullmatch(r"[\w./-]{1,200}", env_id)
-    need(
-        "env_id",
-        env_id is None or plain,
-        "an env id such as 'Hopper-v4', or null (never 'module:Env', which imports)",
-    )
+    plain = env_id is None or isinstance(env_id, str) and re.fullmatch(r"[\w./-]{1,200}", env_id)
+    what = "an env id such as 'Hopper-v4', or null (never 'module:Env', which imports)"
+    need("env_id", plain, what)
     for field in ("schedules", "unreadable"):  # the settings saved as a value, or not at all
-        need(
-            field,
-            isinstance(meta.get(field, []), list)
-            and all(name in ("learning_rate", "delta_std") for name in meta.get(field, [])),
-            "a list of learning_rate, delta_std",
-        )
+        names = meta.get(field, [])
+        ok = isinstance(names, list) and all(n in ("learning_rate", "delta_std") for n in names)
+        need(field, ok, "a list of learning_rate, delta_std")
     need("callbacks", isinstance(meta.get("callbacks", {}), dict), "a dict")
-    included = meta.get("included", {})
-    need(
-        "included",
-        isinstance(included, dict)
-        and all(str(k).isidentifier() and not str(k).startswith("_") for k in included),
-        "a dict of public extra attributes",
-    )
+    extra = meta.get("included", {})  # JSON's keys are strings
+    public = isinstance(extra, dict) and all(k.isidentifier() and k[0] != "_" for k in extra)
+    need("included", public, "a dict of public extra attributes")
     return meta
 
 
-def _parameter_count(policy: str, kwargs: dict, obs_dim: int, n_outputs: int, where: str) -> int:
-    """The parameters the metadata implies (the core's layout), refused above the cap."""
-    arch = kwargs.get("net_arch", POLICIES[policy]["net_arch"])
-    bias = bool(kwargs.get("with_bias", POLICIES[policy]["with_bias"]))
-    n_params = sum(o * i + o * bias for o, i in layer_shapes(obs_dim, arch, n_outputs))
-    if n_params > MAX_PARAMETERS:
-        raise ValueError(
-            f"{where}: the metadata describes a policy of {n_params:,} parameters; "
-            f"ars takes at most {MAX_PARAMETERS:,}"
-        )
-    return n_params
+def _new_policy(meta: dict[str, Any], where: str) -> ARSPolicy:
+    """The policy the metadata describes, built (so checked and capped) as any policy is."""
+    try:
+        spaces_ = meta["observation_space"], meta["action_space"]
+        return POLICY_CLASSES[meta["policy"]](*spaces_, **meta["policy_kwargs"])
+    except (ValueError, TypeError, NotImplementedError) as error:
+        raise ValueError(f"{where}: {error}") from None
 
 
 def _read_arrays(archive: zipfile.ZipFile, names: set[str], meta: dict, where: str) -> dict:
     """The arrays, each checked against the shape the metadata implies before it is read."""
-    obs_dim, n_outputs = (spaces.flatdim(meta[k]) for k in SPACE_KEYS)
-    n_params = _parameter_count(meta["policy"], meta["policy_kwargs"], obs_dim, n_outputs, where)
-    expected = {"parameters": ((n_params,), "f")}
+    policy = _new_policy(meta, where)
+    obs_dim, expected = policy.obs_dim, {"parameters": ((policy.n_params,), "f")}
     if "obs_rms_mean.npy" in names:
         rms = {"obs_rms_mean": ((obs_dim,), "f"), "obs_rms_var": ((obs_dim,), "f")}
         expected.update(rms, obs_rms_count=((), "iu"))
     if {f"{k}.npy" for k in expected} != names - {"metadata.npy"}:
         found = sorted(n[:-4] for n in names - {"metadata.npy"})
         raise ValueError(f"{where}: expected the arrays {sorted(expected)}; the file holds {found}")
-    return {
-        name: _npy(
-            _read_member(archive, f"{name}.npy", 8 * math.prod(shape) + 4096, where),
-            shape,
-            kinds,
-            where,
-            name,
-        )
-        for name, (shape, kinds) in expected.items()
-    }
+    return {name: _npy(archive, name, *expected[name], where) for name in expected}
 
 
-def _build_policy(
-    meta: dict[str, Any], arrays: dict[str, Any], where: str, policy: ARSPolicy | None = None
-) -> ARSPolicy:
+def _build_policy(meta: dict, arrays: dict, where: str, policy: Any = None) -> ARSPolicy:
     """The file's policy, built as any policy is, then given its checked weights and statistics."""
+    if policy is None:
+        policy = _new_policy(meta, where)
+        policy.obs_rms = RunningMeanStd((policy.obs_dim,)) if "obs_rms_mean" in arrays else None
     try:
-        if policy is None:
-            spaces_ = meta["observation_space"], meta["action_space"]
-            policy = POLICY_CLASSES[meta["policy"]](*spaces_, **meta["policy_kwargs"])
-            policy.obs_rms = RunningMeanStd((policy.obs_dim,)) if "obs_rms_mean" in arrays else None
         if "state_dict" in arrays:  # sb3-contrib's: checked name by name and shape by shape
             policy.load_state_dict(arrays["state_dict"])
             return policy
@@ -3053,13 +2959,8 @@ def _build_policy(
                 f"normalize_obs is {not has} but the file "
                 f"{'holds' if has else 'lacks'} observation statistics"
             )
-        if has:
-            mean, var, count = (arrays[f"obs_rms_{k}"] for k in ("mean", "var", "count"))
-            if not (np.isfinite([mean, var]).all() and (var >= 0).all() and count >= 0):
-                raise ValueError("the observation statistics must be finite, var and count >= 0")
-            policy.obs_rms = RunningMeanStd.from_moments(
-                mean.astype(float), var.astype(float), int(count)
-            )
+        names = ("mean", "var", "count") if has else ()  # checked as any statistics are
+        policy.load_state_dict({f"obs_rms.{k}": arrays[f"obs_rms_{k}"] for k in names}, False)
         return policy
     except (ValueError, TypeError, NotImplementedError, RuntimeError) as error:
         raise ValueError(f"{where}: {error}") from None
@@ -3073,31 +2974,22 @@ def load_model(path: Any, env: Any, device: Any, overrides: dict, print_system_i
         raise ValueError(f"{where} holds a policy alone: load it with ARSPolicy.load")
     if print_system_info:
         print("== saved with:", meta.get("system_info"), "\n== now:", _system_info())
-    if set(overrides) - set(HPARAMS):
-        raise TypeError(
-            f"ARS.load got settings it does not know: {sorted(set(overrides) - set(HPARAMS))}"
-        )
+    if unknown := sorted(set(overrides) - set(HPARAMS)):
+        raise TypeError(f"ARS.load got settings it does not know: {unknown}")
     schedules = meta.get("schedules", [])
     for name in (*schedules, *meta.get("unreadable", [])):
         if name not in overrides:
             how = "is a schedule sb3-contrib stored as a pickle, which ars never loads; using"
             how = "was a schedule, saved as its last value" if name in schedules else how
-            warnings.warn(
-                f"{where}: {name} {how} {meta['hparams'].get(name, DEFAULTS[name])}; "
-                f"pass {name}= to ARS.load",
-                stacklevel=3,
-            )
-    counters, episodes = (
-        (meta.get("num_timesteps"), meta.get("n_updates")),
-        meta.get("ep_info_buffer", []),
-    )
+            value = meta["hparams"].get(name, DEFAULTS[name])
+            warnings.warn(f"{where}: {name} {how} {value}; pass {name}= to ARS.load", stacklevel=3)
+    counters = meta.get("num_timesteps"), meta.get("n_updates")
+    episodes = meta.get("ep_info_buffer", [])
     try:
-        if not all(is_int(n) and 0 <= n < 2**63 for n in counters):
+        if not all(map(_whole, counters)):
             raise ValueError(f"num_timesteps and n_updates must be integers >= 0; got {counters}")
-        pair = lambda e: isinstance(e, list) and len(e) == 2 and _is_number(e[0]) and is_int(e[1])
-        if not isinstance(episodes, list) or not all(
-            pair(e) and 0 <= e[1] < 2**63 for e in episodes
-        ):
+        pair = lambda e: isinstance(e, list) and len(e) == 2 and _is_number(e[0]) and _whole(e[1])
+        if not (isinstance(episodes, list) and all(map(pair, episodes))):
             raise ValueError(
                 f"ep_info_buffer must be a list of [return, length]; got {episodes!r:.100}"
             )
@@ -3129,25 +3021,22 @@ def load_demonstrations(path: str | os.PathLike) -> tuple[np.ndarray, np.ndarray
     files = sorted(path.glob("*.npz")) if path.is_dir() else [path]
     if not files or not files[0].exists():
         raise FileNotFoundError(f"no .npz trajectories at {path}")
-    observations, actions = [], []
+    pairs = []
     for file in files:
         try:
             with np.load(file, allow_pickle=False) as data:
-                names = set(data.files)
-                if {"observations", "actions"} <= names:
-                    observations.append(data["observations"])
-                    actions.append(data["actions"])
+                names = sorted(data.files)
+                pairs.append((data["observations"], data["actions"]))
+        except KeyError:
+            message = f"must hold arrays 'observations' and 'actions'; it has {names}"
+            raise ValueError(f"{file} {message}") from None
         except (OSError, EOFError, ValueError, zipfile.BadZipFile) as error:  # ValueError: pickles
             raise ValueError(
                 f"{file} is not a readable .npz trajectory of plain arrays "
                 f"({type(error).__name__}: {error})"
             ) from error
-        if not {"observations", "actions"} <= names:
-            raise ValueError(
-                f"{file} must hold arrays 'observations' and 'actions'; it has {sorted(names)}"
-            )
     try:
-        return np.concatenate(observations), np.concatenate(actions)
+        return tuple(np.concatenate(arrays) for arrays in zip(*pairs))
     except ValueError as error:
         raise ValueError(f"the trajectories in {path} do not fit together: {error}") from error
 
@@ -3168,21 +3057,16 @@ def warm_start(model: ARS, demonstrations: Any, ridge: float = 1e-3) -> None:
     if isinstance(demonstrations, (str, os.PathLike)):
         demonstrations = load_demonstrations(demonstrations)
     check_number("ridge", ridge, low=0.0)
-    observations, actions = (_as_array(x, None) for x in demonstrations)
+    obs, actions = (_as_array(x, None) for x in demonstrations)
     shape, space = policy.observation_space.shape, policy.action_space
-    if (
-        observations.ndim != len(shape) + 1
-        or observations.shape[1:] != shape
-        or not len(observations)
-    ):
+    if obs.ndim != len(shape) + 1 or obs.shape[1:] != shape or not len(obs):
         raise ValueError(
-            f"demonstration observations must have shape (n >= 1, *{shape}); got "
-            f"{observations.shape}"
+            f"demonstration observations must have shape (n >= 1, *{shape}); got {obs.shape}"
         )
-    observations = flattener(policy.observation_space)(observations).astype(np.float64)
-    if len(actions) != len(observations):
-        raise ValueError(f"got {len(observations)} observations but {len(actions)} actions")
-    if not np.isfinite(observations).all() or not np.isfinite(actions.astype(np.float64)).all():
+    obs = flattener(policy.observation_space)(obs).astype(np.float64)
+    if len(actions) != len(obs):
+        raise ValueError(f"got {len(obs)} observations but {len(actions)} actions")
+    if not np.isfinite(obs).all() or not np.isfinite(actions.astype(np.float64)).all():
         raise ValueError("the demonstrations hold non-finite values (nan or inf)")
     if isinstance(space, spaces.Discrete):
         index = actions.reshape(-1) - int(space.start)
@@ -3204,17 +3088,12 @@ def warm_start(model: ARS, demonstrations: Any, ridge: float = 1e-3) -> None:
         if policy.squash_output:
             targets = np.arctanh(np.clip((2 * targets - high - low) / (high - low), -0.999, 0.999))
     if policy.obs_rms is not None:  # regress on what the first layer sees: normalised inputs
-        rms = policy.obs_rms = policy.obs_rms.copy().update(observations)
-        observations = (observations - rms.mean) * inverse_std(rms.var)
-    inputs = (
-        np.hstack([observations, np.ones((len(observations), 1))])
-        if policy.with_bias
-        else observations
-    )
+        rms = policy.obs_rms = policy.obs_rms.copy().update(obs)
+        obs = (obs - rms.mean) * inverse_std(rms.var)
+    inputs = np.hstack([obs, np.ones((len(obs), int(policy.with_bias)))])  # a column for a bias
     gram = inputs.T @ inputs + ridge * np.eye(inputs.shape[1])
-    solution = np.linalg.solve(gram, inputs.T @ targets).T
-    weight, bias = (solution[:, :-1], solution[:, -1]) if policy.with_bias else (solution, None)
-    policy.load_from_vector(np.concatenate([weight.ravel(), [] if bias is None else bias]))
+    solution, n = np.linalg.solve(gram, inputs.T @ targets).T, obs.shape[1]
+    policy.load_from_vector(np.concatenate([solution[:, :n].ravel(), solution[:, n:].ravel()]))
 
 
 # == Stable-Baselines3 adapters: VecEnvs, VecNormalize, parameter names, sb3-contrib files, torch ==
@@ -3235,11 +3114,8 @@ def _observed_through(vec_normalize: Any, it: Iteration, training: bool = True) 
     float32, as sb3-contrib's does; while VecNormalize learns, the rollouts keep raw states'."""
     if vec_normalize is None or not vec_normalize.norm_obs:
         return it
-    rms, clip, track = (
-        vec_normalize.obs_rms,
-        vec_normalize.clip_obs,
-        it.track_obs or (training and vec_normalize.training),
-    )
+    rms, clip = vec_normalize.obs_rms, vec_normalize.clip_obs
+    track = it.track_obs or (training and vec_normalize.training)
     mean, scale = np.array(rms.mean), np.sqrt(rms.var + vec_normalize.epsilon)
     see = lambda obs: np.clip((obs - mean) / scale, -clip, clip).astype(np.float32)
     return it._replace(obs_filter=see, track_obs=track)
@@ -3271,33 +3147,22 @@ def observations_seen_by(model: Any) -> Any:
 def _normalization_from_file(data: Any, shape: tuple, where: str) -> Any:
     """A frozen stand-in for the VecNormalize a file recorded, checked."""
     ok = isinstance(data, dict) and set(data) == {"mean", "var", "clip_obs", "epsilon"}
-    mean, var = (
-        np.array(data[k] if ok and isinstance(data[k], list) else [], float).reshape(-1)
-        for k in ("mean", "var")
-    )
-    if not (
-        ok
-        and mean.shape == var.shape == (math.prod(shape),)
-        and (var >= 0).all()
-        and np.isfinite(np.r_[mean, var]).all()
-        and all(_is_number(data[k]) and data[k] >= 0 for k in ("clip_obs", "epsilon"))
-    ):
+    lists = [data[k] if ok and isinstance(data[k], list) else [] for k in ("mean", "var")]
+    mean, var = (np.array(values, float).reshape(-1) for values in lists)
+    scalars = [data[k] for k in ("clip_obs", "epsilon")] if ok else [-1]
+    moments = mean.shape == var.shape == (math.prod(shape),) and np.isfinite(np.r_[mean, var]).all()
+    if not (moments and (var >= 0).all() and all(_is_number(x) and x >= 0 for x in scalars)):
         raise ValueError(
             f"{where}: metadata field 'vec_normalize' must hold {math.prod(shape)} "
             "finite means and variances >= 0, clip_obs and epsilon >= 0"
         )
-    return types.SimpleNamespace(
-        obs_rms=RunningMeanStd.from_moments(mean.reshape(shape), var.reshape(shape), 0),
-        epsilon=data["epsilon"],
-        clip_obs=data["clip_obs"],
-        norm_obs=True,
-        training=False,
-    )
+    rms = RunningMeanStd.from_moments(mean.reshape(shape), var.reshape(shape), 0)
+    frozen = dict(epsilon=data["epsilon"], clip_obs=data["clip_obs"], norm_obs=True, training=False)
+    return types.SimpleNamespace(obs_rms=rms, **frozen)
 
 
 def _check_vec_normalize(model: ARS) -> None:
-    vec_normalize = model.get_vec_normalize_env()
-    if model.normalize_obs and vec_normalize is not None and vec_normalize.norm_obs:
+    if model.normalize_obs and getattr(model.get_vec_normalize_env(), "norm_obs", False):
         raise ValueError(
             "the env is an SB3 VecNormalize, which already normalises observations: "
             "use normalize_obs=False (V1 on its observations, as sb3-contrib), or "
@@ -3314,12 +3179,9 @@ def _read_sb3_zip(archive: zipfile.ZipFile, where: str, env: Any = None) -> tupl
         raise ValueError(f"{where}: sb3-contrib's 'data' must be a JSON object")
     policy_class = data.get("policy_class") if isinstance(data.get("policy_class"), dict) else {}
     linear = "Linear policy" in str(policy_class.get("__doc__", ""))
-    kwargs = data.get("policy_kwargs") if isinstance(data.get("policy_kwargs"), dict) else {}
-    kwargs = {
-        k: v
-        for k, v in kwargs.items()
-        if k in ("net_arch", "with_bias", "squash_output", "activation_fn")
-    }
+    given = data.get("policy_kwargs") if isinstance(data.get("policy_kwargs"), dict) else {}
+    keys = ("net_arch", "with_bias", "squash_output", "activation_fn")
+    kwargs = {k: given[k] for k in keys if k in given}
     if "activation_fn" in kwargs:  # a pickled class: its name is in the readable text
         name = re.search(r"\.(\w+)'>", str(kwargs["activation_fn"]))
         kwargs["activation_fn"] = name.group(1).lower() if name else kwargs["activation_fn"]
@@ -3331,21 +3193,14 @@ def _read_sb3_zip(archive: zipfile.ZipFile, where: str, env: Any = None) -> tupl
     for name, key in (("learning_rate", "lr_schedule"), ("delta_std", "delta_std_schedule")):
         schedule = data.get(key) if isinstance(data.get(key), dict) else {}
         value = re.search(r"val=([^,)\s]{1,40})", str(schedule.get("value_schedule", "")))
-        with contextlib.suppress(ValueError):  # a constant schedule: its value is readable
-            hparams[name] = float(value.group(1)) if value else None  # nan: refused later
-        if name not in hparams or hparams[name] is None:  # any other exists only as a pickle
-            hparams.pop(name, None)
+        try:  # a constant schedule: its value is readable (nan: refused later)
+            hparams[name] = float(value.group(1))
+        except (AttributeError, ValueError):  # no value (None.group): any other is a pickle
             unreadable.append(name)
-    meta = dict(
-        format=FORMAT,
-        format_version=1,
-        policy="LinearPolicy" if linear else "MlpPolicy",
-        policy_kwargs=kwargs,
-        hparams=hparams,
-        unreadable=unreadable,
-        num_timesteps=data.get("num_timesteps", 0),
-        n_updates=data.get("_n_updates", 0),
-    )
+    counters = dict(num_timesteps=data.get("num_timesteps", 0), n_updates=data.get("_n_updates", 0))
+    policy = "LinearPolicy" if linear else "MlpPolicy"
+    meta = dict(format=FORMAT, format_version=1, policy=policy, policy_kwargs=kwargs)
+    meta.update(hparams=hparams, unreadable=unreadable, **counters)
     for key in SPACE_KEYS:
         meta[key] = _sb3_space(data.get(key))
         if meta[key] is None and env is None:
@@ -3355,17 +3210,14 @@ def _read_sb3_zip(archive: zipfile.ZipFile, where: str, env: Any = None) -> tupl
             )
         if meta[key] is None:  # the env's, if its shape and dtype are those the file names
             meta[key] = _space_to_json(space := getattr(resolve_env(env)[0], key))
-            if [str(data[key].get(k)) for k in ("_shape", "dtype")] != [
-                str(list(space.shape)),
-                str(space.dtype),
-            ]:
+            saved = [str(data[key].get(k)) for k in ("_shape", "dtype")]
+            if saved != [str(list(space.shape)), str(space.dtype)]:
                 raise ValueError(
                     f"{where}: its {key} is {data[key].get('dtype')} of shape "
                     f"{data[key].get('_shape')}; the env's is {space}"
                 )
     meta = _check_metadata(meta, where)
-    obs_dim, n_outputs = (spaces.flatdim(meta[k]) for k in SPACE_KEYS)
-    budget = _parameter_count(meta["policy"], kwargs, obs_dim, n_outputs, where)
+    budget = _new_policy(meta, where).n_params
     return meta, {"state_dict": _read_weights(archive, where, budget)}
 
 
@@ -3380,20 +3232,12 @@ def _sb3_space(data: Any) -> dict[str, Any] | None:
     bounds = str(data.get("low")) + str(data.get("high"))
     if "..." in bounds or len(bounds) > 100_000:  # SB3 abbreviates more than 1,000
         return None if "..." in bounds else {"type": "Box", "shape": "bounds too long"}
+    numbers = lambda key: [float(x) for x in re.findall(r"[^][\s]+", str(data[key]))]
     try:
-        low, high = (
-            [float(x) for x in str(data[k]).replace("[", " ").replace("]", " ").split()]
-            for k in ("low", "high")
-        )
+        low, high = numbers("low"), numbers("high")
     except (KeyError, ValueError):
         low = high = None
-    return {
-        "type": "Box",
-        "low": low,
-        "high": high,
-        "shape": data.get("_shape"),
-        "dtype": data.get("dtype"),
-    }
+    return dict(type="Box", low=low, high=high, shape=data.get("_shape"), dtype=data.get("dtype"))
 
 
 class _WeightsUnpickler(pickle.Unpickler):
@@ -3422,21 +3266,15 @@ class _WeightsUnpickler(pickle.Unpickler):
     def persistent_load(self, pid: Any) -> np.ndarray:
         kind, dtype, key, _, numel = pid
         if key not in self.storages:
-            if not (
-                kind == "storage"
-                and isinstance(dtype, np.dtype)
-                and is_int(numel)
-                and 0 <= numel <= self.budget
-                and re.fullmatch(r"\d{1,9}", str(key))
-            ):
+            ok = kind == "storage" and isinstance(dtype, np.dtype) and _whole(numel, self.budget)
+            if not (ok and re.fullmatch(r"\d{1,9}", str(key))):
                 raise ValueError(
                     f"a storage of {numel!r:.20} numbers; the spaces imply at most "
                     f"{self.budget:,} in all"
                 )
             self.budget -= numel
-            raw = _read_member(
-                self.archive, f"{self.prefix}data/{key}", numel * dtype.itemsize, self.where
-            )
+            size = numel * dtype.itemsize
+            raw = _read_member(self.archive, f"{self.prefix}data/{key}", size, self.where)
             self.storages[key] = np.frombuffer(raw, dtype, count=numel)
         return self.storages[key]
 
@@ -3445,7 +3283,7 @@ def _rebuild_tensor(storage: np.ndarray, offset: int, size: tuple, stride: tuple
     """A contiguous tensor over a storage, as torch's ``_rebuild_tensor_v2`` (checked)."""
     tuples = isinstance(size, tuple) and isinstance(stride, tuple) and len(size) <= 8
     dims = (offset, *size, *stride) if tuples else ()
-    n = math.prod(size) if dims and all(is_int(d) and d >= 0 for d in dims) else -1
+    n = math.prod(size) if dims and all(map(_whole, dims)) else -1
     contiguous = tuple(stride) == tuple(math.prod(size[i + 1 :]) for i in range(len(size)))
     if n < 0 or not contiguous or offset + n > len(storage):
         raise ValueError("a tensor that is not a contiguous view of its storage")
@@ -3462,10 +3300,8 @@ def _read_weights(archive: zipfile.ZipFile, where: str, budget: int) -> dict[str
                 raise ValueError("its directory is missing, or lists over 512 members")
             inner = zipfile.ZipFile(f)
             prefix = next((n[:-8] for n in inner.namelist() if n.endswith("data.pkl")), "")
-            if (
-                inner.namelist().count(f"{prefix}byteorder")
-                and _read_member(inner, f"{prefix}byteorder", 8, where) != b"little"
-            ):
+            order = f"{prefix}byteorder"
+            if order in inner.namelist() and _read_member(inner, order, 8, where) != b"little":
                 raise ValueError("it is big-endian")
             state = _WeightsUnpickler(inner, prefix, budget, where).load()
         if not (isinstance(state, dict) and all(isinstance(v, np.ndarray) for v in state.values())):
@@ -3486,21 +3322,19 @@ def _policy_to_torch(policy: ARSPolicy) -> Any:
     nn, modules = torch.nn, []
     layers = policy.layers(policy.parameters_to_vector(), policy.obs_rms)
     activations = {"relu": nn.ReLU, "tanh": nn.Tanh, "sigmoid": nn.Sigmoid, "identity": nn.Identity}
-    for i, (weight, bias) in enumerate(layers):
+    for weight, bias in layers:
         linear = nn.Linear(*weight.shape[::-1], bias=bias is not None, dtype=torch.float64)
         with torch.no_grad():
             for parameter, value in zip(linear.parameters(), (weight, bias)):  # bias may be None
                 parameter.copy_(torch.from_numpy(value))
-        modules.append(linear)
-        if i < len(layers) - 1:
-            modules.append(activations[policy.activation_fn]())
+        modules += [linear, activations[policy.activation_fn]()]  # none after the last: [:-1]
 
     class TorchARSPolicy(nn.Module):
         """The ARS policy as a torch module: observations in, actions out."""
 
         def __init__(self) -> None:
             super().__init__()
-            self.net = nn.Sequential(*modules)
+            self.net = nn.Sequential(*modules[:-1])
             if isinstance(policy.action_space, spaces.Box):
                 self.register_buffer("low", torch.from_numpy(policy._low))
                 self.register_buffer("high", torch.from_numpy(policy._high))
@@ -3511,11 +3345,10 @@ def _policy_to_torch(policy: ARSPolicy) -> Any:
             out = self.net(obs.reshape(*obs.shape[:n_lead], policy.obs_dim))
             if isinstance(policy.action_space, spaces.Discrete):
                 return out.argmax(dim=-1) + int(policy.action_space.start)
-            out = (
-                (self.high + self.low) / 2 + (self.high - self.low) / 2 * torch.tanh(out)
-                if policy.squash_output
-                else torch.clamp(out, self.low, self.high)
-            )
+            if policy.squash_output:
+                out = (self.high + self.low) / 2 + (self.high - self.low) / 2 * torch.tanh(out)
+            else:
+                out = torch.clamp(out, self.low, self.high)
             return out.reshape(*out.shape[:-1], *policy.action_space.shape)
 
     return TorchARSPolicy()
@@ -3548,11 +3381,11 @@ def record_video(
     if path.suffix.lower() not in (".mp4", ".gif") or path.is_dir():
         raise ValueError(f"a video must be an .mp4 or .gif file; got {str(path)!r}")
     ffmpeg = _require("imageio_ffmpeg", "pip install imageio-ffmpeg (ars's 'video' extra)")
-    gif, target = path.suffix.lower() == ".gif", _atomic_file(path, "wb")
-    with target:  # a target that cannot be written fails before anything is rendered
+    gif = path.suffix.lower() == ".gif"
+    with _atomic_file(path, "wb") as target:  # one that cannot be written fails before rendering
         render_env = _rendering_env(model, env, "rgb_array", width if gif else None)
         fps = float(render_env.metadata.get("render_fps") or 30)
-        encoder = _Encoder(ffmpeg.get_ffmpeg_exe(), target.tmp, path, fps)
+        encoder = _Encoder(ffmpeg.get_ffmpeg_exe(), target.name, path, fps)
         try:
             total, n_frames = _play(model, render_env, seed, max_steps, encoder)
         except BaseException:
@@ -3563,28 +3396,24 @@ def record_video(
 
 
 def _rendering_env(model: Any, env: Any, render_mode: str, size: int | None = None) -> gym.Env:
-    """The env to film or show ``model`` in: made from an id, or given (made so)."""
-    env = env or getattr(model, "env_id", None)
-    if isinstance(env, str):
-        return _render_env(env, render_mode, size)
+    """The env to film or show ``model`` in: given (made so), or made from an id, else one line
+    saying what to set or install. MuJoCo without a display needs ``MUJOCO_GL=egl`` before its
+    first import (GLFW aborts), set here when it can be. With ``size`` (GIFs), MuJoCo renders
+    ``size`` pixels square and its floor's checker 8 times coarser: a moving fine checker is
+    most of a GIF's bytes."""
+    env_id = env = env or getattr(model, "env_id", None)
     if env is None:
         raise ValueError("recording needs an env: pass env='Hopper-v4' (or a model saving it)")
-    made = env() if callable(env) and not isinstance(env, gym.Env) else env
-    if _is_vec_env(made):  # its first env, which must run in this process
-        made = resolve_env(made)[0]
-        made = (made.envs or [None])[0] if isinstance(made, VecEnvs) else made
-    if made is None:
-        raise ValueError("a video needs an env in this process: an id, an env or a DummyVecEnv")
-    if getattr(made, "render_mode", None) != render_mode:
-        raise ValueError(f"the env must be made with render_mode={render_mode!r}")
-    return made
-
-
-def _render_env(env_id: str, render_mode: str, size: int | None = None) -> gym.Env:
-    """``gym.make(env_id, render_mode=...)``, or one line saying what to set or install.
-    MuJoCo without a display needs ``MUJOCO_GL=egl`` before its first import (GLFW aborts),
-    set here when it can be. With ``size`` (GIFs), MuJoCo renders ``size`` pixels square and
-    its floor's checker 8 times coarser: a moving fine checker is most of a GIF's bytes."""
+    if not isinstance(env, str):
+        made = env() if callable(env) and not isinstance(env, gym.Env) else env
+        if _is_vec_env(made):  # its first env, which must run in this process
+            made = resolve_env(made)[0]
+            made = (made.envs or [None])[0] if isinstance(made, VecEnvs) else made
+        if made is None:
+            raise ValueError("a video needs an env in this process: an id, an env or a DummyVecEnv")
+        if getattr(made, "render_mode", None) != render_mode:
+            raise ValueError(f"the env must be made with render_mode={render_mode!r}")
+        return made
     display = os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")
     entry = gym.spec(env_id).entry_point
     mujoco, creator = "mujoco" in str(entry), entry
@@ -3604,8 +3433,12 @@ def _render_env(env_id: str, render_mode: str, size: int | None = None) -> gym.E
             env.unwrapped.model.mat_texrepeat[:] /= 8
         env.reset(seed=0)
         env.render()
-        if mujoco:
-            _follow_the_agent(env, render_mode)
+        if mujoco:  # the camera tracks the agent, as gymnasium's locomotion envs ask
+            renderer = env.unwrapped.mujoco_renderer
+            renderer.camera_id = None  # keep the camera we set: a camera id would reset its type
+            camera = renderer._get_viewer(render_mode).cam
+            camera.type = importlib.import_module("mujoco").mjtCamera.mjCAMERA_TRACKING
+            camera.trackbodyid = int((renderer.default_cam_config or {}).get("trackbodyid", 1) or 1)
         return env
     except Exception as error:  # GL and display errors come from several libraries
         if _INTERRUPTED:  # a signal during GL setup, which a library turned into an error
@@ -3614,17 +3447,6 @@ def _render_env(env_id: str, render_mode: str, size: int | None = None) -> gym.E
             f"cannot render {env_id}: {type(error).__name__}: {error}"
             + ("; set MUJOCO_GL=egl or osmesa, with its library installed" * mujoco)
         ) from error
-
-
-def _follow_the_agent(env: gym.Env, render_mode: str) -> None:
-    """Make MuJoCo's camera track the agent, as gymnasium's locomotion envs ask."""
-    import mujoco
-
-    renderer = env.unwrapped.mujoco_renderer
-    renderer.camera_id = None  # keep the camera we set: a camera id would reset its type
-    camera = renderer._get_viewer(render_mode).cam
-    camera.type = mujoco.mjtCamera.mjCAMERA_TRACKING
-    camera.trackbodyid = int((renderer.default_cam_config or {}).get("trackbodyid", 1) or 1)
 
 
 def _play(model: Any, env: Any, seed: int | None, max_steps: int | None, show: Callable) -> tuple:
@@ -3652,47 +3474,23 @@ class _Encoder:
     def __init__(self, ffmpeg: str, tmp: str, path: Path, fps: float):
         self.path, self.process, rate = path, None, str(Fraction(fps).limit_denominator())
         self.shape: tuple | None = None  # the first frame's: every frame must have it
-        if path.suffix.lower() == ".mp4":  # H.264 needs even sides
-            codec = ["-vf", "pad=ceil(iw/2)*2:ceil(ih/2)*2", "-vcodec", "libx264", "-crf", "25"]
-            codec += ["-pix_fmt", "yuv420p"]
+        fmt = path.suffix.lower()[1:]
+        if fmt == "mp4":  # H.264 needs even sides
+            codec = "-vf pad=ceil(iw/2)*2:ceil(ih/2)*2 -vcodec libx264 -crf 25 -pix_fmt yuv420p"
         else:  # one palette for the clip, and only the changed rectangle of each frame
             graph = f"fps={min(fps, GIF_FPS)},split[a][b];[a]palettegen=max_colors=48[p];"
             graph += "[b][p]paletteuse=dither=none:diff_mode=rectangle"
-            codec = ["-filter_complex", graph, "-vcodec", "gif", "-pix_fmt", "pal8"]
-        self.command = [
-            ffmpeg,
-            "-y",
-            "-v",
-            "error",
-            "-f",
-            "rawvideo",
-            "-pix_fmt",
-            "rgb24",
-            "-r",
-            rate,
-            "-i",
-            "-",
-            *codec,
-            "-f",
-            path.suffix.lower()[1:],
-            f"file:{tmp}",
-        ]
+            codec = f"-filter_complex {graph} -vcodec gif -pix_fmt pal8"
+        words = f"-y -v error -f rawvideo -pix_fmt rgb24 -r {rate} -i - {codec} -f {fmt}".split()
+        self.command = [ffmpeg, *words, f"file:{tmp}"]  # [:8]: before -s W x H
 
     def __call__(self, frame: Any) -> None:
         if _INTERRUPTED:
             raise KeyboardInterrupt
-        if not (
-            isinstance(frame, np.ndarray)
-            and frame.ndim == 3
-            and frame.shape[2] == 3
-            and frame.dtype == np.uint8
-            and self.shape in (None, frame.shape)
-        ):
-            what = (
-                f"{frame.dtype} of shape {frame.shape}"
-                if isinstance(frame, np.ndarray)
-                else type(frame).__name__
-            )
+        array = isinstance(frame, np.ndarray)
+        rgb = array and frame.dtype == np.uint8 and frame.ndim == 3 and frame.shape[2] == 3
+        if not (rgb and self.shape in (None, frame.shape)):
+            what = f"{frame.dtype} of shape {frame.shape}" if array else type(frame).__name__
             raise RuntimeError(
                 f"the env's render() gave {what}, not the uint8 RGB image of "
                 f"shape {self.shape or '(h, w, 3)'} a video needs (is it made with "
@@ -3753,11 +3551,7 @@ def _net_arch(text: str) -> list[int]:
     return sizes
 
 
-POSITIVE, COUNT, REAL = (
-    {"type": _number(int, 1)},
-    {"type": _number(int, 0)},
-    {"type": _number(float)},
-)
+POSITIVE, COUNT, REAL = ({"type": t} for t in (_number(int, 1), _number(int, 0), _number(float)))
 SWITCH, FLAG = {"action": argparse.BooleanOptionalAction}, {"action": "store_true"}
 FLAGS = [  # flag, argparse keywords, help
     ("--env", {}, "gymnasium env id (default CartPole-v1; with --eval, the model's)"),
@@ -3800,7 +3594,6 @@ MAX_WORKERS = 1024  # more processes than this on one machine is a typo
 
 
 def _parser() -> argparse.ArgumentParser:
-    """The command line's flags."""
     p = _Parser(
         prog="python ars.py",
         description="Train a policy with Augmented Random Search. Unset flags take the paper's "
@@ -3820,38 +3613,26 @@ def _parser() -> argparse.ArgumentParser:
 def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p = _parser()
     args = p.parse_args(argv)
-    video = args.video is not None
-    for message in [
-        message
-        for wrong, message in [  # the first conflict found, in one line
-            (
-                not 0 <= (args.workers or 0) <= MAX_WORKERS,
-                f"--workers must be from 0 to {MAX_WORKERS}",
-            ),
-            (
-                args.env is not None and not args.env.strip(),
-                "--env needs an env id, e.g. CartPole-v1",
-            ),
-            ((video or args.render) and not args.eval, "--video and --render: add --eval MODEL"),
-            (
-                video and (args.render or not args.video.strip()),
-                "--video needs a file, no --render",
-            ),
-            (min(args.job_timeout, args.start_timeout) <= 0, "timeouts must be positive"),
-            (
-                args.resume and (args.run_dir or args.overwrite),
-                "--resume goes without --run-dir "
-                "and --overwrite: it continues the run in its own folder",
-            ),
-            (
-                args.eval and (args.resume or args.run_dir or args.overwrite),
-                "--eval goes without --resume, --run-dir and --overwrite: it writes no run",
-            ),
-            (args.overwrite and not args.run_dir, "--overwrite needs the --run-dir it replaces"),
-        ]
-        if wrong
+    video, workers, env = args.video is not None, args.workers or 0, args.env
+    for wrong, message in [  # the first conflict found, in one line
+        (not 0 <= workers <= MAX_WORKERS, f"--workers must be from 0 to {MAX_WORKERS}"),
+        (env is not None and not env.strip(), "--env needs an env id, e.g. CartPole-v1"),
+        ((video or args.render) and not args.eval, "--video and --render: add --eval MODEL"),
+        (video and (args.render or not args.video.strip()), "--video needs a file, no --render"),
+        (min(args.job_timeout, args.start_timeout) <= 0, "timeouts must be positive"),
+        (
+            args.resume and (args.run_dir or args.overwrite),
+            "--resume goes without --run-dir and --overwrite: it continues the run in its "
+            "own folder",
+        ),
+        (
+            args.eval and (args.resume or args.run_dir or args.overwrite),
+            "--eval goes without --resume, --run-dir and --overwrite: it writes no run",
+        ),
+        (args.overwrite and not args.run_dir, "--overwrite needs the --run-dir it replaces"),
     ]:
-        p.error(message)
+        if wrong:
+            p.error(message)
     args.explicit = {f for f in RUN_FLAGS if getattr(args, f) != p.get_default(f)}
     return args
 
@@ -3896,8 +3677,7 @@ class _RunLock:
         while True:
             self.file = path.open("a+")
             try:
-                import fcntl
-
+                fcntl = importlib.import_module("fcntl")
                 fcntl.flock(self.file, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except ImportError:  # no fcntl (Windows): the folder is not locked
                 return
@@ -3912,8 +3692,7 @@ class _RunLock:
             if path.exists() and os.stat(path).st_ino == os.fstat(self.file.fileno()).st_ino:
                 break
             self.file.close()
-        self.file.seek(0)
-        self.file.truncate()
+        self.file.truncate(0)  # "a+": the write goes to the end, now the start
         self.file.write(f"pid {os.getpid()}")
         self.file.flush()
 
@@ -3959,23 +3738,13 @@ def _new_run(args: argparse.Namespace) -> tuple[ARS, dict[str, Any], Path]:
     config.update({k: v for k, v in vars(args).items() if k in config and v is not None})
     settings = {k: v for k, v in config.items() if k in GENERIC_SETTINGS}
     mujoco = "mujoco" in str(getattr(env.spec, "entry_point", ""))
-    run = {
-        k: getattr(args, k)
-        for k in "eval_episodes checkpoint_interval demos job_timeout "
-        "start_timeout normalization_samples max_episode_steps".split()
-    }
+    names = "eval_episodes checkpoint_interval demos job_timeout start_timeout".split()
+    run = {k: getattr(args, k) for k in names + ["normalization_samples", "max_episode_steps"]}
     eval_freq = args.eval_freq or max(config["total_timesteps"] // 20, 1)
     workers = (os.cpu_count() or 1) * mujoco if args.workers is None else args.workers
     config.update(run, env=env_id, eval_freq=eval_freq, workers=workers)
-    model = paper_model(
-        env_id,
-        env,
-        **settings,
-        seed=args.seed,
-        verbose=args.verbose,
-        normalization_samples=args.normalization_samples,
-        max_episode_steps=args.max_episode_steps,
-    )
+    extra = {k: run[k] for k in ("normalization_samples", "max_episode_steps")}
+    model = paper_model(env_id, env, **settings, **extra, seed=args.seed, verbose=args.verbose)
     if args.demos:
         warm_start(model, args.demos)
     config.update(seed=model.seed, n_top=model.n_top, ars_version=__version__)
@@ -4040,11 +3809,8 @@ def _evaluate_saved(args: argparse.Namespace) -> int:
     else:
         env, where = make_env(env_id), str(args.eval)
         _check_same_spaces(_spaces_of(env), _spaces_of(_policy_of(model)), env_id, where)
-        mean, std = evaluate_policy(model, env, args.eval_episodes)  # the model's own seeds
-        print(
-            f"{env_id}: mean return {mean:.2f} +/- {std:.2f} over {args.eval_episodes} "
-            f"episodes ({args.eval})"
-        )
+        mean, std = evaluate_policy(model, env, n := args.eval_episodes)  # the model's own seeds
+        print(f"{env_id}: mean return {mean:.2f} +/- {std:.2f} over {n} episodes ({args.eval})")
     return 0
 
 
@@ -4103,13 +3869,8 @@ def _trim_progress(path: Path, n_updates: int) -> None:
     if path.exists():
         with path.open(newline="") as f:
             reader, whole = csv.DictReader(f), lambda r: None not in r.values() and None not in r
-            rows = [
-                r
-                for r in reader
-                if whole(r)
-                and r.get("train/iterations", "").isdigit()
-                and int(r["train/iterations"]) < n_updates
-            ]
+            before = lambda iteration: iteration.isdigit() and int(iteration) < n_updates
+            rows = [r for r in reader if whole(r) and before(r.get("train/iterations", ""))]
         _write_csv_atomic(path, reader.fieldnames or [], rows)
 
 
@@ -4124,11 +3885,8 @@ def _train(model: ARS, config: dict, run_dir: Path, evaluation: EvalCallback, lo
                 print(f"writing to {run_dir}/; rollouts {where}")
                 if workers > 0:
                     env_fns = [functools.partial(make_env, env_id)] * workers
-                    async_eval = AsyncEval(
-                        env_fns,
-                        job_timeout=config["job_timeout"],
-                        start_timeout=config["start_timeout"],
-                    )
+                    timeouts = {k: config[k] for k in ("job_timeout", "start_timeout")}
+                    async_eval = AsyncEval(env_fns, **timeouts)
                 model.learn(
                     total - model.num_timesteps,
                     async_eval=async_eval,
@@ -4161,14 +3919,11 @@ def _train(model: ARS, config: dict, run_dir: Path, evaluation: EvalCallback, lo
             return 130
         print(f"saved {path} (best evaluation kept in {run_dir / 'best_model.npz'})")
         try:
-            mean, std = evaluate_policy(model, env_id, config["eval_episodes"])
+            mean, std = evaluate_policy(model, env_id, n := config["eval_episodes"])
         except KeyboardInterrupt:
             print("final evaluation interrupted; the run's files are complete")
             return 130
-        print(
-            f"evaluation: mean return {mean:.2f} +/- {std:.2f} over {config['eval_episodes']} "
-            f"episodes"
-        )
+        print(f"evaluation: mean return {mean:.2f} +/- {std:.2f} over {n} episodes")
         return 0
     finally:
         interrupts.restore()
