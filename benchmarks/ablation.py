@@ -121,6 +121,21 @@ def sb3_table(results: dict, task: str) -> str:
     return "\n".join(rows)
 
 
+def diagnostics(results: dict, key: str, at: tuple = (0, 1, 2, 5, 10, 20)) -> str:
+    """The emulation's per-iteration logs, medians over seeds: the share of clipped entries,
+    and the merged over the exact sigma of the observations (median over the inputs)."""
+    logs = [r["diagnostics"] for r in results.get(key, {}).values() if r.get("diagnostics")]
+    rows = [f"| {key.split(':', 1)[1]}: after iteration | " + " | ".join(map(str, at)) + " |"]
+    rows.append("|---" * (len(at) + 1) + "|")
+    for column, name, form in (
+        (1, "clipped entries", "{:.3%}"),
+        (2, "merged / exact sigma", "{:.2f}"),
+    ):
+        cells = [np.median([log[i][column] for log in logs if len(log) > i]) for i in at]
+        rows.append(f"| {name} | " + " | ".join(form.format(c) for c in cells) + " |")
+    return "\n".join(rows)
+
+
 def main() -> None:
     task = sys.argv[1] if len(sys.argv) > 1 else "HalfCheetah"
     if task == "sb3":
@@ -128,6 +143,7 @@ def main() -> None:
         results, ten = json.loads(path.read_text()), json.loads(TEN_SEEDS.read_text())
         results.update({k: v for k, v in ten.items() if "Hopper" not in k})
         text = "\n\n".join(sb3_table(results, task) for task in ("HalfCheetah", "Swimmer"))
+        text += "\n\n" + diagnostics(results, "ars:HalfCheetah-v4:sb3-emulation")
         md = path.with_suffix(".md")
         notes = md.read_text().partition(NOTES)[2] if md.exists() else ""
         md.write_text(text + "\n" + (f"\n{NOTES}{notes}" if notes else ""))
