@@ -141,7 +141,8 @@ def main() -> None:
     if task == "sb3":
         path = RESULTS / "ablation_sb3.json"
         results, ten = json.loads(path.read_text()), json.loads(TEN_SEEDS.read_text())
-        results.update({k: v for k, v in ten.items() if "Hopper" not in k})
+        for key, runs in ten.items():  # the ten-seed table's runs, beside any added here
+            results[key] = {**runs, **results.get(key, {})}
         text = "\n\n".join(sb3_table(results, task) for task in ("HalfCheetah", "Swimmer"))
         text += "\n\n" + diagnostics(results, "ars:HalfCheetah-v4:sb3-emulation")
         md = path.with_suffix(".md")
