@@ -2835,7 +2835,13 @@ def read_model_file(source: Any, env: Any = None) -> tuple[dict[str, Any], dict[
         if (n := end[zipfile._ECD_ENTRIES_TOTAL] if end else 0) > 64:
             raise ValueError(f"{where} lists {n:,} members; a model file has a few")
         with zipfile.ZipFile(f) as archive:
-            names = set(archive.namelist())
+            listed = archive.namelist()
+            if twice := sorted({n for n in listed if listed.count(n) > 1}):  # else one is lost
+                raise ValueError(
+                    f"{where} holds two members named {twice[0]!r}: a model file "
+                    "names each member once"
+                )
+            names = set(listed)
             if {"data", "policy.pth"} <= names:
                 return _read_sb3_zip(archive, where, env)
             if "metadata.npy" not in names:  # the other members: as the metadata implies
@@ -2904,6 +2910,10 @@ def _check_metadata(meta: Any, where: str) -> dict[str, Any]:
     need("hparams", isinstance(meta.get("hparams"), dict), "a dict")
     for name in set(meta["hparams"]) - set(SAVED):  # a path (tensorboard_log): never from a file
         raise ValueError(f"{where}: hparams holds {name!r}, which a model file may not set")
+    # ARS() clamps n_top with a warning, for code; a file's settings are refused as they are
+    n_top, n_delta = (meta["hparams"].get(k) for k in ("n_top", "n_delta"))
+    if is_int(n_top) and is_int(n_delta) and n_top > n_delta:
+        raise ValueError(f"{where}: n_top={n_top} is larger than n_delta={n_delta}")
     env_id = meta.get("env_id")
     plain = env_id is None or isinstance(env_id, str) and re.fullmatch(r"[\w./-]{1,200}", env_id)
     what = "an env id such as 'Hopper-v4', or null (never 'module:Env', which imports)"

@@ -2917,6 +2917,11 @@ def test_sb3_contrib_boxes_of_abbreviated_bounds_load_with_env(tmp_path):
         ("schedules", ["n_delta"], "'schedules' must be a list of learning_rate, delta_std"),
         ("schedules", [[1]], "'schedules' must be a list of learning_rate, delta_std"),
         ("policy_kwargs", {"with_bias": "x"}, "with_bias and squash_output are true or false"),
+        (
+            "hparams",
+            {"n_delta": 2, "n_top": 99},
+            "n_top=99 is larger than n_delta=2",
+        ),  # not clamped
     ],
 )
 def test_metadata_fields_of_the_wrong_type_name_the_file_and_field(tmp_path, field, value, message):
@@ -2942,6 +2947,19 @@ def test_a_truncated_array_names_the_file(tmp_path):
             archive.writestr(name, data)
     with pytest.raises(ValueError, match="short.npz: parameters is truncated"):
         ARS.load(tmp_path / "short.npz")
+
+
+def test_a_zip_naming_a_member_twice_is_refused(tmp_path):
+    path = ARS("LinearPolicy", "CartPole-v1", seed=0).save(tmp_path / "good.npz")
+    with zipfile.ZipFile(path) as archive:
+        members = {n: archive.read(n) for n in archive.namelist()}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # zipfile warns of the duplicate, and writes it
+        with zipfile.ZipFile(tmp_path / "twice.npz", "w") as archive:
+            for name, data in [*members.items(), ("parameters.npy", members["parameters.npy"])]:
+                archive.writestr(name, data)
+    with pytest.raises(ValueError, match="twice.npz holds two members named 'parameters.npy'"):
+        ARS.load(tmp_path / "twice.npz")
 
 
 def test_unparsable_metadata_and_nan_parameters_name_the_file(tmp_path):
