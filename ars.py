@@ -3487,9 +3487,10 @@ class _Encoder:
         fmt = path.suffix.lower()[1:]
         if fmt == "mp4":  # H.264 needs even sides
             codec = "-vf pad=ceil(iw/2)*2:ceil(ih/2)*2 -vcodec libx264 -crf 25 -pix_fmt yuv420p"
-        else:  # one palette for the clip, and only the changed rectangle of each frame
-            graph = f"fps={min(fps, GIF_FPS)},split[a][b];[a]palettegen=max_colors=48[p];"
-            graph += "[b][p]paletteuse=dither=none:diff_mode=rectangle"
+        else:  # a palette per frame as it comes (one for the clip kept every frame), and only
+            # the changed rectangle of each frame
+            graph = f"fps={min(fps, GIF_FPS)},split[a][b];[a]palettegen=max_colors=48:"
+            graph += "stats_mode=single[p];[b][p]paletteuse=new=1:dither=none:diff_mode=rectangle"
             codec = f"-filter_complex {graph} -vcodec gif -pix_fmt pal8"
         words = f"-y -v error -f rawvideo -pix_fmt rgb24 -r {rate} -i - {codec} -f {fmt}".split()
         self.command = [ffmpeg, *words, f"file:{tmp}"]  # [:8]: before -s W x H

@@ -3608,6 +3608,52 @@ def test_a_long_clip_streams_its_frames(tmp_path):
     assert "301)" in out and int(out.split("GROWTH_KB")[1]) < 300_000, out  # GL itself: ~200 MB
 
 
+GIF_PROBE = """
+import resource, sys
+import numpy as np, gymnasium as gym
+sys.path.insert(0, sys.argv[1])
+import ars
+
+class Stripes(gym.Env):  # 480 x 480 frames that change every step, cheap to make
+    metadata = {"render_modes": ["rgb_array"], "render_fps": 50}
+    observation_space = gym.spaces.Box(-1, 1, (2,))
+    action_space = gym.spaces.Box(-1, 1, (1,))
+    render_mode = "rgb_array"
+
+    def reset(self, seed=None, options=None):
+        self.t = 0
+        return np.zeros(2, np.float32), {}
+
+    def step(self, action):
+        self.t += 1
+        return np.zeros(2, np.float32), 0.0, False, self.t >= int(sys.argv[2]), {}
+
+    def render(self):
+        frame = np.zeros((480, 480, 3), np.uint8)
+        frame[:, :, 0] = (np.arange(480) + self.t) % 256
+        frame[self.t % 480, :, 1] = 255
+        return frame
+
+policy = ars.ARSLinearPolicy(Stripes.observation_space, Stripes.action_space)
+print(ars.record_video(policy, sys.argv[3], Stripes()))
+print("PEAK_KB", resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
+"""
+
+
+@pytest.mark.slow
+def test_a_long_gif_streams_its_frames_through_ffmpeg(tmp_path):
+    """Each GIF frame gets its own palette as it comes: ffmpeg keeps no frames, so its memory
+    is the same for a clip ten times longer (one palette for the clip kept them all)."""
+    pytest.importorskip("imageio_ffmpeg")
+    (tmp_path / "gif_probe.py").write_text(GIF_PROBE)
+    peaks = []
+    for steps in (250, 2500):  # 50 and 500 frames kept at 10 a second: 35 MB and 346 MB
+        out = _run([str(tmp_path / "gif_probe.py"), str(HERE), str(steps), "c.gif"], tmp_path)
+        assert f"(0.0, {steps + 1})" in out.stdout, out.stdout + out.stderr
+        peaks.append(int(out.stdout.split("PEAK_KB")[1]))
+    assert peaks[1] < peaks[0] + 60_000, peaks
+
+
 def test_short_gifs_and_envs_that_cannot_render_rgb_frames(tmp_path):
     pytest.importorskip("mujoco")
     pytest.importorskip("imageio_ffmpeg")
