@@ -3884,3 +3884,63 @@ def test_learning_benchmark_reads_pythons_booleans(monkeypatch):
     assert learning.parse_setting("zero_policy=True") == ("zero_policy", True)
     assert learning.parse_setting("max_episode_steps=None") == ("max_episode_steps", None)
     assert learning.parse_setting("n_delta=16") == ("n_delta", 16)
+
+
+def _sb3_contrib_beside_the_emulation(monkeypatch, env_id, n_delta, iterations, zero=False):
+    """sb3-contrib's ARS with 2 AsyncEval workers, and the emulation, on the same directions
+    (ars's streams, or zeros) and worker env seeds (1000 + worker): (sb3's, the emulation)."""
+    torch = pytest.importorskip("torch")
+    sb3_contrib = pytest.importorskip("sb3_contrib")
+    arms = _arms(monkeypatch)
+    import cloudpickle
+    import speed
+
+    cloudpickle.register_pickle_by_value(speed)
+    hp, seed = ars.settings_for(env_id), 5
+    if zero:
+        monkeypatch.setattr(ars, "direction", lambda *key: np.zeros(key[-1]))
+    env = speed.sb3_env(env_id, hp["normalize_obs"])
+    n_top, alpha, nu = min(hp["n_top"] or n_delta, n_delta), hp["learning_rate"], hp["delta_std"]
+    model = sb3_contrib.ARS("LinearPolicy", env, n_delta, n_top, alpha, nu, seed=seed)
+    real, calls = torch.normal, [0]
+
+    def normal(*args, size=None, **kwargs):  # sb3-contrib's deltas: ars's directions
+        if tuple(size or ()) != (n_delta, model.n_params):
+            return real(*args, size=size, **kwargs)
+        calls[0] += 1
+        keys = [(seed, calls[0] - 1, k, model.n_params) for k in range(n_delta)]
+        return torch.as_tensor(np.stack([ars.direction(*key) for key in keys]).astype(np.float32))
+
+    monkeypatch.setattr(torch, "normal", normal)
+    make = functools.partial(speed.sb3_env, env_id, hp["normalize_obs"])
+    async_eval = sb3_contrib.common.vec_env.AsyncEval([make] * 2, model.policy)
+    async_eval.seed(1000)  # worker i resets first with env seed 1000 + i
+    model.learn(iterations * 2 * n_delta * 1000, async_eval=async_eval)  # 1,000-step episodes
+    async_eval.close()
+    emulation = arms.Emulation(env_id, seed, n_delta)
+    for lane, lane_env in enumerate(emulation.envs):
+        lane_env.unwrapped.np_random = np.random.default_rng(1000 + lane)  # as reset(seed=)
+    if emulation.main is not None:  # sb3's main env, reset once with the model's seed
+        obs = ars.make_env(env_id).reset(seed=seed)[0]
+        emulation.main = arms.SB3Statistics(emulation.obs_dim).combine(obs, 0 * obs, 1)
+    while emulation.index < calls[0]:
+        emulation.iterate()
+    return model, emulation
+
+
+@pytest.mark.slow
+def test_sb3_emulation_gives_sb3_contribs_weights_and_statistics(monkeypatch):
+    """Given sb3-contrib's directions and worker seeds, the emulation is sb3-contrib: Swimmer's
+    weights agree to float32's rounding; on HalfCheetah with zero directions (so that the
+    float32 rounding of two matmul libraries cannot diverge a chaotic run), the statistics
+    of two iterations are the same bits."""
+    pytest.importorskip("mujoco")
+    model, emulation = _sb3_contrib_beside_the_emulation(monkeypatch, "Swimmer-v4", 1, 3)
+    assert emulation.index == 3 and np.abs(model.weights.numpy()).max() > 0.05
+    np.testing.assert_allclose(model.weights.numpy(), emulation.theta, atol=1e-6)
+    model, emulation = _sb3_contrib_beside_the_emulation(monkeypatch, "HalfCheetah-v4", 2, 2, True)
+    rms = model.get_vec_normalize_env().obs_rms
+    assert emulation.index == 2 and rms.count == emulation.main.count == pytest.approx(8009.0003)
+    assert np.array_equal(rms.mean, emulation.main.mean) and np.array_equal(
+        rms.var, emulation.main.var
+    )

@@ -106,6 +106,9 @@ def make_env(arm: str, env_id: str) -> Any:
 # Read from sb3-contrib 2.9.2 (``ars/ars.py``, ``common/vec_env/async_eval.py``) and SB3's
 # ``vec_normalize.py``, ``running_mean_std.py``, ``evaluation.py`` and ``dummy_vec_env.py``.
 # Each setting below is sb3-contrib's behaviour; the reverse ablation turns one off at a time.
+# Given sb3-contrib's directions and worker seeds, the emulation gives its weights (Swimmer, to
+# float32's rounding) and its statistics bit for bit (HalfCheetah, zero directions): the test
+# test_sb3_emulation_gives_sb3_contribs_weights_and_statistics runs the two side by side.
 
 SB3_EMULATION: dict[str, Any] = {
     # candidates are ordered all + then all -, candidate i runs in lane i % lanes, in order
