@@ -729,13 +729,7 @@ class ARSLinearPolicy(ARSPolicy):
     """The paper's linear policy ``a = M x`` (V2: ``a = M diag(var)^-1/2 (x - mean)``):
     an :class:`ARSPolicy` with no hidden layer, no bias and clipped actions by default."""
 
-    def __init__(
-        self,
-        observation_space: spaces.Space,
-        action_space: spaces.Space,
-        with_bias: bool = False,
-        squash_output: bool = False,
-    ):
+    def __init__(self, observation_space, action_space, with_bias=False, squash_output=False):
         super().__init__(observation_space, action_space, [], "relu", with_bias, squash_output)
 
 
@@ -1191,11 +1185,9 @@ class ARS:
                 f"candidate_weights must have shape (n, {policy.n_params}); got {weights.shape}"
             )
         evaluator = async_eval or InProcessEval(self.gym_env, missing="an env or an async_eval")
-        episodes, index = range(self.n_eval_episodes), self._n_updates
-        seeds = [
-            [env_seed(self.seed, ENV_SEEDS, index, c, e) for e in episodes]
-            for c in range(len(weights))
-        ]
+        episodes, index, n = range(self.n_eval_episodes), self._n_updates, len(weights)
+        seeds = [[env_seed(self.seed, ENV_SEEDS, index, c, e) for e in episodes] for c in range(n)]
+
         network, max_steps = policy.network(), self.max_episode_steps
         it, jobs = fixed_jobs(network, policy.obs_rms, weights, seeds, max_steps)
         callbacks = callback if isinstance(callback, _Callbacks) else _Callbacks(callback, self)
@@ -1463,12 +1455,7 @@ def evaluation_seeds(seed: int, n_episodes: int) -> np.ndarray:
 
 
 def evaluate_episodes(
-    policy: ARSPolicy,
-    evaluator: Any,
-    seeds: Sequence[int],
-    max_episode_steps: int | None = None,
-    vec_normalize: Any = None,
-    on_step: Callable | None = None,
+    policy, evaluator, seeds, max_episode_steps=None, vec_normalize=None, on_step=None
 ) -> list[Result]:
     """One deterministic episode per env seed, run by ``evaluator``: every evaluation's path."""
     theta, episodes = policy.parameters_to_vector(), [[s] for s in seeds]
@@ -1538,11 +1525,7 @@ class VecEnvs:
 
 
 def run_side_by_side(
-    envs: VecEnvs,
-    it: Iteration,
-    jobs: Sequence[Job],
-    options: dict | None = None,
-    on_step: Callable | None = None,
+    envs: VecEnvs, it: Iteration, jobs: Sequence[Job], options: Any = None, on_step: Any = None
 ) -> list[Result]:
     """:func:`run_job`'s Results for ``jobs``, the same bits, from k envs side by side: each
     env runs a job's episodes as run_episodes does, then the next job waiting. A step sends
@@ -1631,11 +1614,7 @@ def run_side_by_side(
 
 
 def run_jobs(
-    env: gym.Env | VecEnvs,
-    it: Iteration,
-    jobs: Sequence[Job],
-    options: dict | None = None,
-    on_step: Callable | None = None,
+    env: Any, it: Iteration, jobs: Sequence[Job], options: Any = None, on_step: Any = None
 ) -> list[Result]:
     """Each job's Result, in order: by :func:`run_job`, or :func:`run_side_by_side`."""
     if isinstance(env, VecEnvs):
@@ -2423,13 +2402,12 @@ class EvalCallback:
                 "build it in each worker, and cannot render"
             )
         self.eval_env, self.eval_freq, self.n_eval_episodes = eval_env, eval_freq, n_eval_episodes
-        self.callback_on_new_best = callback_on_new_best
+        self.callback_on_new_best, self.eval_concurrency = callback_on_new_best, eval_concurrency
         self.callback_after_eval = callback_after_eval
         self.log_path = None if log_path is None else Path(log_path)
         self.best_model_save_path = best_model_save_path and Path(best_model_save_path)
-        self.best_model_name, self.render, self.verbose = best_model_name, render, verbose
-        self.seed = seed
-        self.deterministic, self.warn, self.eval_concurrency = deterministic, warn, eval_concurrency
+        self.best_model_name, self.verbose, self.seed = best_model_name, verbose, seed
+        self.deterministic, self.warn, self.render = deterministic, warn, render
         self.evaluations, self.evaluations_results, self.evaluations_length = [], [], []
         self.best_mean_reward = self.last_mean_reward = -np.inf
         self._next, self._train_seconds, self._evaluator = 0, 0.0, None
@@ -2460,9 +2438,8 @@ class EvalCallback:
         """Evaluate now and log it; False when a child callback asks to stop training."""
         self._train_seconds += time.perf_counter() - self._mark
         model, env = self.model, getattr(self._evaluator, "env", None)
-        seeds = evaluation_seeds(
-            model.seed if self.seed is None else self.seed, self.n_eval_episodes
-        )
+        seed = model.seed if self.seed is None else self.seed
+        seeds = evaluation_seeds(seed, self.n_eval_episodes)
         render = (lambda *_: env.render()) if self.render else None
         seen, max_steps = observations_seen_by(model), model.max_episode_steps
         results = evaluate_episodes(model.policy, self._evaluator, seeds, max_steps, seen, render)
