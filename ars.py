@@ -1143,27 +1143,22 @@ class ARS:
         self.num_timesteps += steps
         policy.obs_rms = merge_statistics(policy.obs_rms, visited)
 
-    def _state(self, callbacks: _Callbacks) -> dict[str, Any]:
-        """What an iteration changes, to be put back if it does not finish."""
-        rms = getattr(self._vec_normalize, "obs_rms", None)
-        return dict(
-            theta=self.policy.parameters_to_vector(),
-            obs_rms=self.policy.obs_rms,
-            counters=(self.num_timesteps, self._n_updates),
-            episodes=list(self.ep_info_buffer),
-            vec_normalize=None if rms is None else rms.copy(),
-            callbacks=callbacks.state_dict(),
-        )
+    def _state(self, callbacks: _Callbacks) -> tuple:
+        """What an iteration changes, for :meth:`_restore` to put back if it does not finish."""
+        policy, rms = self.policy, getattr(self._vec_normalize, "obs_rms", None)
+        theta, counters = policy.parameters_to_vector(), (self.num_timesteps, self._n_updates)
+        episodes, rms = list(self.ep_info_buffer), None if rms is None else rms.copy()
+        return theta, policy.obs_rms, counters, episodes, rms, callbacks.state_dict()
 
-    def _restore(self, state: dict[str, Any], callbacks: _Callbacks) -> None:
-        self.policy.load_from_vector(state["theta"])
-        self.policy.obs_rms = state["obs_rms"]
-        self.num_timesteps, self._n_updates = state["counters"]
+    def _restore(self, state: tuple, callbacks: _Callbacks) -> None:
+        theta, self.policy.obs_rms, counters, episodes, rms, callback_states = state
+        self.policy.load_from_vector(theta)
+        self.num_timesteps, self._n_updates = counters
         self.ep_info_buffer.clear()
-        self.ep_info_buffer.extend(state["episodes"])
+        self.ep_info_buffer.extend(episodes)
         if self._vec_normalize is not None:
-            self._vec_normalize.obs_rms = state["vec_normalize"]
-        callbacks.load_state_dict(state["callbacks"])
+            self._vec_normalize.obs_rms = rms
+        callbacks.load_state_dict(callback_states)
         getattr(self.logger, "values", {}).clear()
 
     # -- the policy, and SB3's methods ----------------------------------------------------------
@@ -1637,6 +1632,8 @@ class _Evaluator:
     @contextlib.contextmanager
     def _exclusive(self) -> Any:
         """One caller at a time: a second thread gets a clear error, not corrupted messages."""
+        if self.closed:
+            raise RuntimeError(f"this {type(self).__name__} is closed")
         if not self._lock.acquire(blocking=False):
             raise RuntimeError(
                 f"this {type(self).__name__} is in use by another thread; give "
@@ -1929,8 +1926,6 @@ class AsyncEval(_Evaluator):
         """One Result per job, in job order, whoever ran it (no ``on_step`` from workers)."""
         import cloudpickle
 
-        if self.closed:
-            raise RuntimeError("this AsyncEval is closed")
         with self._exclusive():
             for i, batch in enumerate(self._batches):  # what an interrupted call left running
                 while batch:
@@ -2061,14 +2056,12 @@ class ExecutorEval(_Evaluator):
 
         import cloudpickle
 
-        if self.closed:
-            raise RuntimeError("this ExecutorEval is closed")
-        if not self._given_workers:  # a cluster may have grown since the last iteration
-            self.n_workers = _executor_workers(self.executor)
-        per_task, n = self.jobs_per_task, len(jobs)
-        sizes = [per_task] * -(-n // per_task) if per_task else batch_sizes(n, self.n_workers)
-        it_bytes, tasks, start = cloudpickle.dumps(it), {}, 0
         with self._exclusive():
+            if not self._given_workers:  # a cluster may have grown since the last iteration
+                self.n_workers = _executor_workers(self.executor)
+            per_task, n = self.jobs_per_task, len(jobs)
+            sizes = [per_task] * -(-n // per_task) if per_task else batch_sizes(n, self.n_workers)
+            it_bytes, tasks, start = cloudpickle.dumps(it), {}, 0
             try:
                 for size in sizes:
                     chunk, start = list(jobs[start : start + size]), start + size
