@@ -1043,7 +1043,7 @@ class ARS:
         self.hparams = check_settings(self.hparams)
         _check_vec_normalize(self)
         self._match_normalization(self.policy)
-        evaluator = async_eval or InProcessEval(self.gym_env, missing="an env or an async_eval")
+        evaluator = async_eval or InProcessEval(self.gym_env)
         if reset_num_timesteps:
             self.num_timesteps = 0
             self.ep_info_buffer.clear()
@@ -1179,7 +1179,7 @@ class ARS:
             raise ValueError(
                 f"candidate_weights must have shape (n, {policy.n_params}); got {weights.shape}"
             )
-        evaluator = async_eval or InProcessEval(self.gym_env, missing="an env or an async_eval")
+        evaluator = async_eval or InProcessEval(self.gym_env)
         episodes, index, n = range(self.n_eval_episodes), self._n_updates, len(weights)
         seeds = [[env_seed(self.seed, ENV_SEEDS, index, c, e) for e in episodes] for c in range(n)]
 
@@ -1361,8 +1361,7 @@ def paper_model(env_id: str, env: Any = None, **overrides: Any) -> ARS:
     >>> model = paper_model("Hopper-v4", seed=237)  # alpha=0.01, nu=0.025, N=8, b=4, shift -1, V2
     """
     config = {**settings_for(env_id), **overrides}
-    config.pop("total_timesteps")
-    net_arch = config.pop("net_arch")
+    net_arch, _ = config.pop("net_arch"), config.pop("total_timesteps")
     if net_arch and config["policy"] == "LinearPolicy":
         raise ValueError(f"net_arch={net_arch} needs policy='MlpPolicy' (LinearPolicy has none)")
     if net_arch:
@@ -1703,9 +1702,7 @@ class _Evaluator:
         if self._network is None:
             raise ValueError(f"this {type(self).__name__} has no policy to normalise for")
         moments = [np.array(getattr(obs_rms, k, 0), float).reshape(-1) for k in ("mean", "var")]
-        self._obs_rms = (
-            None if obs_rms is None else RunningMeanStd.from_moments(*moments, obs_rms.count)
-        )
+        self._obs_rms = obs_rms and RunningMeanStd.from_moments(*moments, obs_rms.count)
         self._visited = [self._no_statistics() for _ in range(self.n_workers)]
 
     def _no_statistics(self) -> RunningMeanStd:
@@ -1740,11 +1737,9 @@ class InProcessEval(_Evaluator):
     ``env`` (an id, an env, a VecEnv of one, or a function); ``train_policy`` and
     ``n_eval_episodes`` are for the seed's ``send_jobs``."""
 
-    def __init__(
-        self, env: Any, train_policy: Any = None, n_eval_episodes: int = 1, missing: str = "an env"
-    ):
+    def __init__(self, env: Any, train_policy: Any = None, n_eval_episodes: int = 1):
         if env is None:
-            raise ValueError(f"no env to evaluate on: pass {missing}")
+            raise ValueError("no env to evaluate on: pass an env (or, to ARS, an async_eval)")
         self.env = make_env(env)
         self._setup(train_policy, n_eval_episodes)
 
@@ -1913,10 +1908,8 @@ class AsyncEval(_Evaluator):
         try:
             self.remotes[i].send(("run", (it_bytes, self._options[i], batch)))
         except (OSError, ValueError) as error:
-            pid = self.processes[i].pid
-            raise self._fail(
-                f"AsyncEval worker {i} (pid {pid}) cannot be reached ({error!r})"
-            ) from error
+            message = f"AsyncEval worker {i} (pid {self.processes[i].pid}) cannot be reached"
+            raise self._fail(f"{message} ({error!r})") from error
 
     closed = property(lambda self: not self._closer.alive, doc="Whether :meth:`close` was called.")
 
@@ -2407,10 +2400,8 @@ class EvalCallback:
 
     def init_callback(self, model: ARS) -> None:
         self.model = model
-        if self._evaluator is None and self.eval_concurrency > 1:
-            env = self.eval_env
-            env_fn = env if callable(env) else functools.partial(make_env, env)
-            self._evaluator = AsyncEval([env_fn] * self.eval_concurrency)
+        if self._evaluator is None and self.eval_concurrency > 1:  # an id is built in each worker
+            self._evaluator = AsyncEval([self.eval_env] * self.eval_concurrency)
         elif self._evaluator is None:
             self._evaluator = InProcessEval(self.eval_env)
         for child in (self.callback_on_new_best, self.callback_after_eval):
@@ -2446,13 +2437,10 @@ class EvalCallback:
         while self._next <= model.num_timesteps:  # the schedule: 0, f, 2f, ... as reached
             self._next += self.eval_freq
         if self.log_path is not None:
+            results, lengths = self.evaluations_results, self.evaluations_length
+            timesteps = [e[0] for e in self.evaluations]
             with _atomic_file(self.log_path / "evaluations.npz", "wb") as f:
-                np.savez(
-                    f,
-                    timesteps=np.array([e[0] for e in self.evaluations]),
-                    results=np.array(self.evaluations_results),
-                    ep_lengths=np.array(self.evaluations_length),
-                )
+                np.savez(f, timesteps=timesteps, results=results, ep_lengths=lengths)
         new_best = mean > self.best_mean_reward
         self.best_mean_reward = max(mean, self.best_mean_reward)
         records = dict(mean_reward=mean, std_reward=std, mean_ep_length=float(np.mean(lengths)))
@@ -2541,10 +2529,11 @@ def evaluate_policy(
             callback({"actions": action, "transition": transition, "model": model}, globals())
 
     hook = on_step if (render or callback is not None) else None
-    max_steps = getattr(model, "max_episode_steps", None)
+    policy, max_steps = _policy_of(model), getattr(model, "max_episode_steps", None)
     results = evaluate_episodes(
-        _policy_of(model), InProcessEval(gym_env), seeds, max_steps, vec_normalize, hook
+        policy, InProcessEval(gym_env), seeds, max_steps, vec_normalize, hook
     )
+
     returns = [float(r.returns[0]) for r in results]
     if reward_threshold is not None and np.mean(returns) < reward_threshold:
         raise AssertionError(
