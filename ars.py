@@ -1182,7 +1182,6 @@ class ARS:
         evaluator = async_eval or InProcessEval(self.gym_env)
         episodes, index, n = range(self.n_eval_episodes), self._n_updates, len(weights)
         seeds = [[env_seed(self.seed, ENV_SEEDS, index, c, e) for e in episodes] for c in range(n)]
-
         network, max_steps = policy.network(), self.max_episode_steps
         it, jobs = fixed_jobs(network, policy.obs_rms, weights, seeds, max_steps)
         callbacks = callback if isinstance(callback, _Callbacks) else _Callbacks(callback, self)
@@ -2095,10 +2094,9 @@ class ExecutorEval(_Evaluator):
                         f"an executor task failed (candidates from {first}): "
                         f"{type(error).__name__}: {error}"
                     ) from error
-                for candidate, result in out:
-                    results[candidate] = result
-                    if record:
-                        self._record_visited(0, result)
+                results.update(out)
+                for _, result in out if record else ():
+                    self._record_visited(0, result)
         return results
 
     def close(self) -> None:
@@ -2519,7 +2517,7 @@ def evaluate_policy(
     ``callback(locals, globals)`` runs after every step; ``render`` renders every step;
     ``reward_threshold`` raises below it."""
     gym_env, _, given = resolve_env(env)  # the env's VecNormalize, else the one trained on
-    vec_normalize = given if getattr(given, "norm_obs", False) else observations_seen_by(model)
+    seen = given if getattr(given, "norm_obs", False) else observations_seen_by(model)
     seeds = evaluation_seeds(getattr(model, "seed", 0) if seed is None else seed, n_eval_episodes)
 
     def on_step(action: Any, transition: tuple) -> None:
@@ -2530,10 +2528,7 @@ def evaluate_policy(
 
     hook = on_step if (render or callback is not None) else None
     policy, max_steps = _policy_of(model), getattr(model, "max_episode_steps", None)
-    results = evaluate_episodes(
-        policy, InProcessEval(gym_env), seeds, max_steps, vec_normalize, hook
-    )
-
+    results = evaluate_episodes(policy, InProcessEval(gym_env), seeds, max_steps, seen, hook)
     returns = [float(r.returns[0]) for r in results]
     if reward_threshold is not None and np.mean(returns) < reward_threshold:
         raise AssertionError(
