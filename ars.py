@@ -1131,11 +1131,10 @@ class ARS:
     def _warm_up(self, evaluator: Any) -> None:
         """``normalization_samples``: V2's first statistics from the initial policy's episodes."""
         policy, seed, visited, episode, steps = self.policy, self.seed, [], 0, 0
-        network, rms, theta = policy.network(), policy.obs_rms, policy.parameters_to_vector()
+        frozen = (policy.network(), policy.obs_rms, policy.parameters_to_vector())
         while steps < self.normalization_samples:
             seeds = [[env_seed(seed, WARM_UP, episode + i)] for i in range(WARM_UP_BATCH)]
-            fields = dict(seed=seed, track_obs=True)
-            it, jobs = fixed_jobs(network, rms, theta, seeds, self.max_episode_steps, **fields)
+            it, jobs = fixed_jobs(*frozen, seeds, self.max_episode_steps, seed=seed, track_obs=True)
             for result in evaluator.evaluate(it, jobs):
                 visited.append(result.visited)
                 steps += int(result.lengths.sum())
@@ -1179,11 +1178,10 @@ class ARS:
             raise ValueError(
                 f"candidate_weights must have shape (n, {policy.n_params}); got {weights.shape}"
             )
-        evaluator = async_eval or InProcessEval(self.gym_env)
+        evaluator, max_steps = async_eval or InProcessEval(self.gym_env), self.max_episode_steps
         episodes, index, n = range(self.n_eval_episodes), self._n_updates, len(weights)
         seeds = [[env_seed(self.seed, ENV_SEEDS, index, c, e) for e in episodes] for c in range(n)]
-        network, max_steps = policy.network(), self.max_episode_steps
-        it, jobs = fixed_jobs(network, policy.obs_rms, weights, seeds, max_steps)
+        it, jobs = fixed_jobs(policy.network(), policy.obs_rms, weights, seeds, max_steps)
         callbacks = callback if isinstance(callback, _Callbacks) else _Callbacks(callback, self)
         start, shift = self.num_timesteps, self.alive_bonus_offset
         results = self._rollouts(evaluator, callbacks)(it, jobs)
@@ -1623,9 +1621,8 @@ class _Evaluator:
     def _setup(self, train_policy: Any, n_eval_episodes: int) -> None:
         self.set_policy(train_policy)
         self.n_eval_episodes = check_integer("n_eval_episodes", n_eval_episodes)
-        self._seed, self._n_sends = 0, 0
-        self._pending, self._options = None, [None] * self.n_workers
-        self._lock = threading.Lock()
+        self._seed, self._n_sends, self._pending, self._lock = 0, 0, None, threading.Lock()
+        self._options = [None] * self.n_workers
 
     @contextlib.contextmanager
     def _exclusive(self) -> Any:
