@@ -729,13 +729,7 @@ class ARSLinearPolicy(ARSPolicy):
     """The paper's linear policy ``a = M x`` (V2: ``a = M diag(var)^-1/2 (x - mean)``):
     an :class:`ARSPolicy` with no hidden layer, no bias and clipped actions by default."""
 
-    def __init__(
-        self,
-        observation_space: spaces.Space,
-        action_space: spaces.Space,
-        with_bias: bool = False,
-        squash_output: bool = False,
-    ):
+    def __init__(self, observation_space, action_space, with_bias=False, squash_output=False):
         super().__init__(observation_space, action_space, [], "relu", with_bias, squash_output)
 
 
@@ -1049,7 +1043,7 @@ class ARS:
         self.hparams = check_settings(self.hparams)
         _check_vec_normalize(self)
         self._match_normalization(self.policy)
-        evaluator = async_eval or InProcessEval(self.gym_env, missing="an env or an async_eval")
+        evaluator = async_eval or InProcessEval(self.gym_env)
         if reset_num_timesteps:
             self.num_timesteps = 0
             self.ep_info_buffer.clear()
@@ -1137,11 +1131,10 @@ class ARS:
     def _warm_up(self, evaluator: Any) -> None:
         """``normalization_samples``: V2's first statistics from the initial policy's episodes."""
         policy, seed, visited, episode, steps = self.policy, self.seed, [], 0, 0
-        network, rms, theta = policy.network(), policy.obs_rms, policy.parameters_to_vector()
+        frozen = (policy.network(), policy.obs_rms, policy.parameters_to_vector())
         while steps < self.normalization_samples:
             seeds = [[env_seed(seed, WARM_UP, episode + i)] for i in range(WARM_UP_BATCH)]
-            fields = dict(seed=seed, track_obs=True)
-            it, jobs = fixed_jobs(network, rms, theta, seeds, self.max_episode_steps, **fields)
+            it, jobs = fixed_jobs(*frozen, seeds, self.max_episode_steps, seed=seed, track_obs=True)
             for result in evaluator.evaluate(it, jobs):
                 visited.append(result.visited)
                 steps += int(result.lengths.sum())
@@ -1149,27 +1142,22 @@ class ARS:
         self.num_timesteps += steps
         policy.obs_rms = merge_statistics(policy.obs_rms, visited)
 
-    def _state(self, callbacks: _Callbacks) -> dict[str, Any]:
-        """What an iteration changes, to be put back if it does not finish."""
-        rms = getattr(self._vec_normalize, "obs_rms", None)
-        return dict(
-            theta=self.policy.parameters_to_vector(),
-            obs_rms=self.policy.obs_rms,
-            counters=(self.num_timesteps, self._n_updates),
-            episodes=list(self.ep_info_buffer),
-            vec_normalize=None if rms is None else rms.copy(),
-            callbacks=callbacks.state_dict(),
-        )
+    def _state(self, callbacks: _Callbacks) -> tuple:
+        """What an iteration changes, for :meth:`_restore` to put back if it does not finish."""
+        policy, rms = self.policy, getattr(self._vec_normalize, "obs_rms", None)
+        theta, counters = policy.parameters_to_vector(), (self.num_timesteps, self._n_updates)
+        episodes, rms = list(self.ep_info_buffer), None if rms is None else rms.copy()
+        return theta, policy.obs_rms, counters, episodes, rms, callbacks.state_dict()
 
-    def _restore(self, state: dict[str, Any], callbacks: _Callbacks) -> None:
-        self.policy.load_from_vector(state["theta"])
-        self.policy.obs_rms = state["obs_rms"]
-        self.num_timesteps, self._n_updates = state["counters"]
+    def _restore(self, state: tuple, callbacks: _Callbacks) -> None:
+        theta, self.policy.obs_rms, counters, episodes, rms, callback_states = state
+        self.policy.load_from_vector(theta)
+        self.num_timesteps, self._n_updates = counters
         self.ep_info_buffer.clear()
-        self.ep_info_buffer.extend(state["episodes"])
+        self.ep_info_buffer.extend(episodes)
         if self._vec_normalize is not None:
-            self._vec_normalize.obs_rms = state["vec_normalize"]
-        callbacks.load_state_dict(state["callbacks"])
+            self._vec_normalize.obs_rms = rms
+        callbacks.load_state_dict(callback_states)
         getattr(self.logger, "values", {}).clear()
 
     # -- the policy, and SB3's methods ----------------------------------------------------------
@@ -1190,14 +1178,10 @@ class ARS:
             raise ValueError(
                 f"candidate_weights must have shape (n, {policy.n_params}); got {weights.shape}"
             )
-        evaluator = async_eval or InProcessEval(self.gym_env, missing="an env or an async_eval")
-        episodes, index = range(self.n_eval_episodes), self._n_updates
-        seeds = [
-            [env_seed(self.seed, ENV_SEEDS, index, c, e) for e in episodes]
-            for c in range(len(weights))
-        ]
-        network, max_steps = policy.network(), self.max_episode_steps
-        it, jobs = fixed_jobs(network, policy.obs_rms, weights, seeds, max_steps)
+        evaluator, max_steps = async_eval or InProcessEval(self.gym_env), self.max_episode_steps
+        episodes, index, n = range(self.n_eval_episodes), self._n_updates, len(weights)
+        seeds = [[env_seed(self.seed, ENV_SEEDS, index, c, e) for e in episodes] for c in range(n)]
+        it, jobs = fixed_jobs(policy.network(), policy.obs_rms, weights, seeds, max_steps)
         callbacks = callback if isinstance(callback, _Callbacks) else _Callbacks(callback, self)
         start, shift = self.num_timesteps, self.alive_bonus_offset
         results = self._rollouts(evaluator, callbacks)(it, jobs)
@@ -1374,8 +1358,7 @@ def paper_model(env_id: str, env: Any = None, **overrides: Any) -> ARS:
     >>> model = paper_model("Hopper-v4", seed=237)  # alpha=0.01, nu=0.025, N=8, b=4, shift -1, V2
     """
     config = {**settings_for(env_id), **overrides}
-    config.pop("total_timesteps")
-    net_arch = config.pop("net_arch")
+    net_arch, _ = config.pop("net_arch"), config.pop("total_timesteps")
     if net_arch and config["policy"] == "LinearPolicy":
         raise ValueError(f"net_arch={net_arch} needs policy='MlpPolicy' (LinearPolicy has none)")
     if net_arch:
@@ -1463,12 +1446,7 @@ def evaluation_seeds(seed: int, n_episodes: int) -> np.ndarray:
 
 
 def evaluate_episodes(
-    policy: ARSPolicy,
-    evaluator: Any,
-    seeds: Sequence[int],
-    max_episode_steps: int | None = None,
-    vec_normalize: Any = None,
-    on_step: Callable | None = None,
+    policy, evaluator, seeds, max_episode_steps=None, vec_normalize=None, on_step=None
 ) -> list[Result]:
     """One deterministic episode per env seed, run by ``evaluator``: every evaluation's path."""
     theta, episodes = policy.parameters_to_vector(), [[s] for s in seeds]
@@ -1538,11 +1516,7 @@ class VecEnvs:
 
 
 def run_side_by_side(
-    envs: VecEnvs,
-    it: Iteration,
-    jobs: Sequence[Job],
-    options: dict | None = None,
-    on_step: Callable | None = None,
+    envs: VecEnvs, it: Iteration, jobs: Sequence[Job], options: Any = None, on_step: Any = None
 ) -> list[Result]:
     """:func:`run_job`'s Results for ``jobs``, the same bits, from k envs side by side: each
     env runs a job's episodes as run_episodes does, then the next job waiting. A step sends
@@ -1631,11 +1605,7 @@ def run_side_by_side(
 
 
 def run_jobs(
-    env: gym.Env | VecEnvs,
-    it: Iteration,
-    jobs: Sequence[Job],
-    options: dict | None = None,
-    on_step: Callable | None = None,
+    env: Any, it: Iteration, jobs: Sequence[Job], options: Any = None, on_step: Any = None
 ) -> list[Result]:
     """Each job's Result, in order: by :func:`run_job`, or :func:`run_side_by_side`."""
     if isinstance(env, VecEnvs):
@@ -1651,13 +1621,14 @@ class _Evaluator:
     def _setup(self, train_policy: Any, n_eval_episodes: int) -> None:
         self.set_policy(train_policy)
         self.n_eval_episodes = check_integer("n_eval_episodes", n_eval_episodes)
-        self._seed, self._n_sends = 0, 0
-        self._pending, self._options = None, [None] * self.n_workers
-        self._lock = threading.Lock()
+        self._seed, self._n_sends, self._pending, self._lock = 0, 0, None, threading.Lock()
+        self._options = [None] * self.n_workers
 
     @contextlib.contextmanager
     def _exclusive(self) -> Any:
         """One caller at a time: a second thread gets a clear error, not corrupted messages."""
+        if self.closed:
+            raise RuntimeError(f"this {type(self).__name__} is closed")
         if not self._lock.acquire(blocking=False):
             raise RuntimeError(
                 f"this {type(self).__name__} is in use by another thread; give "
@@ -1727,9 +1698,7 @@ class _Evaluator:
         if self._network is None:
             raise ValueError(f"this {type(self).__name__} has no policy to normalise for")
         moments = [np.array(getattr(obs_rms, k, 0), float).reshape(-1) for k in ("mean", "var")]
-        self._obs_rms = (
-            None if obs_rms is None else RunningMeanStd.from_moments(*moments, obs_rms.count)
-        )
+        self._obs_rms = obs_rms and RunningMeanStd.from_moments(*moments, obs_rms.count)
         self._visited = [self._no_statistics() for _ in range(self.n_workers)]
 
     def _no_statistics(self) -> RunningMeanStd:
@@ -1764,11 +1733,9 @@ class InProcessEval(_Evaluator):
     ``env`` (an id, an env, a VecEnv of one, or a function); ``train_policy`` and
     ``n_eval_episodes`` are for the seed's ``send_jobs``."""
 
-    def __init__(
-        self, env: Any, train_policy: Any = None, n_eval_episodes: int = 1, missing: str = "an env"
-    ):
+    def __init__(self, env: Any, train_policy: Any = None, n_eval_episodes: int = 1):
         if env is None:
-            raise ValueError(f"no env to evaluate on: pass {missing}")
+            raise ValueError("no env to evaluate on: pass an env (or, to ARS, an async_eval)")
         self.env = make_env(env)
         self._setup(train_policy, n_eval_episodes)
 
@@ -1937,10 +1904,8 @@ class AsyncEval(_Evaluator):
         try:
             self.remotes[i].send(("run", (it_bytes, self._options[i], batch)))
         except (OSError, ValueError) as error:
-            pid = self.processes[i].pid
-            raise self._fail(
-                f"AsyncEval worker {i} (pid {pid}) cannot be reached ({error!r})"
-            ) from error
+            message = f"AsyncEval worker {i} (pid {self.processes[i].pid}) cannot be reached"
+            raise self._fail(f"{message} ({error!r})") from error
 
     closed = property(lambda self: not self._closer.alive, doc="Whether :meth:`close` was called.")
 
@@ -1950,8 +1915,6 @@ class AsyncEval(_Evaluator):
         """One Result per job, in job order, whoever ran it (no ``on_step`` from workers)."""
         import cloudpickle
 
-        if self.closed:
-            raise RuntimeError("this AsyncEval is closed")
         with self._exclusive():
             for i, batch in enumerate(self._batches):  # what an interrupted call left running
                 while batch:
@@ -2082,14 +2045,12 @@ class ExecutorEval(_Evaluator):
 
         import cloudpickle
 
-        if self.closed:
-            raise RuntimeError("this ExecutorEval is closed")
-        if not self._given_workers:  # a cluster may have grown since the last iteration
-            self.n_workers = _executor_workers(self.executor)
-        per_task, n = self.jobs_per_task, len(jobs)
-        sizes = [per_task] * -(-n // per_task) if per_task else batch_sizes(n, self.n_workers)
-        it_bytes, tasks, start = cloudpickle.dumps(it), {}, 0
         with self._exclusive():
+            if not self._given_workers:  # a cluster may have grown since the last iteration
+                self.n_workers = _executor_workers(self.executor)
+            per_task, n = self.jobs_per_task, len(jobs)
+            sizes = [per_task] * -(-n // per_task) if per_task else batch_sizes(n, self.n_workers)
+            it_bytes, tasks, start = cloudpickle.dumps(it), {}, 0
             try:
                 for size in sizes:
                     chunk, start = list(jobs[start : start + size]), start + size
@@ -2130,10 +2091,9 @@ class ExecutorEval(_Evaluator):
                         f"an executor task failed (candidates from {first}): "
                         f"{type(error).__name__}: {error}"
                     ) from error
-                for candidate, result in out:
-                    results[candidate] = result
-                    if record:
-                        self._record_visited(0, result)
+                results.update(out)
+                for _, result in out if record else ():
+                    self._record_visited(0, result)
         return results
 
     def close(self) -> None:
@@ -2423,23 +2383,20 @@ class EvalCallback:
                 "build it in each worker, and cannot render"
             )
         self.eval_env, self.eval_freq, self.n_eval_episodes = eval_env, eval_freq, n_eval_episodes
-        self.callback_on_new_best = callback_on_new_best
+        self.callback_on_new_best, self.eval_concurrency = callback_on_new_best, eval_concurrency
         self.callback_after_eval = callback_after_eval
         self.log_path = None if log_path is None else Path(log_path)
         self.best_model_save_path = best_model_save_path and Path(best_model_save_path)
-        self.best_model_name, self.render, self.verbose = best_model_name, render, verbose
-        self.seed = seed
-        self.deterministic, self.warn, self.eval_concurrency = deterministic, warn, eval_concurrency
+        self.best_model_name, self.verbose, self.seed = best_model_name, verbose, seed
+        self.deterministic, self.warn, self.render = deterministic, warn, render
         self.evaluations, self.evaluations_results, self.evaluations_length = [], [], []
         self.best_mean_reward = self.last_mean_reward = -np.inf
         self._next, self._train_seconds, self._evaluator = 0, 0.0, None
 
     def init_callback(self, model: ARS) -> None:
         self.model = model
-        if self._evaluator is None and self.eval_concurrency > 1:
-            env = self.eval_env
-            env_fn = env if callable(env) else functools.partial(make_env, env)
-            self._evaluator = AsyncEval([env_fn] * self.eval_concurrency)
+        if self._evaluator is None and self.eval_concurrency > 1:  # an id is built in each worker
+            self._evaluator = AsyncEval([self.eval_env] * self.eval_concurrency)
         elif self._evaluator is None:
             self._evaluator = InProcessEval(self.eval_env)
         for child in (self.callback_on_new_best, self.callback_after_eval):
@@ -2460,9 +2417,8 @@ class EvalCallback:
         """Evaluate now and log it; False when a child callback asks to stop training."""
         self._train_seconds += time.perf_counter() - self._mark
         model, env = self.model, getattr(self._evaluator, "env", None)
-        seeds = evaluation_seeds(
-            model.seed if self.seed is None else self.seed, self.n_eval_episodes
-        )
+        seed = model.seed if self.seed is None else self.seed
+        seeds = evaluation_seeds(seed, self.n_eval_episodes)
         render = (lambda *_: env.render()) if self.render else None
         seen, max_steps = observations_seen_by(model), model.max_episode_steps
         results = evaluate_episodes(model.policy, self._evaluator, seeds, max_steps, seen, render)
@@ -2476,13 +2432,10 @@ class EvalCallback:
         while self._next <= model.num_timesteps:  # the schedule: 0, f, 2f, ... as reached
             self._next += self.eval_freq
         if self.log_path is not None:
+            results, lengths = self.evaluations_results, self.evaluations_length
+            timesteps = [e[0] for e in self.evaluations]
             with _atomic_file(self.log_path / "evaluations.npz", "wb") as f:
-                np.savez(
-                    f,
-                    timesteps=np.array([e[0] for e in self.evaluations]),
-                    results=np.array(self.evaluations_results),
-                    ep_lengths=np.array(self.evaluations_length),
-                )
+                np.savez(f, timesteps=timesteps, results=results, ep_lengths=lengths)
         new_best = mean > self.best_mean_reward
         self.best_mean_reward = max(mean, self.best_mean_reward)
         records = dict(mean_reward=mean, std_reward=std, mean_ep_length=float(np.mean(lengths)))
@@ -2561,7 +2514,7 @@ def evaluate_policy(
     ``callback(locals, globals)`` runs after every step; ``render`` renders every step;
     ``reward_threshold`` raises below it."""
     gym_env, _, given = resolve_env(env)  # the env's VecNormalize, else the one trained on
-    vec_normalize = given if getattr(given, "norm_obs", False) else observations_seen_by(model)
+    seen = given if getattr(given, "norm_obs", False) else observations_seen_by(model)
     seeds = evaluation_seeds(getattr(model, "seed", 0) if seed is None else seed, n_eval_episodes)
 
     def on_step(action: Any, transition: tuple) -> None:
@@ -2571,10 +2524,8 @@ def evaluate_policy(
             callback({"actions": action, "transition": transition, "model": model}, globals())
 
     hook = on_step if (render or callback is not None) else None
-    max_steps = getattr(model, "max_episode_steps", None)
-    results = evaluate_episodes(
-        _policy_of(model), InProcessEval(gym_env), seeds, max_steps, vec_normalize, hook
-    )
+    policy, max_steps = _policy_of(model), getattr(model, "max_episode_steps", None)
+    results = evaluate_episodes(policy, InProcessEval(gym_env), seeds, max_steps, seen, hook)
     returns = [float(r.returns[0]) for r in results]
     if reward_threshold is not None and np.mean(returns) < reward_threshold:
         raise AssertionError(
