@@ -655,7 +655,11 @@ class ARSPolicy(Network):
     __call__ = forward  # as torch policies: policy(obs)
 
     def predict(
-        self, observation: Any, state: Any = None, episode_start: Any = None, deterministic=True
+        self,
+        observation: Any,
+        state: Any = None,
+        episode_start: Any = None,
+        deterministic: bool = True,
     ) -> tuple[Any, None]:
         """``(action, None)`` for one observation or a batch, in the action space's dtype, as SB3's
         (ARS policies are deterministic and stateless: the other arguments are ignored)."""
@@ -729,7 +733,13 @@ class ARSLinearPolicy(ARSPolicy):
     """The paper's linear policy ``a = M x`` (V2: ``a = M diag(var)^-1/2 (x - mean)``):
     an :class:`ARSPolicy` with no hidden layer, no bias and clipped actions by default."""
 
-    def __init__(self, observation_space, action_space, with_bias=False, squash_output=False):
+    def __init__(
+        self,
+        observation_space: spaces.Space,
+        action_space: spaces.Space,
+        with_bias: bool = False,
+        squash_output: bool = False,
+    ):
         super().__init__(observation_space, action_space, [], "relu", with_bias, squash_output)
 
 
@@ -1162,7 +1172,11 @@ class ARS:
 
     # -- the policy, and SB3's methods ----------------------------------------------------------
     def predict(
-        self, observation: Any, state: Any = None, episode_start: Any = None, deterministic=True
+        self,
+        observation: Any,
+        state: Any = None,
+        episode_start: Any = None,
+        deterministic: bool = True,
     ) -> tuple[Any, None]:
         """``(action, None)`` for one observation or a batch (SB3's signature and shapes)."""
         return self._need_policy().predict(observation, state, episode_start, deterministic)
@@ -1446,7 +1460,12 @@ def evaluation_seeds(seed: int, n_episodes: int) -> np.ndarray:
 
 
 def evaluate_episodes(
-    policy, evaluator, seeds, max_episode_steps=None, vec_normalize=None, on_step=None
+    policy: ARSPolicy,
+    evaluator: Any,
+    seeds: Sequence[int],
+    max_episode_steps: int | None = None,
+    vec_normalize: Any = None,
+    on_step: Callable | None = None,
 ) -> list[Result]:
     """One deterministic episode per env seed, run by ``evaluator``: every evaluation's path."""
     theta, episodes = policy.parameters_to_vector(), [[s] for s in seeds]
@@ -2698,7 +2717,13 @@ def _own_attributes() -> frozenset[str]:
     return frozenset(dir(ARS)) | frozenset(vars(ARS("LinearPolicy", seed=0))) | frozenset(HPARAMS)
 
 
-def save_model(model: ARS, path: Any, exclude=None, include=None, callbacks=None) -> Path | None:
+def save_model(
+    model: ARS,
+    path: Any,
+    exclude: Sequence[str] | None = None,
+    include: Sequence[str] | None = None,
+    callbacks: Any = None,
+) -> Path | None:
     """Write ``model`` (see :meth:`ARS.save`); a checkpoint adds the ``callbacks``' state."""
     model._need_policy()
     meta, included = _metadata(model), {}

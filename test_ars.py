@@ -28,6 +28,9 @@ from gymnasium import spaces
 import ars
 from ars import ARS, ARSLinearPolicy, ARSPolicy, AsyncEval, ExecutorEval, RunningMeanStd
 
+# === Shared envs, fixtures and helpers ===========================================================
+
+
 HERE = Path(__file__).resolve().parent
 
 
@@ -40,11 +43,6 @@ def _actor(policy, theta=None):
 def _seed(seed, iteration, candidate, episode):
     """The env seed of a training rollout."""
     return ars.env_seed(seed, ars.ENV_SEEDS, iteration, candidate, episode)
-
-
-# ---------------------------------------------------------------------------
-# Small envs whose returns are known exactly
-# ---------------------------------------------------------------------------
 
 
 class QuadraticBandit(gym.Env):
@@ -125,9 +123,553 @@ class BadEnv(NoisyWalk):
         return obs, reward, terminated, truncated, info
 
 
-# ---------------------------------------------------------------------------
-# RunningMeanStd
-# ---------------------------------------------------------------------------
+def _train(seed, steps=3000, **kwargs):
+    model = ARS(
+        "LinearPolicy", "Pendulum-v1", n_delta=4, n_top=2, normalize_obs=True, seed=seed, **kwargs
+    )
+    return model.learn(steps)
+
+
+def _run(args, cwd, env=None, timeout=240):
+    """A script in a child process that imports this checkout's ars, installed or not."""
+    env = dict(os.environ if env is None else env)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(HERE), env.get("PYTHONPATH")]))
+    return subprocess.run(
+        [sys.executable, *args], cwd=cwd, capture_output=True, text=True, timeout=timeout, env=env
+    )
+
+
+def _blocker(tmp_path, modules):
+    """A sitecustomize that makes ``modules`` unimportable, as on a machine without them."""
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text(
+        "import sys\n"
+        "class Block:\n"
+        f"    names = {tuple(modules)!r}\n"
+        "    def find_spec(self, name, path=None, target=None):\n"
+        "        if name.split('.')[0] in self.names:\n"
+        "            raise ImportError(f'No module named {name!r} (blocked by the test)')\n"
+        "sys.meta_path.insert(0, Block())\n"
+    )
+    return dict(os.environ, PYTHONPATH=str(site))
+
+
+PENDULUM = functools.partial(gym.make, "Pendulum-v1")
+
+
+CARTPOLE = functools.partial(gym.make, "CartPole-v1")
+
+
+def _pendulum_model(seed=3):
+    return ARS(
+        "LinearPolicy",
+        "Pendulum-v1",
+        n_delta=4,
+        n_top=2,
+        normalize_obs=True,
+        n_eval_episodes=2,
+        seed=seed,
+    )
+
+
+def _weights(model):
+    return model.policy.parameters_to_vector(), model.policy.obs_rms.mean, model.policy.obs_rms.var
+
+
+def _assert_same_weights(a, b):
+    """Bit-identical parameters and statistics (models, or lists from _weights)."""
+    a = _weights(a) if isinstance(a, ARS) else a
+    b = _weights(b) if isinstance(b, ARS) else b
+    assert len(a) == len(b)
+    for x, y in zip(a, b):
+        assert np.array_equal(x, y)
+
+
+def _rows(path):
+    """The rows of a CSV file, as dicts."""
+    with open(path, newline="") as f:
+        return list(csv.DictReader(f))
+
+
+@pytest.fixture(scope="module")
+def reference_run():
+    return _weights(_pendulum_model().learn(4000))
+
+
+def _assert_all_dead(processes):
+    assert all(not p.is_alive() for p in processes)
+    alive = {p.pid for p in multiprocessing.active_children()}
+    assert not alive & {p.pid for p in processes}
+
+
+class OptionsEnv(NoisyWalk):
+    """Reward scaled by the reset option ``scale``."""
+
+    def reset(self, *, seed=None, options=None):
+        self.scale = (options or {}).get("scale", 1.0)
+        return super().reset(seed=seed)
+
+    def step(self, action):
+        obs, reward, terminated, truncated, info = super().step(action)
+        return obs, self.scale, terminated, truncated, info
+
+
+class CrashEnv(NoisyWalk):
+    def reset(self, *, seed=None, options=None):
+        if (options or {}).get("crash"):
+            raise RuntimeError("the robot fell off the table")
+        return super().reset(seed=seed)
+
+
+class SlowEnv(NoisyWalk):
+    def step(self, action):
+        time.sleep(0.01)
+        obs, reward, terminated, truncated, info = super().step(action)
+        return obs, reward, terminated, self.t >= 300, info
+
+
+def _failing_env():
+    raise ValueError("no such robot: Hopper-v99")
+
+
+def _demonstrations(env_id, model, episodes=5):
+    env = ars.make_env(env_id)
+    observations, actions = [], []
+    for seed in range(episodes):
+        obs, _ = env.reset(seed=1000 + seed)
+        done = False
+        while not done:
+            action = model.predict(obs)[0]
+            observations.append(obs)
+            actions.append(action)
+            obs, _, terminated, truncated, _ = env.step(action)
+            done = terminated or truncated
+    return np.array(observations), np.array(actions)
+
+
+class CodedWalk(gym.Env):
+    """Reach the goal by repeating the action the (MultiDiscrete or MultiBinary) obs codes."""
+
+    def __init__(self, kind):
+        self.observation_space = (
+            spaces.MultiDiscrete([3, 2]) if kind == "MultiDiscreteWalk" else spaces.MultiBinary(3)
+        )
+        self.action_space = spaces.Discrete(2)
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        self.t, self.obs = 0, self.observation_space.sample()
+        return self.obs, {}
+
+    def step(self, action):
+        self.t += 1
+        good = int(action) == int(self.obs[0] % 2)
+        return self.obs, float(good) / 5, False, self.t >= 5 or not good, {}
+
+
+class SeedRecorder(gym.Wrapper):
+    """Pendulum that records the seed of every reset, and which reset each step follows."""
+
+    def __init__(self, env=None):
+        super().__init__(env or gym.make("Pendulum-v1"))
+        self.log = []
+
+    def reset(self, *, seed=None, options=None):
+        self.log.append(seed)
+        return super().reset(seed=seed, options=options)
+
+    def step(self, action):
+        if self.log[-1] != "stepped":
+            self.log.append("stepped")
+        return super().step(action)
+
+
+def _vector_envs(k):
+    from stable_baselines3.common.env_util import make_vec_env
+    from stable_baselines3.common.vec_env import SubprocVecEnv
+
+    return {
+        "DummyVecEnv": lambda: make_vec_env("Pendulum-v1", n_envs=k),
+        "SubprocVecEnv": lambda: make_vec_env(
+            "Pendulum-v1",
+            n_envs=k,
+            vec_env_cls=SubprocVecEnv,
+            vec_env_kwargs={"start_method": "fork"},
+        ),
+        "SyncVectorEnv": lambda: gym.make_vec("Pendulum-v1", k, vectorization_mode="sync"),
+        "AsyncVectorEnv": lambda: gym.make_vec(
+            "Pendulum-v1", k, vectorization_mode="async", vector_kwargs={"context": "fork"}
+        ),
+    }
+
+
+def _sb3_callbacks(tmp_path, tag):
+    callbacks = pytest.importorskip("stable_baselines3.common.callbacks")
+
+    class CheckFreq(callbacks.BaseCallback):  # the custom callback of SB3's documentation
+        def __init__(self, check_freq):
+            super().__init__()
+            self.check_freq, self.fired = check_freq, []
+
+        def _on_step(self):
+            if self.n_calls % self.check_freq == 0:
+                self.fired.append(self.num_timesteps)
+            return True
+
+    check = CheckFreq(300)
+    checkpoint = callbacks.CheckpointCallback(save_freq=500, save_path=str(tmp_path / tag / "ckpt"))
+    evaluation = callbacks.EvalCallback(
+        gym.make("Pendulum-v1"),
+        eval_freq=1000,
+        n_eval_episodes=2,
+        verbose=0,
+        log_path=str(tmp_path / tag / "eval"),
+        warn=False,
+    )
+    every = callbacks.EveryNTimesteps(
+        n_steps=1000, callback=callbacks.CheckpointCallback(1, str(tmp_path / tag / "n"))
+    )
+    return [check, checkpoint, evaluation, every], check
+
+
+class ImageEnv(gym.Env):
+    """84x84x3 observations: every message to and from a worker is megabytes."""
+
+    observation_space = spaces.Box(0, 255, (84, 84, 3), np.uint8)
+    action_space = spaces.Box(-1.0, 1.0, (2,), np.float64)
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        self.t = 0
+        return self.np_random.integers(0, 256, (84, 84, 3), dtype=np.uint8), {}
+
+    def step(self, action):
+        self.t += 1
+        obs = self.np_random.integers(0, 256, (84, 84, 3), dtype=np.uint8)
+        return obs, float(action[0]), False, self.t >= 3, {}
+
+
+class StuckEnv(NoisyWalk):
+    """An env.step that never returns (a deadlocked simulator)."""
+
+    def step(self, action):
+        threading.Event().wait()
+
+
+class EndlessEnv(NoisyWalk):
+    """Never terminates and has no time limit."""
+
+    def step(self, action):
+        obs, reward, *_ = super().step(action)
+        return obs, reward, False, False, {}
+
+
+def _children(pid):
+    """Every descendant process of ``pid`` (from /proc)."""
+    found, todo = [], [pid]
+    while todo:
+        for task in Path(f"/proc/{todo.pop()}/task").glob("*"):
+            for child in (task / "children").read_text().split():
+                found.append(int(child))
+                todo.append(int(child))
+    return found
+
+
+def _alive(pid):
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+class StuckOnCue(gym.Wrapper):
+    """CartPole, stuck for 3 s a step while ``stuck`` is set (module level: shared by threads)."""
+
+    stuck = threading.Event()
+
+    def step(self, action):
+        if self.stuck.is_set():
+            time.sleep(3)
+        return super().step(action)
+
+
+def _spaces(env):
+    return env.observation_space, env.action_space
+
+
+def _frozen_jobs(policy, n):
+    it = ars.Iteration(policy.network(), np.zeros(policy.n_params), None, 0.0, 0, 0)
+    return it, [ars.Job(c, 0, 0, np.array([c], np.uint64)) for c in range(n)]
+
+
+def _sleep_then(seconds, make):
+    time.sleep(seconds)
+    return make()
+
+
+def _crafted(path, meta=None, members=None, compress=False):
+    """A model file with the given metadata and extra members, written by hand."""
+    meta = meta if meta is not None else {}
+    with __import__("zipfile").ZipFile(path, "w", 8 if compress else 0) as archive:
+        buffer = io.BytesIO()
+        np.lib.format.write_array(buffer, np.array(json.dumps(meta)))
+        archive.writestr("metadata.npy", buffer.getvalue())
+        for name, data in (members or {}).items():
+            archive.writestr(name, data)
+    return path
+
+
+def _peak_rss_of(code, tmp_path):
+    script = tmp_path / "probe.py"
+    script.write_text(
+        "import resource, sys\nsys.path.insert(0, sys.argv[1])\nimport ars\n"
+        "before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss\n"
+        f"try:\n    {code}\nexcept Exception as error:\n    print('REJECTED', error)\n"
+        "print('GROWTH_KB', resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before)\n"
+    )
+    result = _run([str(script), str(HERE)], tmp_path)
+    return result.stdout
+
+
+def _sb3_file(path, source, data=None, pth=None, compress=False, extra=0):
+    """sb3-contrib's file ``source`` with its JSON ``data`` changed and ``policy.pth`` swapped
+    (``compress``: True for deflate, or a zipfile method; ``extra``: that many more members)."""
+    with zipfile.ZipFile(source) as archive:
+        members = {n: archive.read(n) for n in archive.namelist()}
+    text = json.loads(members["data"])
+    for key, value in (data or {}).items():
+        if isinstance(value, dict) and isinstance(text.get(key), dict):
+            text[key].update(value)
+        else:
+            text[key] = value
+    members["data"] = json.dumps(text).encode()
+    members["policy.pth"] = members["policy.pth"] if pth is None else pth
+    members.update({f"extra{i}": b"" for i in range(extra)})
+    method = zipfile.ZIP_DEFLATED if compress is True else compress or zipfile.ZIP_STORED
+    with zipfile.ZipFile(path, "w", method) as z:
+        for name, content in members.items():
+            z.writestr(name, content)
+    return path
+
+
+def _pth(tensors, compress=False):
+    """``torch.save(tensors)``'s bytes, optionally recompressed member by member."""
+    torch = pytest.importorskip("torch")
+    buffer = io.BytesIO()
+    torch.save(tensors, buffer)
+    if not compress:
+        return buffer.getvalue()
+    out = io.BytesIO()
+    with zipfile.ZipFile(buffer) as src, zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as dst:
+        for name in src.namelist():
+            dst.writestr(name, src.read(name))
+    return out.getvalue()
+
+
+class WideEnv(gym.Env):
+    """A Box observation of ``n`` entries with varied bounds: SB3 abbreviates them."""
+
+    def __init__(self, n):
+        self.observation_space = spaces.Box(-np.arange(1.0, n + 1), np.arange(1.0, n + 1))
+        self.action_space = spaces.Box(-1.0, 1.0, (2,))
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        return self.observation_space.sample(), {}
+
+    def step(self, action):
+        return self.observation_space.sample(), float(action.sum()), False, False, {}
+
+
+class Scaled(gym.Wrapper):
+    """An env whose observations or rewards are multiplied by huge factors."""
+
+    def __init__(self, env_id, obs=1.0, reward=1.0):
+        super().__init__(gym.make(env_id))
+        shape = self.env.observation_space.shape
+        self.observation_space = spaces.Box(-np.inf, np.inf, shape, np.float64)
+        self.obs_scale, self.reward_scale = obs, reward
+
+    def reset(self, **kwargs):
+        obs, info = self.env.reset(**kwargs)
+        return np.float64(obs) * self.obs_scale, info
+
+    def step(self, action):
+        obs, reward, terminated, truncated, info = self.env.step(action)
+        return (
+            np.float64(obs) * self.obs_scale,
+            reward * self.reward_scale,
+            terminated,
+            truncated,
+            info,
+        )
+
+
+def _cli(tmp_path, *args, **kwargs):
+    return _run([str(HERE / "ars.py"), *args], tmp_path, **kwargs)
+
+
+def _files_of(run_dir):
+    """model.npz, best_model.npz and progress.csv without its wall-clock columns."""
+    rows = _rows(run_dir / "progress.csv")
+    for row in rows:
+        row.pop("time/fps")
+        row.pop("time/time_elapsed")
+    models = [ARS.load(run_dir / name) for name in ("model.npz", "best_model.npz")]
+    return rows, [_weights(m) for m in models], [(m.num_timesteps, m._n_updates) for m in models]
+
+
+def _same_files(a, b):
+    rows_a, weights_a, counts_a = _files_of(a)
+    rows_b, weights_b, counts_b = _files_of(b)
+    assert rows_a == rows_b and counts_a == counts_b
+    for wa, wb in zip(weights_a, weights_b):
+        _assert_same_weights(wa, wb)
+
+
+COMMON = [
+    "--env",
+    "Pendulum-v1",
+    "--n-delta",
+    "2",
+    "--total-timesteps",
+    "60000",
+    "--seed",
+    "5",
+    "--checkpoint-interval",
+    "3",
+    "--eval-freq",
+    "4000",
+    "--eval-episodes",
+    "2",
+    "--workers",
+    "0",
+]
+
+
+class _Recording(ars.InProcessEval):
+    """Records the parameters of every candidate it evaluates; optionally sends weights instead."""
+
+    def __init__(self, env, weights_mode=False):
+        super().__init__(env)
+        self.weights_mode, self.seen = weights_mode, {}
+
+    def evaluate(self, it, jobs, on_step=None):
+        if self.weights_mode:  # the driver materialises every candidate, as before
+            jobs = [job._replace(weights=ars.candidate_parameters(it, job).copy()) for job in jobs]
+        for job in jobs:
+            self.seen[(it.index, job.candidate)] = ars.candidate_parameters(it, job).copy()
+        return super().evaluate(it, jobs, on_step)
+
+
+def _clip(model, path, env_id, **kwargs):
+    try:
+        return ars.record_video(model, path, env_id, **kwargs)
+    except RuntimeError as error:
+        if "cannot render" in str(error):
+            pytest.skip(f"no rendering here: {error}")
+        raise
+
+
+GIF_PROBE = """
+import resource, sys
+import numpy as np, gymnasium as gym
+sys.path.insert(0, sys.argv[1])
+import ars
+
+class Stripes(gym.Env):  # 480 x 480 frames that change every step, cheap to make
+    metadata = {"render_modes": ["rgb_array"], "render_fps": 50}
+    observation_space = gym.spaces.Box(-1, 1, (2,))
+    action_space = gym.spaces.Box(-1, 1, (1,))
+    render_mode = "rgb_array"
+
+    def reset(self, seed=None, options=None):
+        self.t = 0
+        return np.zeros(2, np.float32), {}
+
+    def step(self, action):
+        self.t += 1
+        return np.zeros(2, np.float32), 0.0, False, self.t >= int(sys.argv[2]), {}
+
+    def render(self):
+        frame = np.zeros((480, 480, 3), np.uint8)
+        frame[:, :, 0] = (np.arange(480) + self.t) % 256
+        frame[self.t % 480, :, 1] = 255
+        return frame
+
+policy = ars.ARSLinearPolicy(Stripes.observation_space, Stripes.action_space)
+print(ars.record_video(policy, sys.argv[3], Stripes()))
+print("PEAK_KB", resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
+"""
+
+
+def _arms(monkeypatch):
+    monkeypatch.syspath_prepend(str(HERE / "benchmarks"))
+    import arms
+
+    return arms
+
+
+class CountingEnv(gym.Env):
+    """Observations 1, 2, 3 (one episode), and the actions it was sent."""
+
+    observation_space = spaces.Box(-np.inf, np.inf, (1,), np.float64)
+    action_space = spaces.Box(-100.0, 100.0, (1,), np.float64)
+
+    def reset(self, *, seed=None, options=None):
+        self.t, self.actions = 1, getattr(self, "actions", [])
+        return np.array([1.0]), {}
+
+    def step(self, action):
+        self.actions.append(float(action[0]))
+        self.t += 1
+        return np.array([float(self.t)]), 0.0, self.t > 3, False, {}
+
+
+def _sb3_contrib_beside_the_emulation(monkeypatch, env_id, n_delta, iterations, zero=False):
+    """sb3-contrib's ARS with 2 AsyncEval workers, and the emulation, on the same directions
+    (ars's streams, or zeros) and worker env seeds (1000 + worker): (sb3's, the emulation)."""
+    torch = pytest.importorskip("torch")
+    sb3_contrib = pytest.importorskip("sb3_contrib")
+    arms = _arms(monkeypatch)
+    import cloudpickle
+    import speed
+
+    cloudpickle.register_pickle_by_value(speed)
+    hp, seed = ars.settings_for(env_id), 5
+    if zero:
+        monkeypatch.setattr(ars, "direction", lambda *key: np.zeros(key[-1]))
+    env = speed.sb3_env(env_id, hp["normalize_obs"])
+    n_top, alpha, nu = min(hp["n_top"] or n_delta, n_delta), hp["learning_rate"], hp["delta_std"]
+    model = sb3_contrib.ARS("LinearPolicy", env, n_delta, n_top, alpha, nu, seed=seed)
+    real, calls = torch.normal, [0]
+
+    def normal(*args, size=None, **kwargs):  # sb3-contrib's deltas: ars's directions
+        if tuple(size or ()) != (n_delta, model.n_params):
+            return real(*args, size=size, **kwargs)
+        calls[0] += 1
+        keys = [(seed, calls[0] - 1, k, model.n_params) for k in range(n_delta)]
+        return torch.as_tensor(np.stack([ars.direction(*key) for key in keys]).astype(np.float32))
+
+    monkeypatch.setattr(torch, "normal", normal)
+    make = functools.partial(speed.sb3_env, env_id, hp["normalize_obs"])
+    async_eval = sb3_contrib.common.vec_env.AsyncEval([make] * 2, model.policy)
+    async_eval.seed(1000)  # worker i resets first with env seed 1000 + i
+    model.learn(iterations * 2 * n_delta * 1000, async_eval=async_eval)  # 1,000-step episodes
+    async_eval.close()
+    emulation = arms.Emulation(env_id, seed, n_delta)
+    for lane, lane_env in enumerate(emulation.envs):
+        lane_env.unwrapped.np_random = np.random.default_rng(1000 + lane)  # as reset(seed=)
+    if emulation.main is not None:  # sb3's main env, reset once with the model's seed
+        obs = ars.make_env(env_id).reset(seed=seed)[0]
+        emulation.main = arms.SB3Statistics(emulation.obs_dim).combine(obs, 0 * obs, 1)
+    while emulation.index < calls[0]:
+        emulation.iterate()
+    return model, emulation
+
+
+# === The core: statistics, the policy, streams, rollouts, one iteration, train() =================
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
@@ -163,11 +705,6 @@ def test_running_mean_std_empty_and_copy():
     assert rms.count == 0 and copy.count == 2 and (copy.var == 0).all()
     single = RunningMeanStd((3,)).update(np.array([[1.0, 2.0, 3.0]]))
     np.testing.assert_array_equal(single.mean, [1, 2, 3])
-
-
-# ---------------------------------------------------------------------------
-# Policies
-# ---------------------------------------------------------------------------
 
 
 def test_linear_policy_is_the_papers_formula():
@@ -224,51 +761,6 @@ def test_squash_and_clip_and_discrete_actions():
     action, state = disc.predict(np.zeros(2))
     assert action == 2 and state is None
     assert disc.predict(np.zeros((4, 2)))[0].tolist() == [2, 2, 2, 2]
-
-
-def test_unsupported_spaces_are_clear_errors():
-    box = spaces.Box(-1, 1, (2,), np.float32)
-    with pytest.raises(
-        NotImplementedError, match="Box, Discrete, MultiDiscrete and MultiBinary observation.*Dict"
-    ):
-        ARSPolicy(spaces.Dict({"a": box}), box)
-    with pytest.raises(NotImplementedError, match="Box and Discrete actions.*MultiDiscrete"):
-        ARSPolicy(box, spaces.MultiDiscrete([2, 3]))
-    with pytest.raises(ValueError, match="unbounded"):
-        ARSPolicy(box, spaces.Box(-np.inf, np.inf, (2,)), squash_output=True)
-    with pytest.raises(ValueError, match="activation_fn"):
-        ARSPolicy(box, box, activation_fn="swish")
-    policy = ARSLinearPolicy(box, box)
-    with pytest.raises(ValueError, match="shape"):
-        policy.predict(np.zeros(3))
-    with pytest.raises(ValueError, match="shape"):
-        policy.load_from_vector(np.zeros(5))
-    with pytest.raises(NotImplementedError, match="observation spaces.*Tuple"):
-        ARS("LinearPolicy", "Blackjack-v1")
-
-
-def test_policy_aliases_and_kwargs():
-    model = ARS(
-        "MlpPolicy",
-        "Pendulum-v1",
-        policy_kwargs=dict(net_arch=[16], activation_fn="tanh", with_bias=False),
-    )
-    assert (
-        type(model.policy) is ARSPolicy
-        and model.policy.net_arch == [16]
-        and not model.policy.with_bias
-    )
-    assert model.policy.n_params == 3 * 16 + 16 * 1
-    model = ARS("LinearPolicy", "Pendulum-v1", policy_kwargs=dict(with_bias=True))
-    assert type(model.policy) is ARSLinearPolicy and model.policy.n_params == 3 + 1
-    assert ARS(ARSLinearPolicy, "CartPole-v1").policy.n_params == 8
-    with pytest.raises(ValueError, match="LinearPolicy"):
-        ARS("CnnPolicy", "CartPole-v1")
-
-
-# ---------------------------------------------------------------------------
-# The learner: the update rule, statistics, seeding
-# ---------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize("n_delta,n_top", [(6, 6), (6, 2)])  # V1 and V1-t
@@ -331,13 +823,6 @@ def test_observation_statistics_frozen_then_merged_exactly():
     np.testing.assert_allclose(model.policy.obs_rms.var, everything.var(axis=0), rtol=1e-12)
 
 
-def _train(seed, steps=3000, **kwargs):
-    model = ARS(
-        "LinearPolicy", "Pendulum-v1", n_delta=4, n_top=2, normalize_obs=True, seed=seed, **kwargs
-    )
-    return model.learn(steps)
-
-
 def test_one_seed_gives_bit_identical_weights():
     a, b, c = _train(7), _train(7), _train(8)
     assert np.array_equal(a.policy.parameters_to_vector(), b.policy.parameters_to_vector())
@@ -362,6 +847,273 @@ def test_env_seeds_follow_seed_iteration_direction_episode():
     model.set_env(recorder)
     model.learn(1)
     assert len(set(recorder.seeds)) == 6
+
+
+@pytest.mark.parametrize("env_id", ["CartPole-v1", "Pendulum-v1"])
+def test_rollouts_match_stepping_through_every_wrapper(env_id):
+    """run_episodes steps past gymnasium's pass-through wrappers: the episodes must not change."""
+    model = ARS("LinearPolicy", env_id, n_delta=2, seed=0).learn(
+        20_000 if env_id == "CartPole-v1" else 2000
+    )
+    act, seeds = _actor(model.policy), [11, 12, 13]
+    returns, lengths, visited = ars.run_episodes(ars.make_env(env_id), act, seeds)
+    env, expected, observations = ars.make_env(env_id), [], []
+    for seed in seeds:
+        obs, _ = env.reset(seed=seed)
+        total, steps, done = 0.0, 0, False
+        while not done:
+            observations.append(obs)
+            obs, reward, terminated, truncated, _ = env.step(act(obs))
+            total, steps, done = total + reward, steps + 1, terminated or truncated
+        expected.append((total, steps))
+    assert [(float(r), int(n)) for r, n in zip(returns, lengths)] == expected
+    assert env_id != "CartPole-v1" or 500 in lengths  # the time limit, enforced without TimeLimit
+    np.testing.assert_allclose(
+        visited.mean, np.mean(observations, axis=0, dtype=np.float64), rtol=1e-12
+    )
+    np.testing.assert_allclose(
+        visited.var, np.var(observations, axis=0, dtype=np.float64), rtol=1e-12
+    )
+    assert visited.count == len(observations)
+
+
+@pytest.mark.parametrize("what,v2", [("reward", True), ("observation", True), ("observation", 0)])
+def test_non_finite_values_raise_and_leave_the_weights(what, v2):
+    env = BadEnv(what)
+    model = ARS("LinearPolicy", env, n_delta=3, normalize_obs=bool(v2), seed=2)
+    model.learn(30)
+    before = model.get_parameters()["policy"]
+    env.poison_seed = _seed(2, model._n_updates, 1, 0)  # candidate 1 (and 4, its mirror)
+    with pytest.raises(
+        FloatingPointError, match=rf"iteration {model._n_updates}, candidate 1 .*non-finite {what}"
+    ):
+        model.learn(30, reset_num_timesteps=False)
+    after = model.get_parameters()["policy"]
+    for key in before:
+        assert np.array_equal(before[key], after[key])
+
+
+def test_a_nan_observation_stops_v1_with_discrete_actions_too():
+    class NanAtStep5(gym.Wrapper):
+        def reset(self, **kwargs):
+            self.t = 0
+            return self.env.reset(**kwargs)
+
+        def step(self, action):
+            self.t += 1
+            obs, reward, terminated, truncated, info = self.env.step(action)
+            return (obs * np.nan if self.t == 5 else obs), reward, terminated, truncated, info
+
+    model = ARS("LinearPolicy", NanAtStep5(gym.make("CartPole-v1")), n_delta=2, seed=0)
+    with pytest.raises(FloatingPointError, match=r"iteration 0, candidate 0 .*non-finite observ"):
+        model.learn(100)  # argmax of NaN is 0: without the check, training would go on
+    assert not model.policy.parameters_to_vector().any()
+    all_finite = lambda rows, dtype: np.isfinite(ars.joined(rows, dtype)).all()
+    rows = [np.ones(3, np.float32)] * 4 + [np.ones(3)]  # mixed dtypes take the slow path
+    f32 = np.dtype(np.float32)
+    assert all_finite(rows, f32) and not all_finite([*rows, np.array([1.0, np.inf, 0])], f32)
+    assert all_finite([[1, 2], [3, 4]], f32) and not all_finite([[1.0, np.nan]], f32)
+    ints = [np.zeros(3, np.int64), np.array([1.0, np.nan, 2.0])]  # an int first row: still read
+    assert not all_finite(ints, np.dtype(np.float64))  # as the space's floats
+    rows = [np.array([0.1, 2.5, -3.0], np.float32), np.array([7.0, 8.0, 9.0], np.float32)]
+    np.testing.assert_array_equal(ars.joined(rows, f32), np.concatenate(rows))  # the fast way
+    assert (
+        ars.joined([np.zeros(3), *rows], f32).tolist() == [0.0] * 3 + np.concatenate(rows).tolist()
+    )
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_cartpole_reaches_500_within_the_zoo_budget(seed):
+    model = ARS(
+        "LinearPolicy",
+        "CartPole-v1",
+        n_delta=2,
+        n_top=2,
+        learning_rate=0.02,
+        delta_std=0.05,
+        seed=seed,
+    )
+    model.learn(50_000)
+    mean, std = ars.evaluate_policy(model, "CartPole-v1", n_eval_episodes=10, seed=100 + seed)
+    assert mean == 500.0, f"seed {seed}: mean return {mean} +/- {std}"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("env_id", ["Hopper-v4", "Hopper-v5"])
+def test_mujoco_smoke(env_id, tmp_path):
+    pytest.importorskip("mujoco")
+    model = ARS(
+        "LinearPolicy",
+        env_id,
+        n_delta=2,
+        n_top=1,
+        learning_rate=0.01,
+        delta_std=0.025,
+        alive_bonus_offset=-1,
+        normalize_obs=True,
+        seed=0,
+    )
+    model.learn(1500)
+    assert model.policy.obs_rms.count == model.num_timesteps
+    loaded = ARS.load(model.save(tmp_path / "hopper"))
+    obs = model.gym_env.reset(seed=0)[0]
+    np.testing.assert_array_equal(loaded.predict(obs)[0], model.predict(obs)[0])
+
+
+@pytest.mark.slow
+def test_the_core_alone_trains_with_the_same_weights_as_ars(tmp_path):
+    """Cut ars.py at "end of the core": what is left imports with NumPy and gymnasium alone
+    and trains CartPole (V1) and Pendulum (V2, b < N), bit for bit as ARS(...).learn does."""
+    lines = (HERE / "ars.py").read_text().splitlines(keepends=True)
+    cut = next(i for i, line in enumerate(lines) if "end of the core" in line) + 1
+    assert cut <= 500 and lines[cut - 1].startswith("#")
+    (tmp_path / "ars_core.py").write_text("".join(lines[:cut]))
+    code = (
+        "import sys, numpy as np, ars_core\n"
+        "hp = dict(n_delta=4, n_top=2, delta_std=0.1, normalize_obs=True, seed=5)\n"
+        "for env, kw in (('CartPole-v1', dict(n_delta=2, seed=3)), ('Pendulum-v1', hp)):\n"
+        "    theta, rms, network = ars_core.train(env, 3000, **kw)\n"
+        "    network.actor(theta, rms)(np.zeros(network.obs_dim))\n"
+        "    stats = [] if rms is None else [rms.mean.tolist(), rms.var.tolist()]\n"
+        "    print(repr([theta.tolist(), stats]))\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('cloudpickle', 'ars')))\n"
+    )
+    blocked = _blocker(tmp_path, ["cloudpickle", "torch", "ars"])
+    result = _run(["-c", code], tmp_path, env=blocked)
+    assert result.returncode == 0, result.stderr
+    *core, modules = result.stdout.strip().splitlines()
+    assert modules == "[]"
+    for line, (env, kw) in zip(
+        core,
+        (
+            ("CartPole-v1", dict(n_delta=2, seed=3)),
+            (
+                "Pendulum-v1",
+                {"n_delta": 4, "n_top": 2, "delta_std": 0.1, "normalize_obs": True, "seed": 5},
+            ),
+        ),
+    ):
+        model = ARS("LinearPolicy", env, **kw).learn(3000)
+        rms = model.policy.obs_rms
+        stats = [] if rms is None else [rms.mean.tolist(), rms.var.tolist()]
+        assert line == repr([model.policy.parameters_to_vector().tolist(), stats]), env
+
+
+def test_ars_py_alone_with_only_core_packages(tmp_path):
+    shutil.copy(HERE / "ars.py", tmp_path / "ars.py")
+    code = (
+        "import ars, sys; ars.ARS('LinearPolicy', 'CartPole-v1', n_delta=2, seed=0).learn(2000); "
+        "print(sorted(k for k in ('torch', 'tqdm', 'mujoco') if k in sys.modules))"
+    )
+    result = _run(
+        ["-c", code], tmp_path, env=_blocker(tmp_path, ["torch", "tqdm", "mujoco", "pytest"])
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "[]"
+
+
+def test_an_endless_env_is_an_error_unless_episodes_are_capped():
+    with pytest.raises(RuntimeError, match=r"ran 100,000 steps without ending.*max_episode_steps="):
+        ARS("LinearPolicy", EndlessEnv(), n_delta=1, seed=0).learn(1000)
+    model = ARS("LinearPolicy", EndlessEnv(), n_delta=1, seed=0, max_episode_steps=50).learn(1000)
+    assert {e["l"] for e in model.ep_info_buffer} == {50}
+
+
+def test_memory_stays_bounded_however_long_the_episode():
+    import tracemalloc
+
+    class LongImageEnv(ImageEnv):
+        def step(self, action):
+            obs, reward, terminated, _, info = super().step(action)
+            return (
+                obs,
+                reward,
+                terminated,
+                self.t >= 1000,
+                info,
+            )  # 1000 x 21 kB observations: 170 MB as float64
+
+    env, policy = LongImageEnv(), ARSLinearPolicy(ImageEnv.observation_space, ImageEnv.action_space)
+    act = _actor(policy)
+    tracemalloc.start()
+    for track in (True, False):
+        tracemalloc.reset_peak()
+        _, lengths, visited = ars.run_episodes(env, act, [1], track_obs=track)
+        peak = tracemalloc.get_traced_memory()[1]
+        assert lengths[0] == 1000 and visited.count == (1000 if track else 0)
+        assert peak < (24 << 20 if track else 1 << 20), (
+            peak
+        )  # one 8 MB chunk and its temporaries; V1: nothing
+    tracemalloc.stop()
+
+
+def test_chunked_statistics_equal_those_of_all_observations():
+    env, policy = ImageEnv(), ARSLinearPolicy(ImageEnv.observation_space, ImageEnv.action_space)
+    recorder = Recorder(env)
+    _, lengths, visited = ars.run_episodes(
+        recorder, _actor(policy), range(40)
+    )  # 160 rows, chunks of 49
+    everything = np.array(recorder.acted_on)
+    assert visited.count == len(everything) == lengths.sum()
+    np.testing.assert_allclose(visited.mean, everything.mean(axis=0), rtol=1e-12)
+    np.testing.assert_allclose(visited.var, everything.var(axis=0), rtol=1e-10)
+
+
+def test_workers_regenerate_the_learners_directions_bit_for_bit():
+    model = ARS("LinearPolicy", QuadraticBandit(), n_delta=3, delta_std=0.1, seed=11)
+    theta = np.random.default_rng(3).normal(size=6)
+    model.policy.load_from_vector(theta)
+    recording = _Recording(QuadraticBandit())
+    model.learn(6, async_eval=recording)
+    for k in range(3):
+        delta = np.random.default_rng(
+            np.random.SeedSequence(11, spawn_key=(ars.DIRECTIONS, 0, k))
+        ).standard_normal(6)
+        assert np.array_equal(recording.seen[(0, k)], theta + 0.1 * delta)
+        assert np.array_equal(recording.seen[(0, 3 + k)], theta - 0.1 * delta)
+
+
+# === The API: ARSPolicy and ARS, settings, the seed's and SB3's habits ===========================
+
+
+def test_unsupported_spaces_are_clear_errors():
+    box = spaces.Box(-1, 1, (2,), np.float32)
+    with pytest.raises(
+        NotImplementedError, match="Box, Discrete, MultiDiscrete and MultiBinary observation.*Dict"
+    ):
+        ARSPolicy(spaces.Dict({"a": box}), box)
+    with pytest.raises(NotImplementedError, match="Box and Discrete actions.*MultiDiscrete"):
+        ARSPolicy(box, spaces.MultiDiscrete([2, 3]))
+    with pytest.raises(ValueError, match="unbounded"):
+        ARSPolicy(box, spaces.Box(-np.inf, np.inf, (2,)), squash_output=True)
+    with pytest.raises(ValueError, match="activation_fn"):
+        ARSPolicy(box, box, activation_fn="swish")
+    policy = ARSLinearPolicy(box, box)
+    with pytest.raises(ValueError, match="shape"):
+        policy.predict(np.zeros(3))
+    with pytest.raises(ValueError, match="shape"):
+        policy.load_from_vector(np.zeros(5))
+    with pytest.raises(NotImplementedError, match="observation spaces.*Tuple"):
+        ARS("LinearPolicy", "Blackjack-v1")
+
+
+def test_policy_aliases_and_kwargs():
+    model = ARS(
+        "MlpPolicy",
+        "Pendulum-v1",
+        policy_kwargs=dict(net_arch=[16], activation_fn="tanh", with_bias=False),
+    )
+    assert (
+        type(model.policy) is ARSPolicy
+        and model.policy.net_arch == [16]
+        and not model.policy.with_bias
+    )
+    assert model.policy.n_params == 3 * 16 + 16 * 1
+    model = ARS("LinearPolicy", "Pendulum-v1", policy_kwargs=dict(with_bias=True))
+    assert type(model.policy) is ARSLinearPolicy and model.policy.n_params == 3 + 1
+    assert ARS(ARSLinearPolicy, "CartPole-v1").policy.n_params == 8
+    with pytest.raises(ValueError, match="LinearPolicy"):
+        ARS("CnnPolicy", "CartPole-v1")
 
 
 def test_hyper_parameter_checks():
@@ -436,102 +1188,6 @@ def test_schedules_get_progress_remaining_and_continue_across_learn_calls():
     assert model.num_timesteps == 8
 
 
-def test_callbacks_function_and_sb3_object_can_stop_training():
-    calls = []
-
-    def stop_after_two(locals_, globals_):
-        calls.append(locals_["self"].num_timesteps)
-        return len(calls) < 2
-
-    model = ARS("LinearPolicy", QuadraticBandit(), n_delta=2, seed=0).learn(
-        1000, callback=stop_after_two
-    )
-    assert calls == [4, 8] and model.num_timesteps == 8
-
-    class SB3Style:
-        def __init__(self):
-            self.events = []
-
-        def init_callback(self, model):
-            self.model = model
-            self.events.append("init")
-
-        def on_training_start(self, locals_, globals_):
-            self.events.append("start")
-
-        def on_rollout_start(self):
-            self.events.append("rollout_start")
-
-        def on_rollout_end(self):
-            self.events.append("rollout_end")
-
-        def update_locals(self, locals_):
-            self.locals = locals_
-
-        def on_step(self):
-            self.events.append("step")
-            return self.model.num_timesteps < 12
-
-        def on_training_end(self):
-            self.events.append("end")
-
-    cb = SB3Style()  # an SB3-style object: on_step after every env step, as in SB3
-    model = ARS("LinearPolicy", QuadraticBandit(), n_delta=2, seed=0).learn(1000, callback=[cb])
-    # False at step 12, in the third iteration (4 one-step episodes each): it is discarded
-    assert model.num_timesteps == 8 and model._n_updates == 2
-    iteration = ["rollout_start"] + ["step"] * 4 + ["rollout_end"]
-    assert cb.events == ["init", "start"] + iteration * 2 + ["rollout_start"] + ["step"] * 4 + [
-        "end"
-    ]
-    assert cb.locals["self"] is model and cb.locals["dones"].tolist() == [True]
-
-
-def test_verbose_table_and_progress_csv(tmp_path, capsys):
-    model = ARS("LinearPolicy", "CartPole-v1", n_delta=2, seed=0, verbose=1)
-    model.learn(3000, log_every_n_steps=2, default_root_dir=tmp_path)
-    out = capsys.readouterr().out
-    keys = [
-        "rollout/ep_rew_mean",
-        "rollout/ep_len_mean",
-        "rollout/return_std",
-        "train/step_size",
-        "train/delta_std",
-        "train/learning_rate",
-        "train/iterations",
-        "time/fps",
-        "time/total_timesteps",
-    ]
-    for key in keys:
-        assert key.split("/")[1] in out
-    rows = _rows(tmp_path / "progress.csv")
-    assert len(rows) == model._n_updates // 2 and set(keys) <= set(rows[0])
-    assert int(rows[-1]["time/total_timesteps"]) <= model.num_timesteps
-    # sb3-contrib logs the iteration's index before counting it: 1, 3, ... for rows after 2, 4, ...
-    assert [int(r["train/iterations"]) for r in rows] == list(range(1, model._n_updates, 2))
-    model.logger.record(
-        "eval/mean_reward", 1.0
-    )  # a key an SB3 EvalCallback would add: the header widens
-    model.logger.dump()
-    rows = _rows(tmp_path / "progress.csv")
-    assert rows[-1]["eval/mean_reward"] == "1.0" and rows[0]["eval/mean_reward"] == ""
-
-
-def test_tensorboard_log_folder_gets_csv(tmp_path):
-    model = ARS("LinearPolicy", "CartPole-v1", n_delta=2, seed=0, tensorboard_log=str(tmp_path))
-    model.learn(100, tb_log_name="run")
-    model.learn(100, tb_log_name="run")
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["run_1", "run_2"]
-    assert (tmp_path / "run_2" / "progress.csv").exists()
-
-
-def test_progress_bar(capsys, monkeypatch):
-    ARS("LinearPolicy", "CartPole-v1", n_delta=2, seed=0).learn(300, progress_bar=True)
-    assert "steps" in capsys.readouterr().err
-    monkeypatch.setitem(sys.modules, "tqdm", None)  # as if tqdm were not installed
-    with pytest.raises(ModuleNotFoundError, match=r"pip install tqdm"):
-        ARS("LinearPolicy", "CartPole-v1", n_delta=2, seed=0).learn(300, progress_bar=True)
-
-
 def test_evaluate_candidates_returns_one_return_per_candidate():
     model = ARS("LinearPolicy", QuadraticBandit(), n_delta=2, seed=0, alive_bonus_offset=-1)
     weights = np.zeros((3, 6))
@@ -560,34 +1216,6 @@ def test_a_policy_instance_brings_its_normalisation_and_a_mismatch_is_refused(tm
     assert v1.learn(400).policy.obs_rms.count == 400
 
 
-@pytest.mark.parametrize("env_id", ["CartPole-v1", "Pendulum-v1"])
-def test_rollouts_match_stepping_through_every_wrapper(env_id):
-    """run_episodes steps past gymnasium's pass-through wrappers: the episodes must not change."""
-    model = ARS("LinearPolicy", env_id, n_delta=2, seed=0).learn(
-        20_000 if env_id == "CartPole-v1" else 2000
-    )
-    act, seeds = _actor(model.policy), [11, 12, 13]
-    returns, lengths, visited = ars.run_episodes(ars.make_env(env_id), act, seeds)
-    env, expected, observations = ars.make_env(env_id), [], []
-    for seed in seeds:
-        obs, _ = env.reset(seed=seed)
-        total, steps, done = 0.0, 0, False
-        while not done:
-            observations.append(obs)
-            obs, reward, terminated, truncated, _ = env.step(act(obs))
-            total, steps, done = total + reward, steps + 1, terminated or truncated
-        expected.append((total, steps))
-    assert [(float(r), int(n)) for r, n in zip(returns, lengths)] == expected
-    assert env_id != "CartPole-v1" or 500 in lengths  # the time limit, enforced without TimeLimit
-    np.testing.assert_allclose(
-        visited.mean, np.mean(observations, axis=0, dtype=np.float64), rtol=1e-12
-    )
-    np.testing.assert_allclose(
-        visited.var, np.var(observations, axis=0, dtype=np.float64), rtol=1e-12
-    )
-    assert visited.count == len(observations)
-
-
 def test_predict_one_or_a_batch():
     model = ARS("LinearPolicy", "Pendulum-v1", n_delta=2, seed=0).learn(1000)
     obs = np.stack([model.env.observation_space.sample() for _ in range(5)])
@@ -597,535 +1225,204 @@ def test_predict_one_or_a_batch():
         np.testing.assert_allclose(model.predict(o)[0], a)
 
 
-@pytest.mark.parametrize("what,v2", [("reward", True), ("observation", True), ("observation", 0)])
-def test_non_finite_values_raise_and_leave_the_weights(what, v2):
-    env = BadEnv(what)
-    model = ARS("LinearPolicy", env, n_delta=3, normalize_obs=bool(v2), seed=2)
-    model.learn(30)
-    before = model.get_parameters()["policy"]
-    env.poison_seed = _seed(2, model._n_updates, 1, 0)  # candidate 1 (and 4, its mirror)
-    with pytest.raises(
-        FloatingPointError, match=rf"iteration {model._n_updates}, candidate 1 .*non-finite {what}"
-    ):
-        model.learn(30, reset_num_timesteps=False)
-    after = model.get_parameters()["policy"]
-    for key in before:
-        assert np.array_equal(before[key], after[key])
-
-
-def test_a_nan_observation_stops_v1_with_discrete_actions_too():
-    class NanAtStep5(gym.Wrapper):
-        def reset(self, **kwargs):
-            self.t = 0
-            return self.env.reset(**kwargs)
-
-        def step(self, action):
-            self.t += 1
-            obs, reward, terminated, truncated, info = self.env.step(action)
-            return (obs * np.nan if self.t == 5 else obs), reward, terminated, truncated, info
-
-    model = ARS("LinearPolicy", NanAtStep5(gym.make("CartPole-v1")), n_delta=2, seed=0)
-    with pytest.raises(FloatingPointError, match=r"iteration 0, candidate 0 .*non-finite observ"):
-        model.learn(100)  # argmax of NaN is 0: without the check, training would go on
-    assert not model.policy.parameters_to_vector().any()
-    all_finite = lambda rows, dtype: np.isfinite(ars.joined(rows, dtype)).all()
-    rows = [np.ones(3, np.float32)] * 4 + [np.ones(3)]  # mixed dtypes take the slow path
-    f32 = np.dtype(np.float32)
-    assert all_finite(rows, f32) and not all_finite([*rows, np.array([1.0, np.inf, 0])], f32)
-    assert all_finite([[1, 2], [3, 4]], f32) and not all_finite([[1.0, np.nan]], f32)
-    ints = [np.zeros(3, np.int64), np.array([1.0, np.nan, 2.0])]  # an int first row: still read
-    assert not all_finite(ints, np.dtype(np.float64))  # as the space's floats
-    rows = [np.array([0.1, 2.5, -3.0], np.float32), np.array([7.0, 8.0, 9.0], np.float32)]
-    np.testing.assert_array_equal(ars.joined(rows, f32), np.concatenate(rows))  # the fast way
-    assert (
-        ars.joined([np.zeros(3), *rows], f32).tolist() == [0.0] * 3 + np.concatenate(rows).tolist()
-    )
-
-
-# ---------------------------------------------------------------------------
-# Saving and loading
-# ---------------------------------------------------------------------------
-
-
-def test_save_load_predicts_identically_and_learn_continues(tmp_path):
+def test_normalization_samples_start_v2_from_the_initial_policy(tmp_path):
     model = ARS(
-        "LinearPolicy", "Pendulum-v1", n_delta=4, n_top=2, normalize_obs=True, seed=3
-    ).learn(2000)
-    path = model.save(tmp_path / "pendulum")
-    assert path.name == "pendulum.zip"  # SB3's rule for a path without a suffix
-    loaded = ARS.load(tmp_path / "pendulum")  # no env needed
-    obs = np.stack([model.observation_space.sample() for _ in range(20)])
-    np.testing.assert_array_equal(loaded.predict(obs)[0], model.predict(obs)[0])
-    assert (
-        loaded.policy.obs_rms.count == model.policy.obs_rms.count
-        and loaded.num_timesteps == model.num_timesteps
+        "LinearPolicy", NoisyWalk(), n_delta=2, normalize_obs=True, normalization_samples=23, seed=1
     )
-    # learn() continues from the saved weights, statistics and generator: same as never stopping.
-    loaded.set_env("Pendulum-v1")
-    model.learn(1000, reset_num_timesteps=False)
-    loaded.learn(1000, reset_num_timesteps=False)
-    assert np.array_equal(loaded.policy.parameters_to_vector(), model.policy.parameters_to_vector())
-    assert np.array_equal(loaded.policy.obs_rms.var, model.policy.obs_rms.var)
+    recorder = Recorder(NoisyWalk(), model)
+    model.set_env(recorder)
+    model.learn(50)  # the warm-up's 40 steps count: one iteration follows
+    warm = np.array(recorder.acted_on[:40])  # one round of 8 episodes of 5 steps: >= 23 steps
+    assert recorder.stats_seen[40][0] == 40  # the first iteration already normalises with them
+    np.testing.assert_allclose(np.array(recorder.stats_seen[40][1]), warm.mean(axis=0), rtol=1e-12)
+    assert model.num_timesteps == 40 + 4 * 5
 
 
-def test_saved_file_is_plain_data(tmp_path):
-    model = ARS(
-        "MlpPolicy",
-        "CartPole-v1",
-        n_delta=2,
-        seed=0,
-        policy_kwargs=dict(net_arch=[4], activation_fn="tanh"),
-    )
-    path = model.save(tmp_path / "m.npz")
-    with np.load(path, allow_pickle=False) as data:
-        meta = json.loads(str(data["metadata"]))
-        assert set(data.files) == {"parameters", "metadata"}  # V1: no statistics
-    assert (
-        meta["format"] == "ars-numpy"
-        and meta["policy"] == "MlpPolicy"
-        and meta["policy_kwargs"]["net_arch"] == [4]
-    )
-    assert meta["env_id"] == "CartPole-v1" and meta["observation_space"]["type"] == "Box"
-    loaded = ARS.load(path)
-    assert (
-        loaded.policy.activation_fn == "tanh"
-        and loaded.policy.net_arch == [4]
-        and loaded.hparams["n_delta"] == 2
-    )
-    assert not list(tmp_path.glob(".*tmp"))  # the atomic write left no temporary file
+@pytest.mark.slow
+def test_normalization_samples_do_not_depend_on_the_workers():
+    kwargs = dict(normalize_obs=True, normalization_samples=500, seed=0)
+    single = ARS("LinearPolicy", "Pendulum-v1", **kwargs).learn(1600)
+    parallel = ARS("LinearPolicy", "Pendulum-v1", **kwargs)
+    with AsyncEval([functools.partial(ars.make_env, "Pendulum-v1")] * 2) as async_eval:
+        parallel.learn(1600, async_eval=async_eval)
+    _assert_same_weights(parallel, single)
+    assert parallel.policy.obs_rms.count == single.policy.obs_rms.count
 
 
-def test_linear_policy_options_survive_save(tmp_path):
-    model = ARS(
-        "LinearPolicy",
-        "Pendulum-v1",
-        policy_kwargs=dict(with_bias=True, squash_output=True),
-        zero_policy=False,
-        seed=1,
-    )
-    loaded = ARS.load(model.save(tmp_path / "lin"))
-    assert (
-        type(loaded.policy) is ARSLinearPolicy
-        and loaded.policy.with_bias
-        and loaded.policy.squash_output
-    )
-    assert np.array_equal(loaded.policy.parameters_to_vector(), model.policy.parameters_to_vector())
+def test_seed_api_builds_the_policy_at_the_first_learn():
+    model = ARS("LinearPolicy", n_delta=8)  # the first line of every lit_sb3 script
+    assert model.env is None and model.policy is None and model.get_env() is None
+    model.learn(1000, env="CartPole-v1")
+    assert model.policy.n_params == 8 and model.get_env().num_envs == 1
+    env = gym.make("Pendulum-v1")
+    policy = ARSLinearPolicy(env.observation_space, env.action_space)
+    assert ARS(policy).policy is policy  # an instance brings its spaces: built at once
+    with pytest.raises(ValueError, match="observation space"):
+        ARS(policy).learn(100, env="CartPole-v1")
 
 
-def test_schedule_is_saved_as_its_value_with_a_warning(tmp_path):
-    model = ARS("LinearPolicy", "CartPole-v1", learning_rate=lambda p: 0.1 * p, seed=0)
-    path = model.save(tmp_path / "s")
-    with pytest.warns(UserWarning, match="learning_rate was a schedule"):
-        assert ARS.load(path).learning_rate == 0.1
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        assert ARS.load(path, learning_rate=0.5).learning_rate == 0.5
+def test_one_honest_signature_and_positional_mistakes_name_the_keyword():
+    import inspect
 
-
-def test_set_parameters_checks_keys_and_shapes(tmp_path):
-    model = ARS("LinearPolicy", "Pendulum-v1", normalize_obs=True, seed=0).learn(400)
-    other = ARS("LinearPolicy", "Pendulum-v1", normalize_obs=True, seed=1)
-    other.set_parameters(model.get_parameters())
-    np.testing.assert_array_equal(other.predict(np.ones(3))[0], model.predict(np.ones(3))[0])
-    other.set_parameters(model.save(tmp_path / "p"))
-    params = model.get_parameters()
-    assert sorted(params["policy"]) == [
-        "action_net.0.weight",
-        "obs_rms.count",
-        "obs_rms.mean",
-        "obs_rms.var",
-    ]
-    del params["policy"]["obs_rms.var"]
-    with pytest.raises(RuntimeError, match=r"missing \['obs_rms.var'\]"):
-        other.set_parameters(params)
-    other.set_parameters({"policy": {"action_net.0.weight": np.ones((1, 3))}}, exact_match=False)
-    assert (other.policy.parameters_to_vector() == 1).all()
-    with pytest.raises(
-        ValueError, match=r"'action_net.0.weight' has shape \(1, 4\); expected \(1, 3\)"
+    parameters = inspect.signature(ARS).parameters
+    assert list(parameters)[:2] == ["policy", "env"] and "args" not in parameters
+    assert all(p.kind == p.KEYWORD_ONLY for p in list(parameters.values())[2:])
+    for name, default in ars.DEFAULTS.items():  # the core's names and defaults are ARS's
+        assert name == "policy" or parameters[name].default == default, name
+    learn = inspect.signature(ARS.learn).parameters
+    # sb3-contrib's positional order; the seed's names by keyword
+    order = "total_timesteps callback log_interval tb_log_name reset_num_timesteps async_eval"
+    assert list(learn)[1:7] == order.split()
+    assert learn["env"].kind == learn["log_every_n_steps"].kind == inspect.Parameter.KEYWORD_ONLY
+    seed_style = ARS("LinearPolicy", n_delta=4, n_top=2, learning_rate=0.1)  # lit_sb3, by keyword
+    assert (seed_style.n_delta, seed_style.n_top, seed_style.env) == (4, 2, None)
+    calls = []
+    sb3_style = ARS("LinearPolicy", "CartPole-v1", n_delta=4)  # sb3-contrib: env positional
+    sb3_style.learn(300, lambda locals_, globals_: calls.append(1), 1)  # (total, callback, ...)
+    seed_style.learn(300, env="CartPole-v1", callback=lambda locals_, globals_: calls.append(2))
+    assert calls[:1] == [1] and 2 in calls and seed_style.gym_env.spec.id == "CartPole-v1"
+    with pytest.raises(TypeError, match=r"got 4 \(ARS takes its settings by keyword: n_delta=4"):
+        ARS("LinearPolicy", 4)  # the seed's positional n_delta
+    with pytest.raises(TypeError, match=r"by keyword: learning_rate=0.02\)"):
+        ARS("LinearPolicy", 0.02)
+    with pytest.raises(TypeError, match="takes from 2 to 3 positional arguments"):
+        ARS("LinearPolicy", "CartPole-v1", 4)  # sb3-contrib's positional n_delta
+    before = seed_style.num_timesteps
+    with pytest.raises(TypeError, match=r"got the env 'CartPole-v1' \(learn takes it by keyword"):
+        seed_style.learn(300, "CartPole-v1")  # the seed's positional env
+    with pytest.raises(TypeError, match=r"learn takes the callback second, or by keyword"):
+        seed_style.learn(300, None, lambda locals_, globals_: None)  # the seed's (total, env, cb)
+    for bad in (
+        dict(log_interval="a"),
+        dict(checkpoint_interval=-1),
+        dict(progress_bar="yes"),
+        dict(total_timesteps=float("nan")),
+        dict(async_eval="CartPole-v1"),
     ):
-        other.set_parameters(
-            {"policy": {"action_net.0.weight": np.ones((1, 4))}}, exact_match=False
-        )
-    with pytest.raises(RuntimeError, match="unknown"):
-        other.set_parameters({"policy": {"action_net.9.weight": np.ones(1)}}, exact_match=False)
-    with pytest.raises(ValueError, match="get_parameters"):
-        other.set_parameters({"weights": 1})
+        with pytest.raises((TypeError, ValueError), match=next(iter(bad))):
+            seed_style.learn(**{"total_timesteps": 300, **bad})
+    assert seed_style.num_timesteps == before  # refused before anything ran
 
 
-def test_corrupt_or_foreign_files_give_clear_errors(tmp_path):
-    model = ARS("LinearPolicy", "CartPole-v1", seed=0)
-    good = model.save(tmp_path / "good.npz").read_bytes()
-    (tmp_path / "truncated.npz").write_bytes(good[: len(good) // 2])
-    (tmp_path / "garbage.npz").write_bytes(b"not a model at all" * 10)
-    np.savez(tmp_path / "foreign.npz", weights=np.ones(3))
-    np.savez(tmp_path / "pickled.npz", metadata=np.array([{"format": "ars-numpy"}], dtype=object))
-    for name in ("truncated", "garbage", "pickled"):
-        with pytest.raises(
-            ValueError, match="not a readable ars model file|object arrays are never loaded"
-        ):
-            ARS.load(tmp_path / f"{name}.npz")
-    with pytest.raises(
-        ValueError, match="not a readable ars model file|not a model written by ars"
-    ):
-        ARS.load(tmp_path / "foreign.npz")
-    with pytest.raises(FileNotFoundError):
-        ARS.load(tmp_path / "missing.npz")
+def test_hparams_are_a_dict_read_only_initial_copy_and_saved_as_in_use(tmp_path):
+    model = ARS("LinearPolicy", "CartPole-v1", n_delta=8, seed=0)
+    assert model.n_delta == 8 == model.hparams["n_delta"] and isinstance(model.hparams, dict)
+    model.n_delta = 16  # the attribute and the dict are one setting
+    model.hparams["learning_rate"] = 0.5
+    assert model.hparams["n_delta"] == 16 and model.learning_rate == 0.5
+    assert model.hparams_initial["n_delta"] == 8 and model.hparams_initial["learning_rate"] == 0.02
+    with pytest.raises(TypeError, match="does not support item assignment"):
+        model.hparams_initial["n_delta"] = 3
+    model.hparams["n_delta"] = 0
+    with pytest.raises(ValueError, match="n_delta must be an integer from 1"):
+        model.learn(100)  # checked in the one place, when learn starts
+    model.n_delta = 16
+    loaded = ARS.load(model.save(tmp_path / "m"))
+    assert (loaded.n_delta, loaded.learning_rate) == (16, 0.5)  # in use, not the initial ones
 
 
-def test_loading_into_an_env_with_other_spaces_names_both(tmp_path):
-    path = ARS("LinearPolicy", "CartPole-v1", seed=0).save(tmp_path / "cartpole")
-    with pytest.raises(
-        ValueError, match=r"the env has observation space Box.*\(3,\).*built for Box.*\(4,\)"
-    ):
-        ARS.load(path, env="Pendulum-v1")
+def test_any_device_is_accepted_and_a_gpu_falls_back_to_the_cpu_with_one_warning(monkeypatch):
+    monkeypatch.setattr(ars, "_DEVICE_WARNED", [])
+    with pytest.warns(UserWarning, match="uses the CPU") as record:
+        model = ARS("LinearPolicy", "CartPole-v1", device="cuda")
+        ARS("LinearPolicy", "CartPole-v1", device="cuda:1")
+    assert len(record) == 1
+    assert str(model.device) == "cpu" == str(model.policy.device)
 
 
-# ---------------------------------------------------------------------------
-# Torch interop (optional)
-# ---------------------------------------------------------------------------
+def test_torch_in_gives_torch_out_numpy_in_gives_numpy_out():
+    torch = pytest.importorskip("torch")
+    model = ARS("LinearPolicy", "Pendulum-v1", n_delta=2, seed=0, zero_policy=False)
+    action = model.predict(torch.ones(3))[0]
+    assert isinstance(action, torch.Tensor) and action.dtype == torch.float32
+    assert isinstance(model.policy.forward(torch.ones(5, 3)), torch.Tensor)
+    returns = model.evaluate_candidates(torch.zeros(3, 3))
+    assert isinstance(returns, torch.Tensor) and returns.shape == (3,)
+    assert isinstance(model.evaluate_candidates(np.zeros((3, 3))), np.ndarray)
+    np.testing.assert_allclose(model.predict(np.ones(3))[0], action.numpy())
+
+
+@pytest.mark.parametrize("env_id", ["FrozenLake-v1", "MultiDiscreteWalk", "MultiBinaryWalk"])
+def test_discrete_observation_spaces_are_one_hot_and_train(env_id):
+    env = gym.make(env_id) if env_id == "FrozenLake-v1" else CodedWalk(env_id)
+    space = env.observation_space
+    sample = np.stack([space.sample() for _ in range(5)])
+    np.testing.assert_array_equal(
+        ars.flattener(space)(sample), np.stack([spaces.flatten(space, x) for x in sample])
+    )
+    model = ARS("LinearPolicy", env, n_delta=4, seed=0)
+    before = ars.evaluate_policy(model, env, 100, seed=0)[0]
+    model.learn(20_000)
+    after = ars.evaluate_policy(model, env, 100, seed=0)[0]
+    assert after >= before + 0.1 and (env_id == "FrozenLake-v1" or after == 1.0), (before, after)
+    single, _ = model.predict(sample[0])
+    assert single.shape == () and single.dtype == env.action_space.dtype  # SB3's 0-d array
+    assert model.predict(sample)[0].shape == (5,)
+    assert model.policy.n_params == spaces.flatdim(space) * env.action_space.n
+
+
+def test_predict_returns_the_action_space_dtype_and_sb3_shapes():
+    model = ARS("LinearPolicy", "Pendulum-v1", seed=0)
+    assert model.predict(np.zeros(3))[0].dtype == np.float32 and model.predict(np.zeros(3))[
+        0
+    ].shape == (1,)
+    assert model.predict(np.zeros((4, 3)))[0].shape == (4, 1)
+    discrete = ARS("LinearPolicy", "CartPole-v1", seed=0)
+    action = discrete.predict(np.zeros(4))[0]
+    assert action.shape == () and action.dtype == np.int64
+
+
+def test_policy_names_set_random_seed_and_a_default_seed_from_numpy():
+    from ars import LinearPolicy, MlpPolicy
+
+    assert LinearPolicy is ARSLinearPolicy and MlpPolicy is ARSPolicy
+    np.random.seed(0)  # what SB3's set_random_seed(0) does to NumPy
+    first = ARS("LinearPolicy", "CartPole-v1").seed
+    np.random.seed(0)
+    assert ARS("LinearPolicy", "CartPole-v1").seed == first
+    model = ARS("LinearPolicy", "CartPole-v1")
+    model.set_random_seed(7)
+    assert model.seed == 7
 
 
 @pytest.mark.parametrize(
-    "env_id,policy,kwargs",
+    "kwargs,name",
     [
-        ("Pendulum-v1", "LinearPolicy", {}),
-        ("Pendulum-v1", "MlpPolicy", dict(net_arch=[8], activation_fn="tanh")),
-        ("CartPole-v1", "MlpPolicy", dict(net_arch=[8])),
+        (dict(learning_rate=float("nan")), "learning_rate"),
+        (dict(learning_rate=float("inf")), "learning_rate"),
+        (dict(learning_rate=-0.1), "learning_rate"),
+        (dict(delta_std=0.0), "delta_std"),
+        (dict(delta_std=float("nan")), "delta_std"),
+        (dict(delta_std=float("inf")), "delta_std"),
+        (dict(alive_bonus_offset=float("nan")), "alive_bonus_offset"),
+        (dict(n_delta=0), "n_delta"),
+        (dict(verbose="1"), "verbose"),
+        (dict(tensorboard_log=123), "tensorboard_log"),
+        (dict(device=5), "device"),
     ],
 )
-def test_torch_interop(env_id, policy, kwargs):
-    torch = pytest.importorskip("torch")
-    model = ARS(
-        policy,
-        env_id,
-        n_delta=2,
-        normalize_obs=True,
-        zero_policy=False,
-        policy_kwargs=kwargs,
-        seed=0,
-    ).learn(600)
-    obs = np.stack([model.observation_space.sample() for _ in range(32)])
-    module = model.policy.to_torch()
-    assert isinstance(module, torch.nn.Module)
-    expected = model.predict(obs)[0]
-    np.testing.assert_allclose(module(torch.as_tensor(obs)).detach().numpy(), expected, atol=1e-6)
-    np.testing.assert_allclose(model.predict(torch.as_tensor(obs))[0], expected)
-    theta = torch.as_tensor(model.policy.parameters_to_vector())
-    model.policy.load_from_vector(theta)
-    returns = model.evaluate_candidates(torch.stack([theta, theta]), None, None)
-    assert returns.shape == (2,)
-    if policy == "LinearPolicy":
-        assert isinstance(
-            ARS("LinearPolicy", env_id, device=torch.device("cpu")).policy, ARSLinearPolicy
-        )
-        assert (
-            ARSPolicy(
-                model.observation_space, model.action_space, activation_fn=torch.nn.ReLU
-            ).activation_fn
-            == "relu"
-        )
+def test_bad_settings_are_refused_before_training(kwargs, name):
+    with pytest.raises(ValueError, match=name):
+        ARS("LinearPolicy", "CartPole-v1", **kwargs)
+    model = ARS("LinearPolicy", "CartPole-v1")
+    setattr(model, name, next(iter(kwargs.values())))
+    with pytest.raises(ValueError, match=name):
+        model.learn(100)
+    assert model.num_timesteps == 0
 
 
-# ---------------------------------------------------------------------------
-# Learning, MuJoCo, the command line, examples
-# ---------------------------------------------------------------------------
-
-
-@pytest.mark.parametrize("seed", [0, 1, 2])
-def test_cartpole_reaches_500_within_the_zoo_budget(seed):
+def test_a_schedule_returning_nan_is_refused_naming_it():
     model = ARS(
         "LinearPolicy",
         "CartPole-v1",
-        n_delta=2,
-        n_top=2,
-        learning_rate=0.02,
-        delta_std=0.05,
-        seed=seed,
+        delta_std=lambda progress: float("nan") if progress < 0.5 else 0.05,
     )
-    model.learn(50_000)
-    mean, std = ars.evaluate_policy(model, "CartPole-v1", n_eval_episodes=10, seed=100 + seed)
-    assert mean == 500.0, f"seed {seed}: mean return {mean} +/- {std}"
+    with pytest.raises(ValueError, match="delta_std.*schedule"):
+        model.learn(20_000)
+    assert np.isfinite(model.policy.parameters_to_vector()).all()
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("env_id", ["Hopper-v4", "Hopper-v5"])
-def test_mujoco_smoke(env_id, tmp_path):
-    pytest.importorskip("mujoco")
-    model = ARS(
-        "LinearPolicy",
-        env_id,
-        n_delta=2,
-        n_top=1,
-        learning_rate=0.01,
-        delta_std=0.025,
-        alive_bonus_offset=-1,
-        normalize_obs=True,
-        seed=0,
-    )
-    model.learn(1500)
-    assert model.policy.obs_rms.count == model.num_timesteps
-    loaded = ARS.load(model.save(tmp_path / "hopper"))
-    obs = model.gym_env.reset(seed=0)[0]
-    np.testing.assert_array_equal(loaded.predict(obs)[0], model.predict(obs)[0])
-
-
-def _run(args, cwd, env=None, timeout=240):
-    """A script in a child process that imports this checkout's ars, installed or not."""
-    env = dict(os.environ if env is None else env)
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(HERE), env.get("PYTHONPATH")]))
-    return subprocess.run(
-        [sys.executable, *args], cwd=cwd, capture_output=True, text=True, timeout=timeout, env=env
-    )
-
-
-@pytest.mark.slow
-def test_cli_trains_cartpole_saves_and_evaluates(tmp_path):
-    result = _run([str(HERE / "ars.py"), "--seed", "0"], tmp_path)
-    assert result.returncode == 0, result.stderr
-    run_dir = next((tmp_path / "runs").iterdir())
-    assert run_dir.name.startswith("CartPole-v1-")
-    assert {p.name for p in run_dir.iterdir()} == {
-        "model.npz",
-        "best_model.npz",
-        "checkpoint.npz",
-        "progress.csv",
-        "config.json",
-    }
-    config = json.loads((run_dir / "config.json").read_text())
-    assert config["n_delta"] == 2 and config["seed"] == 0 and config["total_timesteps"] == 50_000
-    assert "evaluation: mean return 500.00" in result.stdout
-    result = _run([str(HERE / "ars.py"), "--eval", str(run_dir / "model.npz")], tmp_path)
-    assert result.returncode == 0 and "CartPole-v1: mean return 500.00" in result.stdout, (
-        result.stderr
-    )
-
-
-@pytest.mark.slow
-def test_cli_mujoco_uses_the_papers_settings_without_warning_noise(tmp_path):
-    pytest.importorskip("mujoco")
-    result = _run(
-        [
-            str(HERE / "ars.py"),
-            "--env",
-            "Hopper-v4",
-            "--total-timesteps",
-            "2000",
-            "--run-dir",
-            "out",
-            "--eval-episodes",
-            "2",
-        ],
-        tmp_path,
-    )
-    assert result.returncode == 0, result.stderr
-    config = json.loads((tmp_path / "out" / "config.json").read_text())
-    assert (
-        config["learning_rate"],
-        config["delta_std"],
-        config["n_delta"],
-        config["n_top"],
-        config["alive_bonus_offset"],
-    ) == (0.01, 0.025, 8, 4, -1)
-    assert config["normalize_obs"] is True
-    assert (
-        "out of date" not in result.stdout + result.stderr
-        and "DeprecationWarning" not in result.stderr
-    )
-    assert "evaluation: mean return" in result.stdout
-    result = _run(
-        [
-            str(HERE / "ars.py"),
-            "--env",
-            "HalfCheetah-v5",
-            "--n-delta",
-            "2",
-            "--total-timesteps",
-            "1000",
-            "--run-dir",
-            "hc",
-            "--eval-episodes",
-            "1",
-        ],
-        tmp_path,
-    )
-    assert result.returncode == 0, result.stderr
-    assert json.loads((tmp_path / "hc" / "config.json").read_text())["delta_std"] == 0.03
-
-
-@pytest.mark.slow
-def test_cli_help_documents_every_flag(tmp_path):
-    result = _run([str(HERE / "ars.py"), "--help"], tmp_path)
-    assert result.returncode == 0
-    flags = [f for action in ars._parser()._actions for f in action.option_strings if f[:2] == "--"]
-    assert len(flags) > 20
-    for flag in flags:
-        assert flag in result.stdout, flag
-
-
-def _blocker(tmp_path, modules):
-    """A sitecustomize that makes ``modules`` unimportable, as on a machine without them."""
-    site = tmp_path / "site"
-    site.mkdir()
-    (site / "sitecustomize.py").write_text(
-        "import sys\n"
-        "class Block:\n"
-        f"    names = {tuple(modules)!r}\n"
-        "    def find_spec(self, name, path=None, target=None):\n"
-        "        if name.split('.')[0] in self.names:\n"
-        "            raise ImportError(f'No module named {name!r} (blocked by the test)')\n"
-        "sys.meta_path.insert(0, Block())\n"
-    )
-    return dict(os.environ, PYTHONPATH=str(site))
-
-
-@pytest.mark.slow
-def test_cli_without_mujoco_prints_the_install_line(tmp_path):
-    result = _run(
-        [str(HERE / "ars.py"), "--env", "Hopper-v4"], tmp_path, env=_blocker(tmp_path, ["mujoco"])
-    )
-    assert result.returncode == 2
-    assert "pip install 'gymnasium[mujoco]'" in result.stderr and "Traceback" not in result.stderr
-
-
-@pytest.mark.slow
-def test_the_core_alone_trains_with_the_same_weights_as_ars(tmp_path):
-    """Cut ars.py at "end of the core": what is left imports with NumPy and gymnasium alone
-    and trains CartPole (V1) and Pendulum (V2, b < N), bit for bit as ARS(...).learn does."""
-    lines = (HERE / "ars.py").read_text().splitlines(keepends=True)
-    cut = next(i for i, line in enumerate(lines) if "end of the core" in line) + 1
-    assert cut <= 500 and lines[cut - 1].startswith("#")
-    (tmp_path / "ars_core.py").write_text("".join(lines[:cut]))
-    code = (
-        "import sys, numpy as np, ars_core\n"
-        "hp = dict(n_delta=4, n_top=2, delta_std=0.1, normalize_obs=True, seed=5)\n"
-        "for env, kw in (('CartPole-v1', dict(n_delta=2, seed=3)), ('Pendulum-v1', hp)):\n"
-        "    theta, rms, network = ars_core.train(env, 3000, **kw)\n"
-        "    network.actor(theta, rms)(np.zeros(network.obs_dim))\n"
-        "    stats = [] if rms is None else [rms.mean.tolist(), rms.var.tolist()]\n"
-        "    print(repr([theta.tolist(), stats]))\n"
-        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('cloudpickle', 'ars')))\n"
-    )
-    blocked = _blocker(tmp_path, ["cloudpickle", "torch", "ars"])
-    result = _run(["-c", code], tmp_path, env=blocked)
-    assert result.returncode == 0, result.stderr
-    *core, modules = result.stdout.strip().splitlines()
-    assert modules == "[]"
-    for line, (env, kw) in zip(
-        core,
-        (
-            ("CartPole-v1", dict(n_delta=2, seed=3)),
-            (
-                "Pendulum-v1",
-                {"n_delta": 4, "n_top": 2, "delta_std": 0.1, "normalize_obs": True, "seed": 5},
-            ),
-        ),
-    ):
-        model = ARS("LinearPolicy", env, **kw).learn(3000)
-        rms = model.policy.obs_rms
-        stats = [] if rms is None else [rms.mean.tolist(), rms.var.tolist()]
-        assert line == repr([model.policy.parameters_to_vector().tolist(), stats]), env
-
-
-def test_ars_py_alone_with_only_core_packages(tmp_path):
-    shutil.copy(HERE / "ars.py", tmp_path / "ars.py")
-    code = (
-        "import ars, sys; ars.ARS('LinearPolicy', 'CartPole-v1', n_delta=2, seed=0).learn(2000); "
-        "print(sorted(k for k in ('torch', 'tqdm', 'mujoco') if k in sys.modules))"
-    )
-    result = _run(
-        ["-c", code], tmp_path, env=_blocker(tmp_path, ["torch", "tqdm", "mujoco", "pytest"])
-    )
-    assert result.returncode == 0, result.stderr
-    assert result.stdout.strip() == "[]"
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("example", sorted(p.name for p in (HERE / "examples").glob("*.py")))
-def test_examples_run_with_a_tiny_budget(example, tmp_path):
-    needs = {
-        "ray_cluster.py": "ray",
-        "dask_cluster.py": "distributed",
-        "multicore.py": "mujoco",
-        "plot_progress.py": "matplotlib",
-    }
-    if example in needs:
-        pytest.importorskip(needs[example])
-    args = ["--total-timesteps", "1500"]
-    if example == "plot_progress.py":  # it plots a run: make one
-        assert (
-            _run(
-                [
-                    str(HERE / "ars.py"),
-                    "--total-timesteps",
-                    "3000",
-                    "--eval-freq",
-                    "1000",
-                    "--run-dir",
-                    "run",
-                ],
-                tmp_path,
-            ).returncode
-            == 0
-        )
-        args = ["run"]
-    result = _run(
-        [str(HERE / "examples" / example), *args],
-        tmp_path,
-        env=dict(os.environ, PYTHONPATH=str(HERE)),
-    )
-    assert result.returncode == 0, result.stdout + result.stderr
-    if example == "plot_progress.py":
-        assert (tmp_path / "run" / "progress.png").stat().st_size > 10_000
-
-
-# ---------------------------------------------------------------------------
-# Parallel evaluation: AsyncEval over Pipes, ExecutorEval over any executor
-# ---------------------------------------------------------------------------
-
-PENDULUM = functools.partial(gym.make, "Pendulum-v1")
-CARTPOLE = functools.partial(gym.make, "CartPole-v1")
-
-
-def _pendulum_model(seed=3):
-    return ARS(
-        "LinearPolicy",
-        "Pendulum-v1",
-        n_delta=4,
-        n_top=2,
-        normalize_obs=True,
-        n_eval_episodes=2,
-        seed=seed,
-    )
-
-
-def _weights(model):
-    return model.policy.parameters_to_vector(), model.policy.obs_rms.mean, model.policy.obs_rms.var
-
-
-def _assert_same_weights(a, b):
-    """Bit-identical parameters and statistics (models, or lists from _weights)."""
-    a = _weights(a) if isinstance(a, ARS) else a
-    b = _weights(b) if isinstance(b, ARS) else b
-    assert len(a) == len(b)
-    for x, y in zip(a, b):
-        assert np.array_equal(x, y)
-
-
-def _rows(path):
-    """The rows of a CSV file, as dicts."""
-    with open(path, newline="") as f:
-        return list(csv.DictReader(f))
-
-
-@pytest.fixture(scope="module")
-def reference_run():
-    return _weights(_pendulum_model().learn(4000))
-
-
-def _assert_all_dead(processes):
-    assert all(not p.is_alive() for p in processes)
-    alive = {p.pid for p in multiprocessing.active_children()}
-    assert not alive & {p.pid for p in processes}
+# === Evaluators: in-process, AsyncEval, ExecutorEval, vector envs side by side ===================
 
 
 @pytest.mark.slow
@@ -1179,18 +1476,6 @@ def test_async_eval_api_and_exact_statistics():
             async_eval.send_jobs(weights[:, :2], 6)
 
 
-class OptionsEnv(NoisyWalk):
-    """Reward scaled by the reset option ``scale``."""
-
-    def reset(self, *, seed=None, options=None):
-        self.scale = (options or {}).get("scale", 1.0)
-        return super().reset(seed=seed)
-
-    def step(self, action):
-        obs, reward, terminated, truncated, info = super().step(action)
-        return obs, self.scale, terminated, truncated, info
-
-
 @pytest.mark.slow
 def test_async_eval_set_options():
     policy = ARSLinearPolicy(OptionsEnv.observation_space, OptionsEnv.action_space)
@@ -1225,24 +1510,6 @@ def test_learn_does_not_close_the_async_eval_it_was_given():
     single = _pendulum_model(seed=1).learn(1000)
     single.learn(1000, reset_num_timesteps=False)
     assert np.array_equal(first.policy.parameters_to_vector(), single.policy.parameters_to_vector())
-
-
-class CrashEnv(NoisyWalk):
-    def reset(self, *, seed=None, options=None):
-        if (options or {}).get("crash"):
-            raise RuntimeError("the robot fell off the table")
-        return super().reset(seed=seed)
-
-
-class SlowEnv(NoisyWalk):
-    def step(self, action):
-        time.sleep(0.01)
-        obs, reward, terminated, truncated, info = super().step(action)
-        return obs, reward, terminated, self.t >= 300, info
-
-
-def _failing_env():
-    raise ValueError("no such robot: Hopper-v99")
 
 
 @pytest.mark.slow
@@ -1377,308 +1644,6 @@ def test_dask_local_cluster_gives_the_same_weights(reference_run):
 
 
 @pytest.mark.slow
-def test_cli_workers_give_the_same_model(tmp_path):
-    for workers in ("0", "2"):
-        args = [
-            str(HERE / "ars.py"),
-            "--env",
-            "Pendulum-v1",
-            "--workers",
-            workers,
-            "--total-timesteps",
-            "3000",
-            "--seed",
-            "0",
-            "--run-dir",
-            f"w{workers}",
-            "--eval-episodes",
-            "1",
-        ]
-        result = _run(args, tmp_path)
-        assert result.returncode == 0, result.stderr
-    assert "2 worker processes" in result.stdout
-    a, b = ARS.load(tmp_path / "w0" / "model.npz"), ARS.load(tmp_path / "w2" / "model.npz")
-    assert np.array_equal(a.policy.parameters_to_vector(), b.policy.parameters_to_vector())
-
-
-# ---------------------------------------------------------------------------
-# Long runs: checkpoints and exact resume, evaluation, warm-ups and warm starts
-# ---------------------------------------------------------------------------
-
-
-@pytest.mark.slow
-def test_checkpoint_resume_is_exact_in_one_process_and_with_async_eval(tmp_path):
-    def model():
-        return ARS("LinearPolicy", "Pendulum-v1", n_delta=4, n_top=2, normalize_obs=True, seed=21)
-
-    straight = model().learn(6400)  # 4 iterations of 1600 steps
-    first = model().learn(3200, default_root_dir=tmp_path / "a", checkpoint_interval=1)
-    assert first._n_updates == 2 and (tmp_path / "a" / "checkpoint.npz").exists()
-    resumed = ARS.load(tmp_path / "a" / "checkpoint.npz", env="Pendulum-v1")
-    resumed.learn(6400 - resumed.num_timesteps, reset_num_timesteps=False)
-    with AsyncEval([PENDULUM] * 2, resumed.policy, start_method="fork") as async_eval:
-        parallel = ARS.load(tmp_path / "a" / "checkpoint.npz", env="Pendulum-v1")
-        parallel.learn(
-            6400 - parallel.num_timesteps, reset_num_timesteps=False, async_eval=async_eval
-        )
-    for other in (resumed, parallel):
-        assert other._n_updates == straight._n_updates == 4
-        _assert_same_weights(other, straight)
-    rows = _rows(tmp_path / "a" / "progress.csv")
-    assert [int(r["train/iterations"]) for r in rows] == [0, 1]
-    with pytest.raises(ValueError, match="checkpoint_interval needs default_root_dir"):
-        model().learn(100, checkpoint_interval=1)
-
-
-@pytest.mark.slow
-def test_cli_survives_sigkill_at_random_moments(tmp_path):
-    """Kill the command line at random moments, resume each time: the uninterrupted model."""
-    common = [
-        "--env",
-        "Pendulum-v1",
-        "--n-delta",
-        "2",
-        "--total-timesteps",
-        "400000",
-        "--seed",
-        "5",
-        "--checkpoint-interval",
-        "1",
-        "--eval-freq",
-        "100000",
-        "--eval-episodes",
-        "2",
-        "--workers",
-        "0",
-    ]
-    assert _run([str(HERE / "ars.py"), *common, "--run-dir", "straight"], tmp_path).returncode == 0
-    rng = np.random.default_rng(0)
-    process = subprocess.Popen(
-        [sys.executable, str(HERE / "ars.py"), *common, "--run-dir", "killed"],
-        cwd=tmp_path,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-    )
-    kills = 0
-    for _ in range(3):
-        time.sleep(rng.uniform(1.5, 3.0))
-        if process.poll() is not None:
-            break
-        process.send_signal(signal.SIGKILL)
-        process.wait()
-        kills += 1
-        assert (
-            ARS.load(tmp_path / "killed" / "checkpoint.npz").num_timesteps > 0
-        )  # the last checkpoint always loads
-        process = subprocess.Popen(
-            [sys.executable, str(HERE / "ars.py"), "--resume", "killed"],
-            cwd=tmp_path,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-        )
-    assert process.wait(timeout=240) == 0, process.stderr.read().decode()
-    assert kills >= 2
-    straight, killed = (
-        ARS.load(tmp_path / "straight" / "model.npz"),
-        ARS.load(tmp_path / "killed" / "model.npz"),
-    )
-    _assert_same_weights(killed, straight)
-    rows = _rows(tmp_path / "killed" / "progress.csv")
-    assert [int(r["train/iterations"]) for r in rows] == list(
-        range(killed._n_updates)
-    )  # no row lost or repeated
-
-
-def test_eval_callback_logs_and_keeps_the_best_model(tmp_path):
-    evaluation = ars.EvalCallback(
-        "CartPole-v1",
-        eval_freq=2000,
-        n_eval_episodes=4,
-        best_model_save_path=tmp_path,
-        seed=3,
-        verbose=0,
-    )
-    model = ARS("LinearPolicy", "CartPole-v1", n_delta=2, seed=0, alive_bonus_offset=-1)
-    model.learn(6000, callback=evaluation, default_root_dir=tmp_path)
-    steps = [e[0] for e in evaluation.evaluations]
-    assert steps[0] == 0 and all(
-        b // 2000 > a // 2000 for a, b in zip(steps, steps[1:])
-    )  # 0, f, 2f, ... as reached
-    best = max(e[2] for e in evaluation.evaluations)
-    assert evaluation.best_mean_reward == best
-    kept = ARS.load(tmp_path / "best_model")  # SB3's name: best_model.zip
-    mean, _ = ars.evaluate_policy(kept, "CartPole-v1", 4)
-    seeds = ars.evaluation_seeds(3, 4)  # the EVALUATION stream of the callback's seed
-    returns = ars.run_episodes(ars.make_env("CartPole-v1"), _actor(kept.policy), seeds)[0]
-    assert (
-        returns.mean() == best
-    )  # the saved best model is the one that scored best, without the alive bonus
-    rows = _rows(tmp_path / "progress.csv")
-    logged = [float(r["eval/mean_reward"]) for r in rows if r["eval/mean_reward"]]
-    assert logged == [e[2] for e in evaluation.evaluations[: len(logged)]] and len(logged) >= 2
-    parallel = ars.EvalCallback(
-        "CartPole-v1", eval_freq=2000, n_eval_episodes=4, eval_concurrency=2, seed=3, verbose=0
-    )
-    ARS("LinearPolicy", "CartPole-v1", n_delta=2, seed=0, alive_bonus_offset=-1).learn(
-        6000, callback=parallel
-    )
-    assert parallel.evaluations[-1][2:] == evaluation.evaluations[-1][2:]
-
-
-def test_normalization_samples_start_v2_from_the_initial_policy(tmp_path):
-    model = ARS(
-        "LinearPolicy", NoisyWalk(), n_delta=2, normalize_obs=True, normalization_samples=23, seed=1
-    )
-    recorder = Recorder(NoisyWalk(), model)
-    model.set_env(recorder)
-    model.learn(50)  # the warm-up's 40 steps count: one iteration follows
-    warm = np.array(recorder.acted_on[:40])  # one round of 8 episodes of 5 steps: >= 23 steps
-    assert recorder.stats_seen[40][0] == 40  # the first iteration already normalises with them
-    np.testing.assert_allclose(np.array(recorder.stats_seen[40][1]), warm.mean(axis=0), rtol=1e-12)
-    assert model.num_timesteps == 40 + 4 * 5
-
-
-@pytest.mark.slow
-def test_normalization_samples_do_not_depend_on_the_workers():
-    kwargs = dict(normalize_obs=True, normalization_samples=500, seed=0)
-    single = ARS("LinearPolicy", "Pendulum-v1", **kwargs).learn(1600)
-    parallel = ARS("LinearPolicy", "Pendulum-v1", **kwargs)
-    with AsyncEval([functools.partial(ars.make_env, "Pendulum-v1")] * 2) as async_eval:
-        parallel.learn(1600, async_eval=async_eval)
-    _assert_same_weights(parallel, single)
-    assert parallel.policy.obs_rms.count == single.policy.obs_rms.count
-
-
-def _demonstrations(env_id, model, episodes=5):
-    env = ars.make_env(env_id)
-    observations, actions = [], []
-    for seed in range(episodes):
-        obs, _ = env.reset(seed=1000 + seed)
-        done = False
-        while not done:
-            action = model.predict(obs)[0]
-            observations.append(obs)
-            actions.append(action)
-            obs, _, terminated, truncated, _ = env.step(action)
-            done = terminated or truncated
-    return np.array(observations), np.array(actions)
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize(
-    "env_id,kwargs,budget",
-    [
-        ("CartPole-v1", dict(n_delta=2), 20_000),
-        (
-            "InvertedPendulum-v4",
-            dict(
-                n_delta=4,
-                normalize_obs=True,
-                policy_kwargs=dict(squash_output=True, with_bias=True),
-            ),
-            20_000,
-        ),
-    ],
-)
-def test_warm_start_from_demonstrations(env_id, kwargs, budget, tmp_path):
-    if "Inverted" in env_id:
-        pytest.importorskip("mujoco")
-    expert = ARS("LinearPolicy", env_id, seed=0, **kwargs).learn(budget)
-    expert_return, _ = ars.evaluate_policy(expert, env_id, 10, seed=7)
-    observations, actions = _demonstrations(env_id, expert)
-    student = ARS("LinearPolicy", env_id, seed=1, **kwargs)
-    assert ars.evaluate_policy(student, env_id, 10, seed=7)[0] < 0.5 * expert_return
-    np.savez(tmp_path / "a.npz", observations=observations[:300], actions=actions[:300])
-    np.savez(tmp_path / "b.npz", observations=observations[300:], actions=actions[300:])
-    student.warm_start(tmp_path)  # a folder of trajectories
-    student_return, _ = ars.evaluate_policy(student, env_id, 10, seed=7)
-    assert student_return >= 0.8 * expert_return, (student_return, expert_return)
-    if student.policy.obs_rms is not None:
-        assert student.policy.obs_rms.count == len(observations)
-    with pytest.raises(ValueError, match="linear policies"):
-        ARS("MlpPolicy", env_id).warm_start((observations, actions))
-    np.savez(tmp_path / "bad.npz", obs=observations)
-    with pytest.raises(ValueError, match="'observations' and 'actions'"):
-        student.warm_start(tmp_path / "bad.npz")
-
-
-@pytest.mark.slow
-def test_cli_demos_and_best_model(tmp_path):
-    expert = ARS("LinearPolicy", "CartPole-v1", n_delta=2, seed=0).learn(20_000)
-    observations, actions = _demonstrations("CartPole-v1", expert)
-    np.savez(tmp_path / "demos.npz", observations=observations, actions=actions)
-    result = _run(
-        [
-            str(HERE / "ars.py"),
-            "--demos",
-            "demos.npz",
-            "--total-timesteps",
-            "1",
-            "--run-dir",
-            "warm",
-            "--seed",
-            "3",
-        ],
-        tmp_path,
-    )
-    assert result.returncode == 0, result.stderr
-    final = float(result.stdout.split("evaluation: mean return ")[1].split()[0])
-    assert final >= 400, result.stdout  # one iteration after the warm start
-    assert (tmp_path / "warm" / "best_model.npz").exists() and "eval" in result.stdout
-
-
-@pytest.mark.slow
-def test_benchmark_scripts_run(tmp_path):
-    pytest.importorskip("mujoco")
-    result = _run(
-        [
-            str(HERE / "benchmarks" / "speed.py"),
-            "--envs",
-            "Pendulum-v1",
-            "--steps",
-            "2000",
-            "--repeats",
-            "1",
-            "--impls",
-            "bare",
-            "bare-zero",
-            "ars",
-            "ars-async",
-            "--out",
-            "out",
-        ],
-        tmp_path,
-    )
-    assert result.returncode == 0, result.stderr
-    rows = json.loads((tmp_path / "out" / "speed.json").read_text())["rows"]
-    assert (
-        rows[0]["ars"]["median"] > 0 and "ars/bare" in rows[0] and 0 < rows[0]["ars own share"] < 1
-    )
-    args = [
-        "--envs",
-        "Swimmer-v4",
-        "--seeds",
-        "1",
-        "--budget",
-        "4000",
-        "--eval-freq",
-        "2000",
-        "--workers",
-        "2",
-        "--results",
-        "out/m.json",
-        "--runs-dir",
-        "runs",
-    ]
-    result = _run([str(HERE / "benchmarks" / "learning.py"), *args], tmp_path)
-    assert result.returncode == 0, result.stderr
-    runs = json.loads((tmp_path / "out" / "m.json").read_text())["ars:Swimmer-v4"]
-    assert [e[0] for e in runs["1"]["evaluations"]] == [0, 2000, 4000]
-    assert "| Swimmer-v4 | ars | 1, 1 | 325 |" in (tmp_path / "out" / "m.md").read_text()
-    assert (tmp_path / "out" / "models" / "Swimmer-v4-1.npz").exists()
-
-
-@pytest.mark.slow
 def test_async_eval_spreads_few_jobs_over_all_workers():
     policy = ARSLinearPolicy(NoisyWalk.observation_space, NoisyWalk.action_space)
     policy.obs_rms = RunningMeanStd((4,))  # V2: the workers keep statistics of what they visit
@@ -1689,104 +1654,6 @@ def test_async_eval_spreads_few_jobs_over_all_workers():
         torch = pytest.importorskip("torch")
         async_eval.send_jobs(torch.zeros((2, policy.n_params), dtype=torch.float64), 2)
         assert len(async_eval.get_results()) == 2
-
-
-# ---------------------------------------------------------------------------
-# Drop-in for sb3-contrib and lit_sb3 users
-# ---------------------------------------------------------------------------
-
-
-def test_seed_api_builds_the_policy_at_the_first_learn():
-    model = ARS("LinearPolicy", n_delta=8)  # the first line of every lit_sb3 script
-    assert model.env is None and model.policy is None and model.get_env() is None
-    model.learn(1000, env="CartPole-v1")
-    assert model.policy.n_params == 8 and model.get_env().num_envs == 1
-    env = gym.make("Pendulum-v1")
-    policy = ARSLinearPolicy(env.observation_space, env.action_space)
-    assert ARS(policy).policy is policy  # an instance brings its spaces: built at once
-    with pytest.raises(ValueError, match="observation space"):
-        ARS(policy).learn(100, env="CartPole-v1")
-
-
-def test_one_honest_signature_and_positional_mistakes_name_the_keyword():
-    import inspect
-
-    parameters = inspect.signature(ARS).parameters
-    assert list(parameters)[:2] == ["policy", "env"] and "args" not in parameters
-    assert all(p.kind == p.KEYWORD_ONLY for p in list(parameters.values())[2:])
-    for name, default in ars.DEFAULTS.items():  # the core's names and defaults are ARS's
-        assert name == "policy" or parameters[name].default == default, name
-    learn = inspect.signature(ARS.learn).parameters
-    # sb3-contrib's positional order; the seed's names by keyword
-    order = "total_timesteps callback log_interval tb_log_name reset_num_timesteps async_eval"
-    assert list(learn)[1:7] == order.split()
-    assert learn["env"].kind == learn["log_every_n_steps"].kind == inspect.Parameter.KEYWORD_ONLY
-    seed_style = ARS("LinearPolicy", n_delta=4, n_top=2, learning_rate=0.1)  # lit_sb3, by keyword
-    assert (seed_style.n_delta, seed_style.n_top, seed_style.env) == (4, 2, None)
-    calls = []
-    sb3_style = ARS("LinearPolicy", "CartPole-v1", n_delta=4)  # sb3-contrib: env positional
-    sb3_style.learn(300, lambda locals_, globals_: calls.append(1), 1)  # (total, callback, ...)
-    seed_style.learn(300, env="CartPole-v1", callback=lambda locals_, globals_: calls.append(2))
-    assert calls[:1] == [1] and 2 in calls and seed_style.gym_env.spec.id == "CartPole-v1"
-    with pytest.raises(TypeError, match=r"got 4 \(ARS takes its settings by keyword: n_delta=4"):
-        ARS("LinearPolicy", 4)  # the seed's positional n_delta
-    with pytest.raises(TypeError, match=r"by keyword: learning_rate=0.02\)"):
-        ARS("LinearPolicy", 0.02)
-    with pytest.raises(TypeError, match="takes from 2 to 3 positional arguments"):
-        ARS("LinearPolicy", "CartPole-v1", 4)  # sb3-contrib's positional n_delta
-    before = seed_style.num_timesteps
-    with pytest.raises(TypeError, match=r"got the env 'CartPole-v1' \(learn takes it by keyword"):
-        seed_style.learn(300, "CartPole-v1")  # the seed's positional env
-    with pytest.raises(TypeError, match=r"learn takes the callback second, or by keyword"):
-        seed_style.learn(300, None, lambda locals_, globals_: None)  # the seed's (total, env, cb)
-    for bad in (
-        dict(log_interval="a"),
-        dict(checkpoint_interval=-1),
-        dict(progress_bar="yes"),
-        dict(total_timesteps=float("nan")),
-        dict(async_eval="CartPole-v1"),
-    ):
-        with pytest.raises((TypeError, ValueError), match=next(iter(bad))):
-            seed_style.learn(**{"total_timesteps": 300, **bad})
-    assert seed_style.num_timesteps == before  # refused before anything ran
-
-
-def test_hparams_are_a_dict_read_only_initial_copy_and_saved_as_in_use(tmp_path):
-    model = ARS("LinearPolicy", "CartPole-v1", n_delta=8, seed=0)
-    assert model.n_delta == 8 == model.hparams["n_delta"] and isinstance(model.hparams, dict)
-    model.n_delta = 16  # the attribute and the dict are one setting
-    model.hparams["learning_rate"] = 0.5
-    assert model.hparams["n_delta"] == 16 and model.learning_rate == 0.5
-    assert model.hparams_initial["n_delta"] == 8 and model.hparams_initial["learning_rate"] == 0.02
-    with pytest.raises(TypeError, match="does not support item assignment"):
-        model.hparams_initial["n_delta"] = 3
-    model.hparams["n_delta"] = 0
-    with pytest.raises(ValueError, match="n_delta must be an integer from 1"):
-        model.learn(100)  # checked in the one place, when learn starts
-    model.n_delta = 16
-    loaded = ARS.load(model.save(tmp_path / "m"))
-    assert (loaded.n_delta, loaded.learning_rate) == (16, 0.5)  # in use, not the initial ones
-
-
-def test_any_device_is_accepted_and_a_gpu_falls_back_to_the_cpu_with_one_warning(monkeypatch):
-    monkeypatch.setattr(ars, "_DEVICE_WARNED", [])
-    with pytest.warns(UserWarning, match="uses the CPU") as record:
-        model = ARS("LinearPolicy", "CartPole-v1", device="cuda")
-        ARS("LinearPolicy", "CartPole-v1", device="cuda:1")
-    assert len(record) == 1
-    assert str(model.device) == "cpu" == str(model.policy.device)
-
-
-def test_torch_in_gives_torch_out_numpy_in_gives_numpy_out():
-    torch = pytest.importorskip("torch")
-    model = ARS("LinearPolicy", "Pendulum-v1", n_delta=2, seed=0, zero_policy=False)
-    action = model.predict(torch.ones(3))[0]
-    assert isinstance(action, torch.Tensor) and action.dtype == torch.float32
-    assert isinstance(model.policy.forward(torch.ones(5, 3)), torch.Tensor)
-    returns = model.evaluate_candidates(torch.zeros(3, 3))
-    assert isinstance(returns, torch.Tensor) and returns.shape == (3,)
-    assert isinstance(model.evaluate_candidates(np.zeros((3, 3))), np.ndarray)
-    np.testing.assert_allclose(model.predict(np.ones(3))[0], action.numpy())
 
 
 @pytest.mark.slow
@@ -1800,72 +1667,6 @@ def test_async_eval_pop_size_seed_and_send_jobs_twice():
             async_eval.send_jobs(np.zeros((2, model.policy.n_params)), 2)
         assert len(async_eval.get_results()) == 2
         assert async_eval.seed(None) == []
-
-
-@pytest.mark.parametrize("env_id", ["FrozenLake-v1", "MultiDiscreteWalk", "MultiBinaryWalk"])
-def test_discrete_observation_spaces_are_one_hot_and_train(env_id):
-    env = gym.make(env_id) if env_id == "FrozenLake-v1" else CodedWalk(env_id)
-    space = env.observation_space
-    sample = np.stack([space.sample() for _ in range(5)])
-    np.testing.assert_array_equal(
-        ars.flattener(space)(sample), np.stack([spaces.flatten(space, x) for x in sample])
-    )
-    model = ARS("LinearPolicy", env, n_delta=4, seed=0)
-    before = ars.evaluate_policy(model, env, 100, seed=0)[0]
-    model.learn(20_000)
-    after = ars.evaluate_policy(model, env, 100, seed=0)[0]
-    assert after >= before + 0.1 and (env_id == "FrozenLake-v1" or after == 1.0), (before, after)
-    single, _ = model.predict(sample[0])
-    assert single.shape == () and single.dtype == env.action_space.dtype  # SB3's 0-d array
-    assert model.predict(sample)[0].shape == (5,)
-    assert model.policy.n_params == spaces.flatdim(space) * env.action_space.n
-
-
-class CodedWalk(gym.Env):
-    """Reach the goal by repeating the action the (MultiDiscrete or MultiBinary) obs codes."""
-
-    def __init__(self, kind):
-        self.observation_space = (
-            spaces.MultiDiscrete([3, 2]) if kind == "MultiDiscreteWalk" else spaces.MultiBinary(3)
-        )
-        self.action_space = spaces.Discrete(2)
-
-    def reset(self, *, seed=None, options=None):
-        super().reset(seed=seed)
-        self.t, self.obs = 0, self.observation_space.sample()
-        return self.obs, {}
-
-    def step(self, action):
-        self.t += 1
-        good = int(action) == int(self.obs[0] % 2)
-        return self.obs, float(good) / 5, False, self.t >= 5 or not good, {}
-
-
-def test_predict_returns_the_action_space_dtype_and_sb3_shapes():
-    model = ARS("LinearPolicy", "Pendulum-v1", seed=0)
-    assert model.predict(np.zeros(3))[0].dtype == np.float32 and model.predict(np.zeros(3))[
-        0
-    ].shape == (1,)
-    assert model.predict(np.zeros((4, 3)))[0].shape == (4, 1)
-    discrete = ARS("LinearPolicy", "CartPole-v1", seed=0)
-    action = discrete.predict(np.zeros(4))[0]
-    assert action.shape == () and action.dtype == np.int64
-
-
-def test_policy_names_set_random_seed_and_a_default_seed_from_numpy():
-    from ars import LinearPolicy, MlpPolicy
-
-    assert LinearPolicy is ARSLinearPolicy and MlpPolicy is ARSPolicy
-    np.random.seed(0)  # what SB3's set_random_seed(0) does to NumPy
-    first = ARS("LinearPolicy", "CartPole-v1").seed
-    np.random.seed(0)
-    assert ARS("LinearPolicy", "CartPole-v1").seed == first
-    model = ARS("LinearPolicy", "CartPole-v1")
-    model.set_random_seed(7)
-    assert model.seed == 7
-
-
-# -- SB3 VecEnvs and callbacks --------------------------------------------------------------
 
 
 @pytest.mark.slow
@@ -1886,42 +1687,6 @@ def test_vec_envs_with_one_env_are_accepted_everywhere(tmp_path):
     assert ARS("LinearPolicy", make_vec_env("CartPole-v1", n_envs=2)).n_envs == 2
     with pytest.raises(ValueError, match="cannot see through VecFrameStack"):
         ARS("LinearPolicy", vec_env.VecFrameStack(dummy, 2))
-
-
-class SeedRecorder(gym.Wrapper):
-    """Pendulum that records the seed of every reset, and which reset each step follows."""
-
-    def __init__(self, env=None):
-        super().__init__(env or gym.make("Pendulum-v1"))
-        self.log = []
-
-    def reset(self, *, seed=None, options=None):
-        self.log.append(seed)
-        return super().reset(seed=seed, options=options)
-
-    def step(self, action):
-        if self.log[-1] != "stepped":
-            self.log.append("stepped")
-        return super().step(action)
-
-
-def _vector_envs(k):
-    from stable_baselines3.common.env_util import make_vec_env
-    from stable_baselines3.common.vec_env import SubprocVecEnv
-
-    return {
-        "DummyVecEnv": lambda: make_vec_env("Pendulum-v1", n_envs=k),
-        "SubprocVecEnv": lambda: make_vec_env(
-            "Pendulum-v1",
-            n_envs=k,
-            vec_env_cls=SubprocVecEnv,
-            vec_env_kwargs={"start_method": "fork"},
-        ),
-        "SyncVectorEnv": lambda: gym.make_vec("Pendulum-v1", k, vectorization_mode="sync"),
-        "AsyncVectorEnv": lambda: gym.make_vec(
-            "Pendulum-v1", k, vectorization_mode="async", vector_kwargs={"context": "fork"}
-        ),
-    }
 
 
 @pytest.mark.slow
@@ -1958,55 +1723,6 @@ def test_vector_envs_of_any_width_give_the_weights_and_evaluations_of_one_env():
         trained.append((weights.parameters_to_vector(), env.obs_rms.mean, env.obs_rms.var))
     for first, second in zip(*trained):
         np.testing.assert_array_equal(first, second)
-
-
-def test_episode_ends_reach_callbacks_alike_and_unseedable_vector_envs_are_refused():
-    from stable_baselines3.common.callbacks import StopTrainingOnMaxEpisodes
-    from stable_baselines3.common.vec_env import DummyVecEnv
-
-    envs = {
-        "env": lambda: "Pendulum-v1",
-        "SyncVectorEnv": lambda: gym.make_vec("Pendulum-v1", 2, vectorization_mode="sync"),
-        "AsyncVectorEnv": lambda: gym.make_vec(
-            "Pendulum-v1", 2, vectorization_mode="async", vector_kwargs={"context": "fork"}
-        ),
-    }
-    counts = {}
-    for name, make in envs.items():  # a time limit ends an episode: dones=True, everywhere
-        env = make()  # SB3's callback counts max_episodes per env: 6 episodes in all
-        stop = StopTrainingOnMaxEpisodes(max_episodes=6 if name == "env" else 3)
-        model = ARS("LinearPolicy", env, n_delta=2, seed=0).learn(5000, callback=stop)
-        counts[name] = (model.num_timesteps, model._n_updates, stop.n_episodes)
-        getattr(env, "close", lambda: None)()
-    assert set(counts.values()) == {(800, 1, 6)}, counts  # the second iteration: discarded
-    model = ARS("LinearPolicy", "Pendulum-v1", n_delta=2, seed=0, max_episode_steps=50)
-    stop = StopTrainingOnMaxEpisodes(max_episodes=3)
-    assert model.learn(5000, callback=stop).num_timesteps < 5000  # ars's own limit too
-    unseedable = gym.vector.AsyncVectorEnv([PENDULUM] * 2, shared_memory=False, context="fork")
-    wrapped = gym.wrappers.vector.RecordEpisodeStatistics(gym.vector.SyncVectorEnv([PENDULUM] * 2))
-    for env in (unseedable, wrapped):
-        with pytest.raises(ValueError, match="cannot reset each env with its own seed"):
-            ARS("LinearPolicy", env)
-    unseedable.close(terminate=True)
-    mixed = DummyVecEnv([PENDULUM, lambda: gym.make("MountainCarContinuous-v0")])
-    with pytest.raises(ValueError, match="an env of it has observation space"):
-        ARS("LinearPolicy", mixed)
-
-
-def test_videos_film_the_first_env_of_a_vector_env_in_this_process(tmp_path):
-    pytest.importorskip("mujoco")
-    pytest.importorskip("imageio_ffmpeg")
-    os.environ.setdefault("MUJOCO_GL", "egl")  # made here, not by ars: no display needed
-    from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv
-
-    model = ARS("LinearPolicy", "InvertedPendulum-v4", seed=0)
-    make = functools.partial(gym.make, "InvertedPendulum-v4", render_mode="rgb_array")
-    alone = _clip(model, tmp_path / "a.gif", make(), max_steps=5)
-    assert _clip(model, tmp_path / "v.gif", DummyVecEnv([make] * 2), max_steps=5) == alone
-    subprocesses = SubprocVecEnv([make] * 2, "fork")
-    with pytest.raises(ValueError, match="a video needs an env in this process"):
-        ars.record_video(model, tmp_path / "s.gif", subprocesses)
-    subprocesses.close()
 
 
 def test_side_by_side_rollouts_match_the_core_bit_for_bit_in_closed_cases():
@@ -2057,143 +1773,304 @@ def test_an_automatic_reset_never_starts_an_episode():
 
 
 @pytest.mark.slow
-def test_sb3_contrib_multi_env_test_and_sb3_eval_callback_example_run(tmp_path):
-    # sb3-contrib's tests/test_run.py::test_ars_multi_env, with only its import changed
-    from stable_baselines3.common.env_util import make_vec_env
-    from stable_baselines3.common.vec_env import VecNormalize
-
-    env = make_vec_env("Pendulum-v1", n_envs=2)
-    model = ARS("MlpPolicy", env, n_delta=1)
-    model.learn(total_timesteps=250)
-    env = VecNormalize(make_vec_env("Pendulum-v1", n_envs=1))
-    model = ARS("MlpPolicy", env, n_delta=2, seed=0)
-    async_eval = AsyncEval(
-        [lambda: VecNormalize(make_vec_env("Pendulum-v1", n_envs=1)) for _ in range(2)],
-        model.policy,
-    )
-    async_eval.seed(0)
-    async_eval.set_options()
-    model.learn(500, async_eval=async_eval)
-    async_eval.close()
-    # SB3's documented EvalCallback example: a 5-env eval env, SB3's callback and ars's
-    from stable_baselines3.common.callbacks import EvalCallback as SB3EvalCallback
-
-    train_env = make_vec_env("Pendulum-v1", n_envs=1, seed=0)
-    eval_env = make_vec_env("Pendulum-v1", n_envs=5, seed=0)
-    for callback_class in (SB3EvalCallback, ars.EvalCallback):
-        callback = callback_class(
-            eval_env,
-            best_model_save_path=tmp_path,
-            log_path=tmp_path,
-            eval_freq=500,
-            n_eval_episodes=5,
-            deterministic=True,
-            render=False,
-        )
-        ARS("MlpPolicy", train_env, n_delta=2).learn(1000, callback=callback)
-        assert len(callback.evaluations_results) >= 1 and len(callback.evaluations_results[0]) == 5
+@pytest.mark.parametrize("evaluator", ["async", "executor"])
+def test_large_observations_never_deadlock(evaluator):
+    model = ARS("LinearPolicy", ImageEnv(), n_delta=4, normalize_obs=True, seed=0)
+    single = ARS("LinearPolicy", ImageEnv(), n_delta=4, normalize_obs=True, seed=0).learn(48)
+    if evaluator == "async":
+        with AsyncEval([ImageEnv] * 2, start_method="fork", job_timeout=60) as async_eval:
+            model.learn(48, async_eval=async_eval)
+    else:
+        with ProcessPoolExecutor(2, mp_context=multiprocessing.get_context("fork")) as pool:
+            model.learn(48, async_eval=ExecutorEval(pool, ImageEnv, job_timeout=60))
+    _assert_same_weights(model, single)
 
 
 @pytest.mark.slow
-def test_vec_normalize_statistics_are_exact_and_sb3_loop_runs_on_its_observations():
-    vec_env = pytest.importorskip("stable_baselines3.common.vec_env")
-    from stable_baselines3.common.env_util import make_vec_env
-
-    normalized = vec_env.VecNormalize(make_vec_env("Pendulum-v1", n_envs=1), norm_reward=False)
-    model = ARS("LinearPolicy", normalized, n_delta=2, seed=0)
-    recorder = Recorder(normalized.venv.envs[0])
-    normalized.venv.envs[0] = recorder
-    model.set_env(normalized)
-    model.learn(1600)
-    acted = np.array(
-        recorder.acted_on
-    )  # raw observations: VecNormalize's statistics are theirs, exactly
-    assert model.get_vec_normalize_env() is normalized
-    np.testing.assert_allclose(normalized.obs_rms.mean, acted.mean(axis=0), rtol=1e-6, atol=1e-8)
-    np.testing.assert_allclose(normalized.obs_rms.var, acted.var(axis=0), rtol=1e-5)
-    obs = normalized.reset()  # SB3's loop: the policy sees VecNormalize's observations
-    action, _ = model.predict(obs)
-    obs, rewards, dones, infos = normalized.step(action)
-    assert obs.shape == (1, 3) and np.abs(obs).max() <= normalized.clip_obs
-    evaluator = ars.InProcessEval(ars.make_env("Pendulum-v1"))  # a video films what was trained
-    seen = ars.evaluate_episodes(model.policy, evaluator, [5], None, normalized)[0].returns[0]
-    filmed, frames = ars._play(model, ars.make_env("Pendulum-v1"), 5, None, lambda frame: None)
-    assert filmed == seen and frames == 201
-    with pytest.raises(ValueError, match="already normalises"):
-        ARS("LinearPolicy", normalized, normalize_obs=True)
+def test_a_stuck_env_times_out_naming_worker_candidate_and_seeds():
+    policy = ARSLinearPolicy(StuckEnv.observation_space, StuckEnv.action_space)
+    async_eval = AsyncEval([StuckEnv] * 2, policy, start_method="fork", job_timeout=1.5)
+    processes = list(async_eval.processes)
+    async_eval.send_jobs(np.zeros((4, policy.n_params)), 4, episode_seeds=[[11], [12], [13], [14]])
+    with pytest.raises(
+        RuntimeError,
+        match=r"worker \d \(pid \d+\) has not finished candidate \d \(env seeds \[1[1-4]\]\)",
+    ):
+        async_eval.get_results()
+    _assert_all_dead(processes)
+    with ProcessPoolExecutor(2, mp_context=multiprocessing.get_context("fork")) as pool:
+        pids = []
+        pool.submit(os.getpid).result()
+        pids = list(pool._processes)
+        executor_eval = ExecutorEval(pool, StuckEnv, policy, job_timeout=1.5)
+        executor_eval.send_jobs(np.zeros((2, policy.n_params)), 2, episode_seeds=[[21], [22]])
+        with pytest.raises(
+            RuntimeError,
+            match=r"no executor task finished.*candidates (\d)-\1 \(env seeds from \[2[12]\]\)",
+        ):
+            executor_eval.get_results()
+        assert executor_eval.closed
+        assert not any(_alive(pid) for pid in pids)  # ended and reaped at once
 
 
-def test_a_model_trained_in_vec_normalize_is_evaluated_as_it_saw_observations(tmp_path):
-    vec_env = pytest.importorskip("stable_baselines3.common.vec_env")
-    from stable_baselines3.common.env_util import make_vec_env
-
-    normalized = vec_env.VecNormalize(make_vec_env("Pendulum-v1", n_envs=1), norm_reward=False)
-    model = ARS("LinearPolicy", normalized, n_delta=2, seed=0).learn(2000)
-    normalized.training = False
-    live = ars.evaluate_policy(model, normalized, 5)
-    path = model.save(tmp_path / "m.zip")
-    loaded = ARS.load(path)  # its file records the frozen normalisation
-    assert ars.evaluate_policy(loaded, "Pendulum-v1", 5) == live
-    filmed = ars._play(loaded, ars.make_env("Pendulum-v1"), None, None, lambda frame: None)[0]
-    assert ars._play(model, ars.make_env("Pendulum-v1"), None, None, lambda f: None)[0] == filmed
-    result = _run([str(HERE / "ars.py"), "--eval", str(path), "--eval-episodes", "5"], tmp_path)
-    assert f"mean return {live[0]:.2f} +/- {live[1]:.2f}" in result.stdout, result.stdout
-    weights = model.policy.parameters_to_vector()[None]
-    again = ARS.load(path, env="Pendulum-v1")  # trained on: its rollouts see what it learned on
-    assert again.evaluate_candidates(weights) == model.evaluate_candidates(weights)
-    with pytest.warns(UserWarning, match="learned on VecNormalize observations; load the model"):
-        ars.ARSPolicy.load(path)
-    raw = ARS("LinearPolicy", "Pendulum-v1", seed=0)
-    raw.policy.load_from_vector(model.policy.parameters_to_vector())
-    assert ars.evaluate_policy(raw, "Pendulum-v1", 5) != live  # without it: another policy
-    reward_only = vec_env.VecNormalize(make_vec_env("CartPole-v1", n_envs=1), norm_obs=False)
-    ARS("LinearPolicy", reward_only, n_delta=2, seed=0).learn(500)  # reward-only trains
-    with pytest.raises(ValueError, match="a VecNormalize inside a VecNormalize"):
-        ARS("LinearPolicy", vec_env.VecNormalize(normalized))
+def test_executor_timeouts_adapt_to_measured_tasks():
+    make = functools.partial(StuckOnCue, gym.make("CartPole-v1"))
+    policy = ARSLinearPolicy(*_spaces(make()))
+    with ThreadPoolExecutor(1) as pool:
+        first = ExecutorEval(pool, make, policy, job_timeout=0.5, jobs_per_task=4)
+        first.set_options(None)
+        StuckOnCue.stuck.set()
+        with pytest.raises(ars.EvaluationTimeout, match=r"finished in 2 s"):  # 0.5 s per job
+            first.evaluate(*_frozen_jobs(policy, 4))
+        StuckOnCue.stuck.clear()
+    with ThreadPoolExecutor(1) as pool:
+        measured = ExecutorEval(pool, make, policy, job_timeout=0.5, jobs_per_task=4)
+        measured.evaluate(*_frozen_jobs(policy, 4))  # fast: measured at a few ms per job
+        StuckOnCue.stuck.set()
+        with pytest.raises(ars.EvaluationTimeout) as error:
+            measured.evaluate(*_frozen_jobs(policy, 4))
+        StuckOnCue.stuck.clear()
+    waited = float(str(error.value).split("finished in ")[1].split(" s")[0])
+    assert 0.5 < waited < 2  # job_timeout + 20 x the measured time per job x 4 jobs, not 2 s
 
 
-def test_get_env_is_a_vec_env_view_for_the_documented_sb3_loop():
-    model = ARS("LinearPolicy", "CartPole-v1", n_delta=2, seed=0).learn(2000)
-    vec_env = model.get_env()
-    obs = vec_env.reset()
-    episodes = 0
-    for _ in range(700):
-        action, _ = model.predict(obs)
-        obs, rewards, dones, infos = vec_env.step(action)
-        assert obs.shape == (1, 4) and rewards.shape == (1,) and dones.shape == (1,)
-        if dones[0]:
-            episodes += 1
-            assert "terminal_observation" in infos[0]
-    assert episodes >= 1 and isinstance(model.gym_env, gym.Env)
+@pytest.mark.slow
+def test_a_worker_that_cannot_start_in_time_is_an_error():
+    slow_start = functools.partial(_sleep_then, 30, NoisyWalk)
+    start = time.monotonic()
+    with pytest.raises(RuntimeError, match="did not answer in time while starting its env"):
+        AsyncEval([slow_start], start_method="fork", start_timeout=1.0)
+    assert time.monotonic() - start < 20  # not the 30 s the env takes
 
 
-def _sb3_callbacks(tmp_path, tag):
-    callbacks = pytest.importorskip("stable_baselines3.common.callbacks")
+@pytest.mark.slow
+def test_dask_client_closed_mid_learn_is_an_error_not_a_hang():
+    distributed = pytest.importorskip("distributed")
+    with distributed.LocalCluster(
+        n_workers=1, threads_per_worker=1, processes=True, host="127.0.0.1", dashboard_address=None
+    ) as cluster:
+        client = distributed.Client(cluster)
+        model = ARS("LinearPolicy", SlowEnv(), n_delta=2, seed=0)
+        executor_eval = ExecutorEval(client.get_executor(pure=False), SlowEnv, job_timeout=60)
+        threading.Timer(1.0, client.close).start()
+        with pytest.raises(RuntimeError, match="executor task failed|no executor task finished"):
+            model.learn(100_000, async_eval=executor_eval)
+        with pytest.raises(RuntimeError, match="the Dask client of this executor is closed"):
+            model.learn(100, async_eval=ExecutorEval(client.get_executor(pure=False), SlowEnv))
 
-    class CheckFreq(callbacks.BaseCallback):  # the custom callback of SB3's documentation
-        def __init__(self, check_freq):
-            super().__init__()
-            self.check_freq, self.fired = check_freq, []
 
-        def _on_step(self):
-            if self.n_calls % self.check_freq == 0:
-                self.fired.append(self.num_timesteps)
-            return True
+def test_one_evaluator_used_from_two_threads_is_a_clear_error():
+    policy = ARSLinearPolicy(SlowEnv.observation_space, SlowEnv.action_space)
+    evaluator = ars.InProcessEval(SlowEnv(), policy)
+    it = ars.Iteration(policy.network(), policy.parameters_to_vector(), None, 0.0, 0, 0)
+    jobs = [ars.Job(0, 0, 1, np.array([1], np.uint64), policy.parameters_to_vector())]
+    busy = threading.Thread(target=evaluator.evaluate, args=(it, jobs))
+    busy.start()
+    time.sleep(0.2)
+    with pytest.raises(RuntimeError, match="in use by another thread"):
+        evaluator.evaluate(it, jobs)
+    busy.join()
 
-    check = CheckFreq(300)
-    checkpoint = callbacks.CheckpointCallback(save_freq=500, save_path=str(tmp_path / tag / "ckpt"))
-    evaluation = callbacks.EvalCallback(
-        gym.make("Pendulum-v1"),
-        eval_freq=1000,
-        n_eval_episodes=2,
+
+@pytest.mark.slow
+def test_seeds_mode_and_weights_mode_train_identically():
+    runs = []
+    for weights_mode in (False, True):
+        model = _pendulum_model()
+        model.learn(4000, async_eval=_Recording(PENDULUM(), weights_mode))
+        runs.append(_weights(model))
+    _assert_same_weights(*runs)
+
+
+@pytest.mark.slow
+def test_batches_are_sized_from_the_workers_and_the_jobs():
+    for n_jobs, workers in ((460, 2), (460, 48), (460, 256), (3, 8), (1, 1)):
+        sizes = ars.batch_sizes(n_jobs, workers)
+        assert sum(sizes) == n_jobs and sizes == sorted(sizes, reverse=True) and sizes[-1] == 1
+        assert sizes[0] == -(-n_jobs // (2 * workers))
+    assert ars.batch_sizes(460, 2)[:3] == [115, 87, 65] and len(ars.batch_sizes(460, 2)) < 30
+    with ProcessPoolExecutor(2, mp_context=multiprocessing.get_context("fork")) as pool:
+        submitted = []
+
+        class Spy:
+            def submit(self, fn, *args):
+                submitted.append(len(args[2]))
+                return pool.submit(fn, *args)
+
+        model = _pendulum_model()  # 2N = 8 candidates, one iteration
+        model.learn(800, async_eval=ExecutorEval(Spy(), PENDULUM, n_workers=2))
+        assert submitted == ars.batch_sizes(8, 2) == [2, 2, 1, 1, 1, 1]
+        submitted.clear()
+        model.learn(800, async_eval=ExecutorEval(Spy(), PENDULUM, n_workers=2, jobs_per_task=3))
+        assert submitted == [3, 3, 2]
+
+
+# === Logging and callbacks =======================================================================
+
+
+def test_callbacks_function_and_sb3_object_can_stop_training():
+    calls = []
+
+    def stop_after_two(locals_, globals_):
+        calls.append(locals_["self"].num_timesteps)
+        return len(calls) < 2
+
+    model = ARS("LinearPolicy", QuadraticBandit(), n_delta=2, seed=0).learn(
+        1000, callback=stop_after_two
+    )
+    assert calls == [4, 8] and model.num_timesteps == 8
+
+    class SB3Style:
+        def __init__(self):
+            self.events = []
+
+        def init_callback(self, model):
+            self.model = model
+            self.events.append("init")
+
+        def on_training_start(self, locals_, globals_):
+            self.events.append("start")
+
+        def on_rollout_start(self):
+            self.events.append("rollout_start")
+
+        def on_rollout_end(self):
+            self.events.append("rollout_end")
+
+        def update_locals(self, locals_):
+            self.locals = locals_
+
+        def on_step(self):
+            self.events.append("step")
+            return self.model.num_timesteps < 12
+
+        def on_training_end(self):
+            self.events.append("end")
+
+    cb = SB3Style()  # an SB3-style object: on_step after every env step, as in SB3
+    model = ARS("LinearPolicy", QuadraticBandit(), n_delta=2, seed=0).learn(1000, callback=[cb])
+    # False at step 12, in the third iteration (4 one-step episodes each): it is discarded
+    assert model.num_timesteps == 8 and model._n_updates == 2
+    iteration = ["rollout_start"] + ["step"] * 4 + ["rollout_end"]
+    assert cb.events == ["init", "start"] + iteration * 2 + ["rollout_start"] + ["step"] * 4 + [
+        "end"
+    ]
+    assert cb.locals["self"] is model and cb.locals["dones"].tolist() == [True]
+
+
+def test_verbose_table_and_progress_csv(tmp_path, capsys):
+    model = ARS("LinearPolicy", "CartPole-v1", n_delta=2, seed=0, verbose=1)
+    model.learn(3000, log_every_n_steps=2, default_root_dir=tmp_path)
+    out = capsys.readouterr().out
+    keys = [
+        "rollout/ep_rew_mean",
+        "rollout/ep_len_mean",
+        "rollout/return_std",
+        "train/step_size",
+        "train/delta_std",
+        "train/learning_rate",
+        "train/iterations",
+        "time/fps",
+        "time/total_timesteps",
+    ]
+    for key in keys:
+        assert key.split("/")[1] in out
+    rows = _rows(tmp_path / "progress.csv")
+    assert len(rows) == model._n_updates // 2 and set(keys) <= set(rows[0])
+    assert int(rows[-1]["time/total_timesteps"]) <= model.num_timesteps
+    # sb3-contrib logs the iteration's index before counting it: 1, 3, ... for rows after 2, 4, ...
+    assert [int(r["train/iterations"]) for r in rows] == list(range(1, model._n_updates, 2))
+    model.logger.record(
+        "eval/mean_reward", 1.0
+    )  # a key an SB3 EvalCallback would add: the header widens
+    model.logger.dump()
+    rows = _rows(tmp_path / "progress.csv")
+    assert rows[-1]["eval/mean_reward"] == "1.0" and rows[0]["eval/mean_reward"] == ""
+
+
+def test_tensorboard_log_folder_gets_csv(tmp_path):
+    model = ARS("LinearPolicy", "CartPole-v1", n_delta=2, seed=0, tensorboard_log=str(tmp_path))
+    model.learn(100, tb_log_name="run")
+    model.learn(100, tb_log_name="run")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["run_1", "run_2"]
+    assert (tmp_path / "run_2" / "progress.csv").exists()
+
+
+def test_progress_bar(capsys, monkeypatch):
+    ARS("LinearPolicy", "CartPole-v1", n_delta=2, seed=0).learn(300, progress_bar=True)
+    assert "steps" in capsys.readouterr().err
+    monkeypatch.setitem(sys.modules, "tqdm", None)  # as if tqdm were not installed
+    with pytest.raises(ModuleNotFoundError, match=r"pip install tqdm"):
+        ARS("LinearPolicy", "CartPole-v1", n_delta=2, seed=0).learn(300, progress_bar=True)
+
+
+def test_eval_callback_logs_and_keeps_the_best_model(tmp_path):
+    evaluation = ars.EvalCallback(
+        "CartPole-v1",
+        eval_freq=2000,
+        n_eval_episodes=4,
+        best_model_save_path=tmp_path,
+        seed=3,
         verbose=0,
-        log_path=str(tmp_path / tag / "eval"),
-        warn=False,
     )
-    every = callbacks.EveryNTimesteps(
-        n_steps=1000, callback=callbacks.CheckpointCallback(1, str(tmp_path / tag / "n"))
+    model = ARS("LinearPolicy", "CartPole-v1", n_delta=2, seed=0, alive_bonus_offset=-1)
+    model.learn(6000, callback=evaluation, default_root_dir=tmp_path)
+    steps = [e[0] for e in evaluation.evaluations]
+    assert steps[0] == 0 and all(
+        b // 2000 > a // 2000 for a, b in zip(steps, steps[1:])
+    )  # 0, f, 2f, ... as reached
+    best = max(e[2] for e in evaluation.evaluations)
+    assert evaluation.best_mean_reward == best
+    kept = ARS.load(tmp_path / "best_model")  # SB3's name: best_model.zip
+    mean, _ = ars.evaluate_policy(kept, "CartPole-v1", 4)
+    seeds = ars.evaluation_seeds(3, 4)  # the EVALUATION stream of the callback's seed
+    returns = ars.run_episodes(ars.make_env("CartPole-v1"), _actor(kept.policy), seeds)[0]
+    assert (
+        returns.mean() == best
+    )  # the saved best model is the one that scored best, without the alive bonus
+    rows = _rows(tmp_path / "progress.csv")
+    logged = [float(r["eval/mean_reward"]) for r in rows if r["eval/mean_reward"]]
+    assert logged == [e[2] for e in evaluation.evaluations[: len(logged)]] and len(logged) >= 2
+    parallel = ars.EvalCallback(
+        "CartPole-v1", eval_freq=2000, n_eval_episodes=4, eval_concurrency=2, seed=3, verbose=0
     )
-    return [check, checkpoint, evaluation, every], check
+    ARS("LinearPolicy", "CartPole-v1", n_delta=2, seed=0, alive_bonus_offset=-1).learn(
+        6000, callback=parallel
+    )
+    assert parallel.evaluations[-1][2:] == evaluation.evaluations[-1][2:]
+
+
+def test_episode_ends_reach_callbacks_alike_and_unseedable_vector_envs_are_refused():
+    from stable_baselines3.common.callbacks import StopTrainingOnMaxEpisodes
+    from stable_baselines3.common.vec_env import DummyVecEnv
+
+    envs = {
+        "env": lambda: "Pendulum-v1",
+        "SyncVectorEnv": lambda: gym.make_vec("Pendulum-v1", 2, vectorization_mode="sync"),
+        "AsyncVectorEnv": lambda: gym.make_vec(
+            "Pendulum-v1", 2, vectorization_mode="async", vector_kwargs={"context": "fork"}
+        ),
+    }
+    counts = {}
+    for name, make in envs.items():  # a time limit ends an episode: dones=True, everywhere
+        env = make()  # SB3's callback counts max_episodes per env: 6 episodes in all
+        stop = StopTrainingOnMaxEpisodes(max_episodes=6 if name == "env" else 3)
+        model = ARS("LinearPolicy", env, n_delta=2, seed=0).learn(5000, callback=stop)
+        counts[name] = (model.num_timesteps, model._n_updates, stop.n_episodes)
+        getattr(env, "close", lambda: None)()
+    assert set(counts.values()) == {(800, 1, 6)}, counts  # the second iteration: discarded
+    model = ARS("LinearPolicy", "Pendulum-v1", n_delta=2, seed=0, max_episode_steps=50)
+    stop = StopTrainingOnMaxEpisodes(max_episodes=3)
+    assert model.learn(5000, callback=stop).num_timesteps < 5000  # ars's own limit too
+    unseedable = gym.vector.AsyncVectorEnv([PENDULUM] * 2, shared_memory=False, context="fork")
+    wrapped = gym.wrappers.vector.RecordEpisodeStatistics(gym.vector.SyncVectorEnv([PENDULUM] * 2))
+    for env in (unseedable, wrapped):
+        with pytest.raises(ValueError, match="cannot reset each env with its own seed"):
+            ARS("LinearPolicy", env)
+    unseedable.close(terminate=True)
+    mixed = DummyVecEnv([PENDULUM, lambda: gym.make("MountainCarContinuous-v0")])
+    with pytest.raises(ValueError, match="an env of it has observation space"):
+        ARS("LinearPolicy", mixed)
 
 
 @pytest.mark.slow
@@ -2330,7 +2207,245 @@ def test_own_eval_callback_and_evaluate_policy_take_sb3_parameters(tmp_path):
         ars.evaluate_policy(model, "CartPole-v1", 2, reward_threshold=1000)
 
 
-# -- model files and parameters ------------------------------------------------------------
+@pytest.mark.slow
+def test_sb3_callbacks_see_the_absolute_target_and_each_worker_steps_dones(capsys):
+    callbacks = pytest.importorskip("stable_baselines3.common.callbacks")
+    pytest.importorskip("tqdm")
+    seen = []
+
+    class Target(callbacks.BaseCallback):
+        def _on_training_start(self):
+            seen.append(self.locals["total_timesteps"])
+
+        def _on_step(self):
+            return True
+
+    model = ARS("LinearPolicy", "CartPole-v1", n_delta=2, seed=0).learn(1000, Target())
+    first = model.num_timesteps
+    model.learn(1000, Target(), reset_num_timesteps=False)
+    assert seen == [1000, first + 1000]  # SB3's: the absolute target, never the increment
+    with AsyncEval([CARTPOLE] * 2, model.policy) as async_eval:
+        stop = callbacks.StopTrainingOnMaxEpisodes(max_episodes=5)
+        model.learn(100_000, stop, async_eval=async_eval)  # needs each worker-step's dones
+        assert stop.n_episodes >= 5 and model.num_timesteps < first + 20_000
+        capsys.readouterr()
+        model.learn(3000, async_eval=async_eval, progress_bar=True)
+    assert "100%" in capsys.readouterr().err.splitlines()[-1]
+
+
+def test_progress_csv_gains_a_column_without_losing_rows(tmp_path):
+    logger = ars.Logger(folder=tmp_path)
+    for i in range(3):
+        logger.record("train/iterations", i)
+        logger.dump()
+    logger.record("train/iterations", 3)
+    logger.record(
+        "custom/thing", 1.5
+    )  # a key nobody announced: the file is rewritten whole, atomically
+    logger.dump()
+    rows = _rows(tmp_path / "progress.csv")
+    assert [r["train/iterations"] for r in rows] == ["0", "1", "2", "3"] and rows[-1][
+        "custom/thing"
+    ] == "1.5"
+    assert not list(tmp_path.glob(".*tmp"))
+
+
+# === Files: models, checkpoints, hostile files, demonstrations ===================================
+
+
+def test_save_load_predicts_identically_and_learn_continues(tmp_path):
+    model = ARS(
+        "LinearPolicy", "Pendulum-v1", n_delta=4, n_top=2, normalize_obs=True, seed=3
+    ).learn(2000)
+    path = model.save(tmp_path / "pendulum")
+    assert path.name == "pendulum.zip"  # SB3's rule for a path without a suffix
+    loaded = ARS.load(tmp_path / "pendulum")  # no env needed
+    obs = np.stack([model.observation_space.sample() for _ in range(20)])
+    np.testing.assert_array_equal(loaded.predict(obs)[0], model.predict(obs)[0])
+    assert (
+        loaded.policy.obs_rms.count == model.policy.obs_rms.count
+        and loaded.num_timesteps == model.num_timesteps
+    )
+    # learn() continues from the saved weights, statistics and generator: same as never stopping.
+    loaded.set_env("Pendulum-v1")
+    model.learn(1000, reset_num_timesteps=False)
+    loaded.learn(1000, reset_num_timesteps=False)
+    assert np.array_equal(loaded.policy.parameters_to_vector(), model.policy.parameters_to_vector())
+    assert np.array_equal(loaded.policy.obs_rms.var, model.policy.obs_rms.var)
+
+
+def test_saved_file_is_plain_data(tmp_path):
+    model = ARS(
+        "MlpPolicy",
+        "CartPole-v1",
+        n_delta=2,
+        seed=0,
+        policy_kwargs=dict(net_arch=[4], activation_fn="tanh"),
+    )
+    path = model.save(tmp_path / "m.npz")
+    with np.load(path, allow_pickle=False) as data:
+        meta = json.loads(str(data["metadata"]))
+        assert set(data.files) == {"parameters", "metadata"}  # V1: no statistics
+    assert (
+        meta["format"] == "ars-numpy"
+        and meta["policy"] == "MlpPolicy"
+        and meta["policy_kwargs"]["net_arch"] == [4]
+    )
+    assert meta["env_id"] == "CartPole-v1" and meta["observation_space"]["type"] == "Box"
+    loaded = ARS.load(path)
+    assert (
+        loaded.policy.activation_fn == "tanh"
+        and loaded.policy.net_arch == [4]
+        and loaded.hparams["n_delta"] == 2
+    )
+    assert not list(tmp_path.glob(".*tmp"))  # the atomic write left no temporary file
+
+
+def test_linear_policy_options_survive_save(tmp_path):
+    model = ARS(
+        "LinearPolicy",
+        "Pendulum-v1",
+        policy_kwargs=dict(with_bias=True, squash_output=True),
+        zero_policy=False,
+        seed=1,
+    )
+    loaded = ARS.load(model.save(tmp_path / "lin"))
+    assert (
+        type(loaded.policy) is ARSLinearPolicy
+        and loaded.policy.with_bias
+        and loaded.policy.squash_output
+    )
+    assert np.array_equal(loaded.policy.parameters_to_vector(), model.policy.parameters_to_vector())
+
+
+def test_schedule_is_saved_as_its_value_with_a_warning(tmp_path):
+    model = ARS("LinearPolicy", "CartPole-v1", learning_rate=lambda p: 0.1 * p, seed=0)
+    path = model.save(tmp_path / "s")
+    with pytest.warns(UserWarning, match="learning_rate was a schedule"):
+        assert ARS.load(path).learning_rate == 0.1
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert ARS.load(path, learning_rate=0.5).learning_rate == 0.5
+
+
+def test_set_parameters_checks_keys_and_shapes(tmp_path):
+    model = ARS("LinearPolicy", "Pendulum-v1", normalize_obs=True, seed=0).learn(400)
+    other = ARS("LinearPolicy", "Pendulum-v1", normalize_obs=True, seed=1)
+    other.set_parameters(model.get_parameters())
+    np.testing.assert_array_equal(other.predict(np.ones(3))[0], model.predict(np.ones(3))[0])
+    other.set_parameters(model.save(tmp_path / "p"))
+    params = model.get_parameters()
+    assert sorted(params["policy"]) == [
+        "action_net.0.weight",
+        "obs_rms.count",
+        "obs_rms.mean",
+        "obs_rms.var",
+    ]
+    del params["policy"]["obs_rms.var"]
+    with pytest.raises(RuntimeError, match=r"missing \['obs_rms.var'\]"):
+        other.set_parameters(params)
+    other.set_parameters({"policy": {"action_net.0.weight": np.ones((1, 3))}}, exact_match=False)
+    assert (other.policy.parameters_to_vector() == 1).all()
+    with pytest.raises(
+        ValueError, match=r"'action_net.0.weight' has shape \(1, 4\); expected \(1, 3\)"
+    ):
+        other.set_parameters(
+            {"policy": {"action_net.0.weight": np.ones((1, 4))}}, exact_match=False
+        )
+    with pytest.raises(RuntimeError, match="unknown"):
+        other.set_parameters({"policy": {"action_net.9.weight": np.ones(1)}}, exact_match=False)
+    with pytest.raises(ValueError, match="get_parameters"):
+        other.set_parameters({"weights": 1})
+
+
+def test_corrupt_or_foreign_files_give_clear_errors(tmp_path):
+    model = ARS("LinearPolicy", "CartPole-v1", seed=0)
+    good = model.save(tmp_path / "good.npz").read_bytes()
+    (tmp_path / "truncated.npz").write_bytes(good[: len(good) // 2])
+    (tmp_path / "garbage.npz").write_bytes(b"not a model at all" * 10)
+    np.savez(tmp_path / "foreign.npz", weights=np.ones(3))
+    np.savez(tmp_path / "pickled.npz", metadata=np.array([{"format": "ars-numpy"}], dtype=object))
+    for name in ("truncated", "garbage", "pickled"):
+        with pytest.raises(
+            ValueError, match="not a readable ars model file|object arrays are never loaded"
+        ):
+            ARS.load(tmp_path / f"{name}.npz")
+    with pytest.raises(
+        ValueError, match="not a readable ars model file|not a model written by ars"
+    ):
+        ARS.load(tmp_path / "foreign.npz")
+    with pytest.raises(FileNotFoundError):
+        ARS.load(tmp_path / "missing.npz")
+
+
+def test_loading_into_an_env_with_other_spaces_names_both(tmp_path):
+    path = ARS("LinearPolicy", "CartPole-v1", seed=0).save(tmp_path / "cartpole")
+    with pytest.raises(
+        ValueError, match=r"the env has observation space Box.*\(3,\).*built for Box.*\(4,\)"
+    ):
+        ARS.load(path, env="Pendulum-v1")
+
+
+@pytest.mark.slow
+def test_checkpoint_resume_is_exact_in_one_process_and_with_async_eval(tmp_path):
+    def model():
+        return ARS("LinearPolicy", "Pendulum-v1", n_delta=4, n_top=2, normalize_obs=True, seed=21)
+
+    straight = model().learn(6400)  # 4 iterations of 1600 steps
+    first = model().learn(3200, default_root_dir=tmp_path / "a", checkpoint_interval=1)
+    assert first._n_updates == 2 and (tmp_path / "a" / "checkpoint.npz").exists()
+    resumed = ARS.load(tmp_path / "a" / "checkpoint.npz", env="Pendulum-v1")
+    resumed.learn(6400 - resumed.num_timesteps, reset_num_timesteps=False)
+    with AsyncEval([PENDULUM] * 2, resumed.policy, start_method="fork") as async_eval:
+        parallel = ARS.load(tmp_path / "a" / "checkpoint.npz", env="Pendulum-v1")
+        parallel.learn(
+            6400 - parallel.num_timesteps, reset_num_timesteps=False, async_eval=async_eval
+        )
+    for other in (resumed, parallel):
+        assert other._n_updates == straight._n_updates == 4
+        _assert_same_weights(other, straight)
+    rows = _rows(tmp_path / "a" / "progress.csv")
+    assert [int(r["train/iterations"]) for r in rows] == [0, 1]
+    with pytest.raises(ValueError, match="checkpoint_interval needs default_root_dir"):
+        model().learn(100, checkpoint_interval=1)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "env_id,kwargs,budget",
+    [
+        ("CartPole-v1", dict(n_delta=2), 20_000),
+        (
+            "InvertedPendulum-v4",
+            dict(
+                n_delta=4,
+                normalize_obs=True,
+                policy_kwargs=dict(squash_output=True, with_bias=True),
+            ),
+            20_000,
+        ),
+    ],
+)
+def test_warm_start_from_demonstrations(env_id, kwargs, budget, tmp_path):
+    if "Inverted" in env_id:
+        pytest.importorskip("mujoco")
+    expert = ARS("LinearPolicy", env_id, seed=0, **kwargs).learn(budget)
+    expert_return, _ = ars.evaluate_policy(expert, env_id, 10, seed=7)
+    observations, actions = _demonstrations(env_id, expert)
+    student = ARS("LinearPolicy", env_id, seed=1, **kwargs)
+    assert ars.evaluate_policy(student, env_id, 10, seed=7)[0] < 0.5 * expert_return
+    np.savez(tmp_path / "a.npz", observations=observations[:300], actions=actions[:300])
+    np.savez(tmp_path / "b.npz", observations=observations[300:], actions=actions[300:])
+    student.warm_start(tmp_path)  # a folder of trajectories
+    student_return, _ = ars.evaluate_policy(student, env_id, 10, seed=7)
+    assert student_return >= 0.8 * expert_return, (student_return, expert_return)
+    if student.policy.obs_rms is not None:
+        assert student.policy.obs_rms.count == len(observations)
+    with pytest.raises(ValueError, match="linear policies"):
+        ARS("MlpPolicy", env_id).warm_start((observations, actions))
+    np.savez(tmp_path / "bad.npz", obs=observations)
+    with pytest.raises(ValueError, match="'observations' and 'actions'"):
+        student.warm_start(tmp_path / "bad.npz")
 
 
 def test_save_and_load_with_or_without_zip_and_file_objects(tmp_path):
@@ -2401,325 +2516,6 @@ def test_parameters_use_sb3_contrib_names_and_accept_torch_tensors(tmp_path):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize(
-    "policy,kwargs,env_id",
-    [
-        ("LinearPolicy", dict(with_bias=True), "Pendulum-v1"),
-        ("MlpPolicy", dict(net_arch=[8]), "CartPole-v1"),
-        ("MlpPolicy", dict(net_arch=[8, 8]), "Pendulum-v1"),
-    ],
-)
-def test_a_model_saved_by_sb3_contrib_loads_and_predicts_the_same_actions(
-    tmp_path, policy, kwargs, env_id
-):
-    sb3_contrib = pytest.importorskip("sb3_contrib")
-    theirs = sb3_contrib.ARS(
-        policy, env_id, n_delta=2, delta_std=0.07, seed=3, policy_kwargs=kwargs, zero_policy=False
-    )
-    theirs.learn(600)
-    theirs.save(tmp_path / "theirs")
-    ours = ARS.load(tmp_path / "theirs.zip")  # weights read by ars's narrow unpickler
-    assert (ours.n_delta, ours.delta_std, ours.num_timesteps) == (2, 0.07, theirs.num_timesteps)
-    env = gym.make(env_id)
-    obs = np.stack([env.observation_space.sample() for _ in range(50)])
-    np.testing.assert_allclose(
-        ours.predict(obs)[0], theirs.predict(obs, deterministic=True)[0], atol=1e-5
-    )
-    ours.set_env(env_id)
-    ours.learn(400)  # and training goes on from their weights
-
-
-def test_sb3_contrib_files_load_without_torch(tmp_path, monkeypatch):
-    sb3_contrib = pytest.importorskip("sb3_contrib")
-    theirs = sb3_contrib.ARS("LinearPolicy", "Pendulum-v1", zero_policy=False, seed=1)
-    theirs.save(tmp_path / "theirs")
-    monkeypatch.setitem(sys.modules, "torch", None)  # importing torch now fails
-    obs = np.ones((4, 3), np.float32)
-    expected = theirs.predict(obs, deterministic=True)[0]
-    np.testing.assert_allclose(ARS.load(tmp_path / "theirs").predict(obs)[0], expected, atol=1e-6)
-
-
-# ---------------------------------------------------------------------------
-# Reliability: no hang, no silent data loss, hostile files, bad settings
-# ---------------------------------------------------------------------------
-
-
-class ImageEnv(gym.Env):
-    """84x84x3 observations: every message to and from a worker is megabytes."""
-
-    observation_space = spaces.Box(0, 255, (84, 84, 3), np.uint8)
-    action_space = spaces.Box(-1.0, 1.0, (2,), np.float64)
-
-    def reset(self, *, seed=None, options=None):
-        super().reset(seed=seed)
-        self.t = 0
-        return self.np_random.integers(0, 256, (84, 84, 3), dtype=np.uint8), {}
-
-    def step(self, action):
-        self.t += 1
-        obs = self.np_random.integers(0, 256, (84, 84, 3), dtype=np.uint8)
-        return obs, float(action[0]), False, self.t >= 3, {}
-
-
-class StuckEnv(NoisyWalk):
-    """An env.step that never returns (a deadlocked simulator)."""
-
-    def step(self, action):
-        threading.Event().wait()
-
-
-class EndlessEnv(NoisyWalk):
-    """Never terminates and has no time limit."""
-
-    def step(self, action):
-        obs, reward, *_ = super().step(action)
-        return obs, reward, False, False, {}
-
-
-def _children(pid):
-    """Every descendant process of ``pid`` (from /proc)."""
-    found, todo = [], [pid]
-    while todo:
-        for task in Path(f"/proc/{todo.pop()}/task").glob("*"):
-            for child in (task / "children").read_text().split():
-                found.append(int(child))
-                todo.append(int(child))
-    return found
-
-
-def _alive(pid):
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0] != "Z"
-    except FileNotFoundError:
-        return False
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("evaluator", ["async", "executor"])
-def test_large_observations_never_deadlock(evaluator):
-    model = ARS("LinearPolicy", ImageEnv(), n_delta=4, normalize_obs=True, seed=0)
-    single = ARS("LinearPolicy", ImageEnv(), n_delta=4, normalize_obs=True, seed=0).learn(48)
-    if evaluator == "async":
-        with AsyncEval([ImageEnv] * 2, start_method="fork", job_timeout=60) as async_eval:
-            model.learn(48, async_eval=async_eval)
-    else:
-        with ProcessPoolExecutor(2, mp_context=multiprocessing.get_context("fork")) as pool:
-            model.learn(48, async_eval=ExecutorEval(pool, ImageEnv, job_timeout=60))
-    _assert_same_weights(model, single)
-
-
-@pytest.mark.slow
-def test_a_stuck_env_times_out_naming_worker_candidate_and_seeds():
-    policy = ARSLinearPolicy(StuckEnv.observation_space, StuckEnv.action_space)
-    async_eval = AsyncEval([StuckEnv] * 2, policy, start_method="fork", job_timeout=1.5)
-    processes = list(async_eval.processes)
-    async_eval.send_jobs(np.zeros((4, policy.n_params)), 4, episode_seeds=[[11], [12], [13], [14]])
-    with pytest.raises(
-        RuntimeError,
-        match=r"worker \d \(pid \d+\) has not finished candidate \d \(env seeds \[1[1-4]\]\)",
-    ):
-        async_eval.get_results()
-    _assert_all_dead(processes)
-    with ProcessPoolExecutor(2, mp_context=multiprocessing.get_context("fork")) as pool:
-        pids = []
-        pool.submit(os.getpid).result()
-        pids = list(pool._processes)
-        executor_eval = ExecutorEval(pool, StuckEnv, policy, job_timeout=1.5)
-        executor_eval.send_jobs(np.zeros((2, policy.n_params)), 2, episode_seeds=[[21], [22]])
-        with pytest.raises(
-            RuntimeError,
-            match=r"no executor task finished.*candidates (\d)-\1 \(env seeds from \[2[12]\]\)",
-        ):
-            executor_eval.get_results()
-        assert executor_eval.closed
-        assert not any(_alive(pid) for pid in pids)  # ended and reaped at once
-
-
-class StuckOnCue(gym.Wrapper):
-    """CartPole, stuck for 3 s a step while ``stuck`` is set (module level: shared by threads)."""
-
-    stuck = threading.Event()
-
-    def step(self, action):
-        if self.stuck.is_set():
-            time.sleep(3)
-        return super().step(action)
-
-
-def test_executor_timeouts_adapt_to_measured_tasks():
-    make = functools.partial(StuckOnCue, gym.make("CartPole-v1"))
-    policy = ARSLinearPolicy(*_spaces(make()))
-    with ThreadPoolExecutor(1) as pool:
-        first = ExecutorEval(pool, make, policy, job_timeout=0.5, jobs_per_task=4)
-        first.set_options(None)
-        StuckOnCue.stuck.set()
-        with pytest.raises(ars.EvaluationTimeout, match=r"finished in 2 s"):  # 0.5 s per job
-            first.evaluate(*_frozen_jobs(policy, 4))
-        StuckOnCue.stuck.clear()
-    with ThreadPoolExecutor(1) as pool:
-        measured = ExecutorEval(pool, make, policy, job_timeout=0.5, jobs_per_task=4)
-        measured.evaluate(*_frozen_jobs(policy, 4))  # fast: measured at a few ms per job
-        StuckOnCue.stuck.set()
-        with pytest.raises(ars.EvaluationTimeout) as error:
-            measured.evaluate(*_frozen_jobs(policy, 4))
-        StuckOnCue.stuck.clear()
-    waited = float(str(error.value).split("finished in ")[1].split(" s")[0])
-    assert 0.5 < waited < 2  # job_timeout + 20 x the measured time per job x 4 jobs, not 2 s
-
-
-def _spaces(env):
-    return env.observation_space, env.action_space
-
-
-def _frozen_jobs(policy, n):
-    it = ars.Iteration(policy.network(), np.zeros(policy.n_params), None, 0.0, 0, 0)
-    return it, [ars.Job(c, 0, 0, np.array([c], np.uint64)) for c in range(n)]
-
-
-@pytest.mark.slow
-def test_a_worker_that_cannot_start_in_time_is_an_error():
-    slow_start = functools.partial(_sleep_then, 30, NoisyWalk)
-    start = time.monotonic()
-    with pytest.raises(RuntimeError, match="did not answer in time while starting its env"):
-        AsyncEval([slow_start], start_method="fork", start_timeout=1.0)
-    assert time.monotonic() - start < 20  # not the 30 s the env takes
-
-
-def _sleep_then(seconds, make):
-    time.sleep(seconds)
-    return make()
-
-
-@pytest.mark.slow
-def test_dask_client_closed_mid_learn_is_an_error_not_a_hang():
-    distributed = pytest.importorskip("distributed")
-    with distributed.LocalCluster(
-        n_workers=1, threads_per_worker=1, processes=True, host="127.0.0.1", dashboard_address=None
-    ) as cluster:
-        client = distributed.Client(cluster)
-        model = ARS("LinearPolicy", SlowEnv(), n_delta=2, seed=0)
-        executor_eval = ExecutorEval(client.get_executor(pure=False), SlowEnv, job_timeout=60)
-        threading.Timer(1.0, client.close).start()
-        with pytest.raises(RuntimeError, match="executor task failed|no executor task finished"):
-            model.learn(100_000, async_eval=executor_eval)
-        with pytest.raises(RuntimeError, match="the Dask client of this executor is closed"):
-            model.learn(100, async_eval=ExecutorEval(client.get_executor(pure=False), SlowEnv))
-
-
-@pytest.mark.slow
-def test_sb3_callbacks_see_the_absolute_target_and_each_worker_steps_dones(capsys):
-    callbacks = pytest.importorskip("stable_baselines3.common.callbacks")
-    pytest.importorskip("tqdm")
-    seen = []
-
-    class Target(callbacks.BaseCallback):
-        def _on_training_start(self):
-            seen.append(self.locals["total_timesteps"])
-
-        def _on_step(self):
-            return True
-
-    model = ARS("LinearPolicy", "CartPole-v1", n_delta=2, seed=0).learn(1000, Target())
-    first = model.num_timesteps
-    model.learn(1000, Target(), reset_num_timesteps=False)
-    assert seen == [1000, first + 1000]  # SB3's: the absolute target, never the increment
-    with AsyncEval([CARTPOLE] * 2, model.policy) as async_eval:
-        stop = callbacks.StopTrainingOnMaxEpisodes(max_episodes=5)
-        model.learn(100_000, stop, async_eval=async_eval)  # needs each worker-step's dones
-        assert stop.n_episodes >= 5 and model.num_timesteps < first + 20_000
-        capsys.readouterr()
-        model.learn(3000, async_eval=async_eval, progress_bar=True)
-    assert "100%" in capsys.readouterr().err.splitlines()[-1]
-
-
-def test_one_evaluator_used_from_two_threads_is_a_clear_error():
-    policy = ARSLinearPolicy(SlowEnv.observation_space, SlowEnv.action_space)
-    evaluator = ars.InProcessEval(SlowEnv(), policy)
-    it = ars.Iteration(policy.network(), policy.parameters_to_vector(), None, 0.0, 0, 0)
-    jobs = [ars.Job(0, 0, 1, np.array([1], np.uint64), policy.parameters_to_vector())]
-    busy = threading.Thread(target=evaluator.evaluate, args=(it, jobs))
-    busy.start()
-    time.sleep(0.2)
-    with pytest.raises(RuntimeError, match="in use by another thread"):
-        evaluator.evaluate(it, jobs)
-    busy.join()
-
-
-def test_an_endless_env_is_an_error_unless_episodes_are_capped():
-    with pytest.raises(RuntimeError, match=r"ran 100,000 steps without ending.*max_episode_steps="):
-        ARS("LinearPolicy", EndlessEnv(), n_delta=1, seed=0).learn(1000)
-    model = ARS("LinearPolicy", EndlessEnv(), n_delta=1, seed=0, max_episode_steps=50).learn(1000)
-    assert {e["l"] for e in model.ep_info_buffer} == {50}
-
-
-def test_memory_stays_bounded_however_long_the_episode():
-    import tracemalloc
-
-    class LongImageEnv(ImageEnv):
-        def step(self, action):
-            obs, reward, terminated, _, info = super().step(action)
-            return (
-                obs,
-                reward,
-                terminated,
-                self.t >= 1000,
-                info,
-            )  # 1000 x 21 kB observations: 170 MB as float64
-
-    env, policy = LongImageEnv(), ARSLinearPolicy(ImageEnv.observation_space, ImageEnv.action_space)
-    act = _actor(policy)
-    tracemalloc.start()
-    for track in (True, False):
-        tracemalloc.reset_peak()
-        _, lengths, visited = ars.run_episodes(env, act, [1], track_obs=track)
-        peak = tracemalloc.get_traced_memory()[1]
-        assert lengths[0] == 1000 and visited.count == (1000 if track else 0)
-        assert peak < (24 << 20 if track else 1 << 20), (
-            peak
-        )  # one 8 MB chunk and its temporaries; V1: nothing
-    tracemalloc.stop()
-
-
-def test_chunked_statistics_equal_those_of_all_observations():
-    env, policy = ImageEnv(), ARSLinearPolicy(ImageEnv.observation_space, ImageEnv.action_space)
-    recorder = Recorder(env)
-    _, lengths, visited = ars.run_episodes(
-        recorder, _actor(policy), range(40)
-    )  # 160 rows, chunks of 49
-    everything = np.array(recorder.acted_on)
-    assert visited.count == len(everything) == lengths.sum()
-    np.testing.assert_allclose(visited.mean, everything.mean(axis=0), rtol=1e-12)
-    np.testing.assert_allclose(visited.var, everything.var(axis=0), rtol=1e-10)
-
-
-# -- hostile model files ---------------------------------------------------------------------
-
-
-def _crafted(path, meta=None, members=None, compress=False):
-    """A model file with the given metadata and extra members, written by hand."""
-    meta = meta if meta is not None else {}
-    with __import__("zipfile").ZipFile(path, "w", 8 if compress else 0) as archive:
-        buffer = io.BytesIO()
-        np.lib.format.write_array(buffer, np.array(json.dumps(meta)))
-        archive.writestr("metadata.npy", buffer.getvalue())
-        for name, data in (members or {}).items():
-            archive.writestr(name, data)
-    return path
-
-
-def _peak_rss_of(code, tmp_path):
-    script = tmp_path / "probe.py"
-    script.write_text(
-        "import resource, sys\nsys.path.insert(0, sys.argv[1])\nimport ars\n"
-        "before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss\n"
-        f"try:\n    {code}\nexcept Exception as error:\n    print('REJECTED', error)\n"
-        "print('GROWTH_KB', resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before)\n"
-    )
-    result = _run([str(script), str(HERE)], tmp_path)
-    return result.stdout
-
-
-@pytest.mark.slow
 def test_hostile_files_are_rejected_before_any_large_allocation(tmp_path):
     good = ARS("LinearPolicy", "CartPole-v1", seed=0)
     meta = ars._metadata(good)
@@ -2741,153 +2537,6 @@ def test_hostile_files_are_rejected_before_any_large_allocation(tmp_path):
     for name in ("huge", "bomb", "bomb2"):
         out = _peak_rss_of(f"ars.ARS.load({str(tmp_path / (name + '.npz'))!r})", tmp_path)
         assert "REJECTED" in out and int(out.split("GROWTH_KB")[1]) < 100_000, (name, out)
-
-
-def _sb3_file(path, source, data=None, pth=None, compress=False, extra=0):
-    """sb3-contrib's file ``source`` with its JSON ``data`` changed and ``policy.pth`` swapped
-    (``compress``: True for deflate, or a zipfile method; ``extra``: that many more members)."""
-    with zipfile.ZipFile(source) as archive:
-        members = {n: archive.read(n) for n in archive.namelist()}
-    text = json.loads(members["data"])
-    for key, value in (data or {}).items():
-        if isinstance(value, dict) and isinstance(text.get(key), dict):
-            text[key].update(value)
-        else:
-            text[key] = value
-    members["data"] = json.dumps(text).encode()
-    members["policy.pth"] = members["policy.pth"] if pth is None else pth
-    members.update({f"extra{i}": b"" for i in range(extra)})
-    method = zipfile.ZIP_DEFLATED if compress is True else compress or zipfile.ZIP_STORED
-    with zipfile.ZipFile(path, "w", method) as z:
-        for name, content in members.items():
-            z.writestr(name, content)
-    return path
-
-
-def _pth(tensors, compress=False):
-    """``torch.save(tensors)``'s bytes, optionally recompressed member by member."""
-    torch = pytest.importorskip("torch")
-    buffer = io.BytesIO()
-    torch.save(tensors, buffer)
-    if not compress:
-        return buffer.getvalue()
-    out = io.BytesIO()
-    with zipfile.ZipFile(buffer) as src, zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as dst:
-        for name in src.namelist():
-            dst.writestr(name, src.read(name))
-    return out.getvalue()
-
-
-@pytest.mark.slow
-def test_hostile_sb3_contrib_files_are_refused_cheaply_in_one_line(tmp_path):
-    sb3_contrib = pytest.importorskip("sb3_contrib")
-    torch = pytest.importorskip("torch")
-    source = tmp_path / "theirs.zip"
-    sb3_contrib.ARS("LinearPolicy", "Pendulum-v1", zero_policy=False, seed=0).save(source)
-    weight = torch.zeros((1, 3))
-    bomb = _pth({"action_net.weight": torch.zeros(300_000_000)}, compress=True)
-    cases = {  # name: (data changes, policy.pth, the error)
-        "bomb": ({}, bomb, "policy.pth is not a readable weights file"),
-        "dtype": ({"observation_space": {"dtype": "U500000000"}}, None, "dtype <U500000000"),
-        "nan": ({}, _pth({"action_net.weight": torch.full((1, 3), float("nan"))}), "finite"),
-        "int": ({}, _pth({"action_net.weight": weight.long()}), "float tensors only"),
-        "complex": ({}, _pth({"action_net.weight": weight.to(torch.complex64)}), "float tensors"),
-        "shape": ({}, _pth({"action_net.weight": torch.zeros((3, 1))}), "has shape"),
-        "updates": ({"_n_updates": -5}, None, "n_updates must be integers >= 0"),
-        "steps": ({"num_timesteps": 2**70}, None, "n_updates must be integers >= 0"),
-        "n_delta": ({"n_delta": 10**9}, None, "n_delta must be an integer from 1"),
-        "n_top": ({"n_top": 0}, None, "n_top must be an integer from 1"),
-        "seed": ({"seed": -1}, None, "seed must be an integer from 0"),
-        "code": ({}, b"not a zip", "policy.pth is not a readable weights file"),
-        "bzip2": ({}, None, "compressed with method 12; ars reads stored or deflated"),
-        "outer": ({}, _pth({"action_net.weight": torch.zeros(100_000)}), "larger than the meta"),
-        "dims": ({}, _pth({"action_net.weight": torch.zeros([1] * 20)}), "not a contiguous view"),
-        "schedule": ({"lr_schedule": {"value_schedule": "Constant(val=nan)"}}, None, "learning_r"),
-        "members": ({}, None, "lists 70 members; a model file has a few"),
-        "json": ({"junk": [[]] * 20_000}, None, "over 10,000 lists or objects"),
-        "env": ({"observation_space": {"low": "[...]", "_shape": [7]}}, None, "the env's is Box"),
-    }
-    methods = {"bomb": True, "bzip2": zipfile.ZIP_BZIP2}
-    for name, (data, pth, message) in cases.items():
-        extra = 65 if name == "members" else 0
-        _sb3_file(tmp_path / f"{name}.zip", source, data, pth, methods.get(name), extra)
-        if name == "env":  # an abbreviated space, and an env whose space is another
-            with pytest.raises(ValueError, match=f"{name}.zip.*{message}"):
-                ARS.load(tmp_path / f"{name}.zip", env="Pendulum-v1")
-            continue
-        with pytest.raises(ValueError, match=f"{name}.zip.*{message}") as error:
-            ARS.load(tmp_path / f"{name}.zip")
-        assert "weights_only" not in str(error.value) and "\n" not in str(error.value), name
-    assert (tmp_path / "bomb.zip").stat().st_size < 2_000_000
-    for name in ("bomb", "dtype"):
-        out = _peak_rss_of(f"ars.ARS.load({str(tmp_path / (name + '.zip'))!r})", tmp_path)
-        assert "REJECTED" in out and int(out.split("GROWTH_KB")[1]) < 100_000, (name, out)
-    result = _run([str(HERE / "ars.py"), "--eval", str(tmp_path / "int.zip")], tmp_path)
-    assert (
-        result.returncode != 0 and "int.zip" in result.stderr and "float tensors" in result.stderr
-    )
-    assert len(result.stderr.strip().splitlines()) == 1, result.stderr
-
-
-def test_a_pickle_that_names_anything_else_is_refused_without_running_it(tmp_path):
-    import pickle
-
-    class Boom:
-        def __reduce__(self):
-            return (os.system, ("touch " + str(tmp_path / "ran"),))
-
-    inner = io.BytesIO()
-    with zipfile.ZipFile(inner, "w") as z:
-        z.writestr("archive/data.pkl", pickle.dumps({"action_net.weight": Boom()}, protocol=2))
-    sb3_contrib = pytest.importorskip("sb3_contrib")
-    sb3_contrib.ARS("LinearPolicy", "Pendulum-v1").save(tmp_path / "theirs.zip")
-    _sb3_file(tmp_path / "evil.zip", tmp_path / "theirs.zip", pth=inner.getvalue())
-    with pytest.raises(ValueError, match=r"evil.zip: policy.pth .* names 'posix'.'system'"):
-        ARS.load(tmp_path / "evil.zip")
-    assert not (tmp_path / "ran").exists()
-
-
-class WideEnv(gym.Env):
-    """A Box observation of ``n`` entries with varied bounds: SB3 abbreviates them."""
-
-    def __init__(self, n):
-        self.observation_space = spaces.Box(-np.arange(1.0, n + 1), np.arange(1.0, n + 1))
-        self.action_space = spaces.Box(-1.0, 1.0, (2,))
-
-    def reset(self, *, seed=None, options=None):
-        super().reset(seed=seed)
-        return self.observation_space.sample(), {}
-
-    def step(self, action):
-        return self.observation_space.sample(), float(action.sum()), False, False, {}
-
-
-def test_sb3_contrib_boxes_of_abbreviated_bounds_load_with_env(tmp_path):
-    sb3_contrib = pytest.importorskip("sb3_contrib")
-    big = gym.wrappers.TimeLimit(WideEnv(1500), 5)
-    theirs = sb3_contrib.ARS("LinearPolicy", big, zero_policy=False, seed=0)
-    theirs.save(tmp_path / "wide.zip")
-    assert (
-        "..."
-        in json.loads(zipfile.ZipFile(tmp_path / "wide.zip").read("data"))["observation_space"][
-            "low"
-        ]
-    )
-    with pytest.raises(ValueError, match=r"wide.zip: its observation_space cannot be read.*env="):
-        ARS.load(tmp_path / "wide.zip")
-    ours = ARS.load(tmp_path / "wide.zip", env=big)
-    (tmp_path / "wide_env.py").write_text(
-        "import gymnasium as gym, test_ars\n"
-        "gym.register('Wide-v0', lambda: gym.wrappers.TimeLimit(test_ars.WideEnv(1500), 5))\n"
-    )
-    env = dict(os.environ, PYTHONPATH=f"{tmp_path}{os.pathsep}{HERE}")
-    args = [str(HERE / "ars.py"), "--eval", "wide.zip", "--env", "wide_env:Wide-v0"]
-    result = _run([*args, "--eval-episodes", "1"], tmp_path, env=env)
-    assert result.returncode == 0 and "mean return" in result.stdout, result.stderr
-    obs = big.observation_space.sample()
-    np.testing.assert_allclose(
-        ours.predict(obs)[0], theirs.predict(obs, deterministic=True)[0], atol=1e-5
-    )
 
 
 @pytest.mark.parametrize(
@@ -3024,30 +2673,6 @@ def test_names_up_to_the_file_systems_limit_save_and_overflows_are_named(tmp_pat
     assert not rich.policy.parameters_to_vector().any()
 
 
-class Scaled(gym.Wrapper):
-    """An env whose observations or rewards are multiplied by huge factors."""
-
-    def __init__(self, env_id, obs=1.0, reward=1.0):
-        super().__init__(gym.make(env_id))
-        shape = self.env.observation_space.shape
-        self.observation_space = spaces.Box(-np.inf, np.inf, shape, np.float64)
-        self.obs_scale, self.reward_scale = obs, reward
-
-    def reset(self, **kwargs):
-        obs, info = self.env.reset(**kwargs)
-        return np.float64(obs) * self.obs_scale, info
-
-    def step(self, action):
-        obs, reward, terminated, truncated, info = self.env.step(action)
-        return (
-            np.float64(obs) * self.obs_scale,
-            reward * self.reward_scale,
-            terminated,
-            truncated,
-            info,
-        )
-
-
 def test_saved_files_get_the_permissions_the_umask_allows(tmp_path):
     old = os.umask(0o022)
     try:
@@ -3055,46 +2680,6 @@ def test_saved_files_get_the_permissions_the_umask_allows(tmp_path):
     finally:
         os.umask(old)
     assert path.stat().st_mode & 0o777 == 0o644
-
-
-# -- bad settings -----------------------------------------------------------------------------
-
-
-@pytest.mark.parametrize(
-    "kwargs,name",
-    [
-        (dict(learning_rate=float("nan")), "learning_rate"),
-        (dict(learning_rate=float("inf")), "learning_rate"),
-        (dict(learning_rate=-0.1), "learning_rate"),
-        (dict(delta_std=0.0), "delta_std"),
-        (dict(delta_std=float("nan")), "delta_std"),
-        (dict(delta_std=float("inf")), "delta_std"),
-        (dict(alive_bonus_offset=float("nan")), "alive_bonus_offset"),
-        (dict(n_delta=0), "n_delta"),
-        (dict(verbose="1"), "verbose"),
-        (dict(tensorboard_log=123), "tensorboard_log"),
-        (dict(device=5), "device"),
-    ],
-)
-def test_bad_settings_are_refused_before_training(kwargs, name):
-    with pytest.raises(ValueError, match=name):
-        ARS("LinearPolicy", "CartPole-v1", **kwargs)
-    model = ARS("LinearPolicy", "CartPole-v1")
-    setattr(model, name, next(iter(kwargs.values())))
-    with pytest.raises(ValueError, match=name):
-        model.learn(100)
-    assert model.num_timesteps == 0
-
-
-def test_a_schedule_returning_nan_is_refused_naming_it():
-    model = ARS(
-        "LinearPolicy",
-        "CartPole-v1",
-        delta_std=lambda progress: float("nan") if progress < 0.5 else 0.05,
-    )
-    with pytest.raises(ValueError, match="delta_std.*schedule"):
-        model.learn(20_000)
-    assert np.isfinite(model.policy.parameters_to_vector()).all()
 
 
 def test_bad_demonstrations_are_refused():
@@ -3106,6 +2691,710 @@ def test_bad_demonstrations_are_refused():
         model.warm_start((observations, np.array([0, -1, 1])))
     with pytest.raises(ValueError, match="actions must lie in Box"):
         ARS("LinearPolicy", "Pendulum-v1").warm_start((np.zeros((2, 3)), np.array([[0.0], [5.0]])))
+
+
+def test_review_fixes_include_exclude_and_small_sb3_habits(tmp_path):
+    model = ARS("LinearPolicy", "Pendulum-v1", n_delta=2, seed=0, learning_rate=0.5)
+    loaded = ARS.load(model.save(tmp_path / "f", include=["n_delta"], exclude=["learning_rate"]))
+    assert loaded.n_delta == 2 and loaded.learning_rate == 0.02  # excluded: loads as its default
+    with pytest.raises(ValueError, match="no policy yet"):
+        ARS("LinearPolicy", n_delta=8).get_parameters()
+    np.testing.assert_array_equal(model.policy(np.ones(3)), model.policy.forward(np.ones(3)))
+    torch = pytest.importorskip("torch")
+    action, _ = ARS("LinearPolicy", "CartPole-v1").predict(torch.zeros(4))
+    assert isinstance(action, torch.Tensor) and action.shape == ()
+
+
+def test_include_wins_over_exclude_strict_mismatch_is_runtime_error_and_policy_to(tmp_path):
+    model = ARS("LinearPolicy", "Pendulum-v1", seed=0, verbose=1, learning_rate=0.5)
+    path = model.save(tmp_path / "m", exclude=["verbose", "learning_rate"], include=["verbose"])
+    loaded = ARS.load(path)
+    assert loaded.verbose == 1 and loaded.learning_rate == 0.02  # as in SB3: include wins
+    params = model.get_parameters()
+    params["policy"]["action_net.7.weight"] = np.zeros(1)
+    with pytest.raises(RuntimeError, match=r"unknown \['action_net.7.weight'\]"):
+        loaded.set_parameters(params)  # torch's load_state_dict raises RuntimeError, as SB3's
+    del params["policy"]["action_net.7.weight"], params["policy"]["action_net.0.weight"]
+    with pytest.raises(RuntimeError, match=r"missing \['action_net.0.weight'\]"):
+        loaded.set_parameters(params, exact_match=True)
+    policy = ARSPolicy.load(path)
+    assert policy.to("cpu") is policy and policy.to("auto") is policy
+    torch = pytest.importorskip("torch")
+    assert ARSPolicy.load(path).to(torch.device("cpu")).predict(np.ones(3))[0].shape == (1,)
+    with pytest.raises(ValueError, match="device must be"):
+        policy.to(3)
+
+
+# === Stable-Baselines3 adapters: VecEnvs, VecNormalize, sb3-contrib files, torch =================
+
+
+@pytest.mark.parametrize(
+    "env_id,policy,kwargs",
+    [
+        ("Pendulum-v1", "LinearPolicy", {}),
+        ("Pendulum-v1", "MlpPolicy", dict(net_arch=[8], activation_fn="tanh")),
+        ("CartPole-v1", "MlpPolicy", dict(net_arch=[8])),
+    ],
+)
+def test_torch_interop(env_id, policy, kwargs):
+    torch = pytest.importorskip("torch")
+    model = ARS(
+        policy,
+        env_id,
+        n_delta=2,
+        normalize_obs=True,
+        zero_policy=False,
+        policy_kwargs=kwargs,
+        seed=0,
+    ).learn(600)
+    obs = np.stack([model.observation_space.sample() for _ in range(32)])
+    module = model.policy.to_torch()
+    assert isinstance(module, torch.nn.Module)
+    expected = model.predict(obs)[0]
+    np.testing.assert_allclose(module(torch.as_tensor(obs)).detach().numpy(), expected, atol=1e-6)
+    np.testing.assert_allclose(model.predict(torch.as_tensor(obs))[0], expected)
+    theta = torch.as_tensor(model.policy.parameters_to_vector())
+    model.policy.load_from_vector(theta)
+    returns = model.evaluate_candidates(torch.stack([theta, theta]), None, None)
+    assert returns.shape == (2,)
+    if policy == "LinearPolicy":
+        assert isinstance(
+            ARS("LinearPolicy", env_id, device=torch.device("cpu")).policy, ARSLinearPolicy
+        )
+        assert (
+            ARSPolicy(
+                model.observation_space, model.action_space, activation_fn=torch.nn.ReLU
+            ).activation_fn
+            == "relu"
+        )
+
+
+@pytest.mark.slow
+def test_sb3_contrib_multi_env_test_and_sb3_eval_callback_example_run(tmp_path):
+    # sb3-contrib's tests/test_run.py::test_ars_multi_env, with only its import changed
+    from stable_baselines3.common.env_util import make_vec_env
+    from stable_baselines3.common.vec_env import VecNormalize
+
+    env = make_vec_env("Pendulum-v1", n_envs=2)
+    model = ARS("MlpPolicy", env, n_delta=1)
+    model.learn(total_timesteps=250)
+    env = VecNormalize(make_vec_env("Pendulum-v1", n_envs=1))
+    model = ARS("MlpPolicy", env, n_delta=2, seed=0)
+    async_eval = AsyncEval(
+        [lambda: VecNormalize(make_vec_env("Pendulum-v1", n_envs=1)) for _ in range(2)],
+        model.policy,
+    )
+    async_eval.seed(0)
+    async_eval.set_options()
+    model.learn(500, async_eval=async_eval)
+    async_eval.close()
+    # SB3's documented EvalCallback example: a 5-env eval env, SB3's callback and ars's
+    from stable_baselines3.common.callbacks import EvalCallback as SB3EvalCallback
+
+    train_env = make_vec_env("Pendulum-v1", n_envs=1, seed=0)
+    eval_env = make_vec_env("Pendulum-v1", n_envs=5, seed=0)
+    for callback_class in (SB3EvalCallback, ars.EvalCallback):
+        callback = callback_class(
+            eval_env,
+            best_model_save_path=tmp_path,
+            log_path=tmp_path,
+            eval_freq=500,
+            n_eval_episodes=5,
+            deterministic=True,
+            render=False,
+        )
+        ARS("MlpPolicy", train_env, n_delta=2).learn(1000, callback=callback)
+        assert len(callback.evaluations_results) >= 1 and len(callback.evaluations_results[0]) == 5
+
+
+@pytest.mark.slow
+def test_vec_normalize_statistics_are_exact_and_sb3_loop_runs_on_its_observations():
+    vec_env = pytest.importorskip("stable_baselines3.common.vec_env")
+    from stable_baselines3.common.env_util import make_vec_env
+
+    normalized = vec_env.VecNormalize(make_vec_env("Pendulum-v1", n_envs=1), norm_reward=False)
+    model = ARS("LinearPolicy", normalized, n_delta=2, seed=0)
+    recorder = Recorder(normalized.venv.envs[0])
+    normalized.venv.envs[0] = recorder
+    model.set_env(normalized)
+    model.learn(1600)
+    acted = np.array(
+        recorder.acted_on
+    )  # raw observations: VecNormalize's statistics are theirs, exactly
+    assert model.get_vec_normalize_env() is normalized
+    np.testing.assert_allclose(normalized.obs_rms.mean, acted.mean(axis=0), rtol=1e-6, atol=1e-8)
+    np.testing.assert_allclose(normalized.obs_rms.var, acted.var(axis=0), rtol=1e-5)
+    obs = normalized.reset()  # SB3's loop: the policy sees VecNormalize's observations
+    action, _ = model.predict(obs)
+    obs, rewards, dones, infos = normalized.step(action)
+    assert obs.shape == (1, 3) and np.abs(obs).max() <= normalized.clip_obs
+    evaluator = ars.InProcessEval(ars.make_env("Pendulum-v1"))  # a video films what was trained
+    seen = ars.evaluate_episodes(model.policy, evaluator, [5], None, normalized)[0].returns[0]
+    filmed, frames = ars._play(model, ars.make_env("Pendulum-v1"), 5, None, lambda frame: None)
+    assert filmed == seen and frames == 201
+    with pytest.raises(ValueError, match="already normalises"):
+        ARS("LinearPolicy", normalized, normalize_obs=True)
+
+
+def test_a_model_trained_in_vec_normalize_is_evaluated_as_it_saw_observations(tmp_path):
+    vec_env = pytest.importorskip("stable_baselines3.common.vec_env")
+    from stable_baselines3.common.env_util import make_vec_env
+
+    normalized = vec_env.VecNormalize(make_vec_env("Pendulum-v1", n_envs=1), norm_reward=False)
+    model = ARS("LinearPolicy", normalized, n_delta=2, seed=0).learn(2000)
+    normalized.training = False
+    live = ars.evaluate_policy(model, normalized, 5)
+    path = model.save(tmp_path / "m.zip")
+    loaded = ARS.load(path)  # its file records the frozen normalisation
+    assert ars.evaluate_policy(loaded, "Pendulum-v1", 5) == live
+    filmed = ars._play(loaded, ars.make_env("Pendulum-v1"), None, None, lambda frame: None)[0]
+    assert ars._play(model, ars.make_env("Pendulum-v1"), None, None, lambda f: None)[0] == filmed
+    result = _run([str(HERE / "ars.py"), "--eval", str(path), "--eval-episodes", "5"], tmp_path)
+    assert f"mean return {live[0]:.2f} +/- {live[1]:.2f}" in result.stdout, result.stdout
+    weights = model.policy.parameters_to_vector()[None]
+    again = ARS.load(path, env="Pendulum-v1")  # trained on: its rollouts see what it learned on
+    assert again.evaluate_candidates(weights) == model.evaluate_candidates(weights)
+    with pytest.warns(UserWarning, match="learned on VecNormalize observations; load the model"):
+        ars.ARSPolicy.load(path)
+    raw = ARS("LinearPolicy", "Pendulum-v1", seed=0)
+    raw.policy.load_from_vector(model.policy.parameters_to_vector())
+    assert ars.evaluate_policy(raw, "Pendulum-v1", 5) != live  # without it: another policy
+    reward_only = vec_env.VecNormalize(make_vec_env("CartPole-v1", n_envs=1), norm_obs=False)
+    ARS("LinearPolicy", reward_only, n_delta=2, seed=0).learn(500)  # reward-only trains
+    with pytest.raises(ValueError, match="a VecNormalize inside a VecNormalize"):
+        ARS("LinearPolicy", vec_env.VecNormalize(normalized))
+
+
+def test_get_env_is_a_vec_env_view_for_the_documented_sb3_loop():
+    model = ARS("LinearPolicy", "CartPole-v1", n_delta=2, seed=0).learn(2000)
+    vec_env = model.get_env()
+    obs = vec_env.reset()
+    episodes = 0
+    for _ in range(700):
+        action, _ = model.predict(obs)
+        obs, rewards, dones, infos = vec_env.step(action)
+        assert obs.shape == (1, 4) and rewards.shape == (1,) and dones.shape == (1,)
+        if dones[0]:
+            episodes += 1
+            assert "terminal_observation" in infos[0]
+    assert episodes >= 1 and isinstance(model.gym_env, gym.Env)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "policy,kwargs,env_id",
+    [
+        ("LinearPolicy", dict(with_bias=True), "Pendulum-v1"),
+        ("MlpPolicy", dict(net_arch=[8]), "CartPole-v1"),
+        ("MlpPolicy", dict(net_arch=[8, 8]), "Pendulum-v1"),
+    ],
+)
+def test_a_model_saved_by_sb3_contrib_loads_and_predicts_the_same_actions(
+    tmp_path, policy, kwargs, env_id
+):
+    sb3_contrib = pytest.importorskip("sb3_contrib")
+    theirs = sb3_contrib.ARS(
+        policy, env_id, n_delta=2, delta_std=0.07, seed=3, policy_kwargs=kwargs, zero_policy=False
+    )
+    theirs.learn(600)
+    theirs.save(tmp_path / "theirs")
+    ours = ARS.load(tmp_path / "theirs.zip")  # weights read by ars's narrow unpickler
+    assert (ours.n_delta, ours.delta_std, ours.num_timesteps) == (2, 0.07, theirs.num_timesteps)
+    env = gym.make(env_id)
+    obs = np.stack([env.observation_space.sample() for _ in range(50)])
+    np.testing.assert_allclose(
+        ours.predict(obs)[0], theirs.predict(obs, deterministic=True)[0], atol=1e-5
+    )
+    ours.set_env(env_id)
+    ours.learn(400)  # and training goes on from their weights
+
+
+def test_sb3_contrib_files_load_without_torch(tmp_path, monkeypatch):
+    sb3_contrib = pytest.importorskip("sb3_contrib")
+    theirs = sb3_contrib.ARS("LinearPolicy", "Pendulum-v1", zero_policy=False, seed=1)
+    theirs.save(tmp_path / "theirs")
+    monkeypatch.setitem(sys.modules, "torch", None)  # importing torch now fails
+    obs = np.ones((4, 3), np.float32)
+    expected = theirs.predict(obs, deterministic=True)[0]
+    np.testing.assert_allclose(ARS.load(tmp_path / "theirs").predict(obs)[0], expected, atol=1e-6)
+
+
+@pytest.mark.slow
+def test_hostile_sb3_contrib_files_are_refused_cheaply_in_one_line(tmp_path):
+    sb3_contrib = pytest.importorskip("sb3_contrib")
+    torch = pytest.importorskip("torch")
+    source = tmp_path / "theirs.zip"
+    sb3_contrib.ARS("LinearPolicy", "Pendulum-v1", zero_policy=False, seed=0).save(source)
+    weight = torch.zeros((1, 3))
+    bomb = _pth({"action_net.weight": torch.zeros(300_000_000)}, compress=True)
+    cases = {  # name: (data changes, policy.pth, the error)
+        "bomb": ({}, bomb, "policy.pth is not a readable weights file"),
+        "dtype": ({"observation_space": {"dtype": "U500000000"}}, None, "dtype <U500000000"),
+        "nan": ({}, _pth({"action_net.weight": torch.full((1, 3), float("nan"))}), "finite"),
+        "int": ({}, _pth({"action_net.weight": weight.long()}), "float tensors only"),
+        "complex": ({}, _pth({"action_net.weight": weight.to(torch.complex64)}), "float tensors"),
+        "shape": ({}, _pth({"action_net.weight": torch.zeros((3, 1))}), "has shape"),
+        "updates": ({"_n_updates": -5}, None, "n_updates must be integers >= 0"),
+        "steps": ({"num_timesteps": 2**70}, None, "n_updates must be integers >= 0"),
+        "n_delta": ({"n_delta": 10**9}, None, "n_delta must be an integer from 1"),
+        "n_top": ({"n_top": 0}, None, "n_top must be an integer from 1"),
+        "seed": ({"seed": -1}, None, "seed must be an integer from 0"),
+        "code": ({}, b"not a zip", "policy.pth is not a readable weights file"),
+        "bzip2": ({}, None, "compressed with method 12; ars reads stored or deflated"),
+        "outer": ({}, _pth({"action_net.weight": torch.zeros(100_000)}), "larger than the meta"),
+        "dims": ({}, _pth({"action_net.weight": torch.zeros([1] * 20)}), "not a contiguous view"),
+        "schedule": ({"lr_schedule": {"value_schedule": "Constant(val=nan)"}}, None, "learning_r"),
+        "members": ({}, None, "lists 70 members; a model file has a few"),
+        "json": ({"junk": [[]] * 20_000}, None, "over 10,000 lists or objects"),
+        "env": ({"observation_space": {"low": "[...]", "_shape": [7]}}, None, "the env's is Box"),
+    }
+    methods = {"bomb": True, "bzip2": zipfile.ZIP_BZIP2}
+    for name, (data, pth, message) in cases.items():
+        extra = 65 if name == "members" else 0
+        _sb3_file(tmp_path / f"{name}.zip", source, data, pth, methods.get(name), extra)
+        if name == "env":  # an abbreviated space, and an env whose space is another
+            with pytest.raises(ValueError, match=f"{name}.zip.*{message}"):
+                ARS.load(tmp_path / f"{name}.zip", env="Pendulum-v1")
+            continue
+        with pytest.raises(ValueError, match=f"{name}.zip.*{message}") as error:
+            ARS.load(tmp_path / f"{name}.zip")
+        assert "weights_only" not in str(error.value) and "\n" not in str(error.value), name
+    assert (tmp_path / "bomb.zip").stat().st_size < 2_000_000
+    for name in ("bomb", "dtype"):
+        out = _peak_rss_of(f"ars.ARS.load({str(tmp_path / (name + '.zip'))!r})", tmp_path)
+        assert "REJECTED" in out and int(out.split("GROWTH_KB")[1]) < 100_000, (name, out)
+    result = _run([str(HERE / "ars.py"), "--eval", str(tmp_path / "int.zip")], tmp_path)
+    assert (
+        result.returncode != 0 and "int.zip" in result.stderr and "float tensors" in result.stderr
+    )
+    assert len(result.stderr.strip().splitlines()) == 1, result.stderr
+
+
+def test_a_pickle_that_names_anything_else_is_refused_without_running_it(tmp_path):
+    import pickle
+
+    class Boom:
+        def __reduce__(self):
+            return (os.system, ("touch " + str(tmp_path / "ran"),))
+
+    inner = io.BytesIO()
+    with zipfile.ZipFile(inner, "w") as z:
+        z.writestr("archive/data.pkl", pickle.dumps({"action_net.weight": Boom()}, protocol=2))
+    sb3_contrib = pytest.importorskip("sb3_contrib")
+    sb3_contrib.ARS("LinearPolicy", "Pendulum-v1").save(tmp_path / "theirs.zip")
+    _sb3_file(tmp_path / "evil.zip", tmp_path / "theirs.zip", pth=inner.getvalue())
+    with pytest.raises(ValueError, match=r"evil.zip: policy.pth .* names 'posix'.'system'"):
+        ARS.load(tmp_path / "evil.zip")
+    assert not (tmp_path / "ran").exists()
+
+
+def test_sb3_contrib_boxes_of_abbreviated_bounds_load_with_env(tmp_path):
+    sb3_contrib = pytest.importorskip("sb3_contrib")
+    big = gym.wrappers.TimeLimit(WideEnv(1500), 5)
+    theirs = sb3_contrib.ARS("LinearPolicy", big, zero_policy=False, seed=0)
+    theirs.save(tmp_path / "wide.zip")
+    assert (
+        "..."
+        in json.loads(zipfile.ZipFile(tmp_path / "wide.zip").read("data"))["observation_space"][
+            "low"
+        ]
+    )
+    with pytest.raises(ValueError, match=r"wide.zip: its observation_space cannot be read.*env="):
+        ARS.load(tmp_path / "wide.zip")
+    ours = ARS.load(tmp_path / "wide.zip", env=big)
+    (tmp_path / "wide_env.py").write_text(
+        "import gymnasium as gym, test_ars\n"
+        "gym.register('Wide-v0', lambda: gym.wrappers.TimeLimit(test_ars.WideEnv(1500), 5))\n"
+    )
+    env = dict(os.environ, PYTHONPATH=f"{tmp_path}{os.pathsep}{HERE}")
+    args = [str(HERE / "ars.py"), "--eval", "wide.zip", "--env", "wide_env:Wide-v0"]
+    result = _run([*args, "--eval-episodes", "1"], tmp_path, env=env)
+    assert result.returncode == 0 and "mean return" in result.stdout, result.stderr
+    obs = big.observation_space.sample()
+    np.testing.assert_allclose(
+        ours.predict(obs)[0], theirs.predict(obs, deterministic=True)[0], atol=1e-5
+    )
+
+
+@pytest.mark.slow
+def test_async_eval_statistics_without_a_sync_and_sb3_schedules_warn(tmp_path):
+    policy = ARSLinearPolicy(*(lambda e: (e.observation_space, e.action_space))(PENDULUM()))
+    with AsyncEval([PENDULUM] * 2, policy, start_method="fork") as async_eval:
+        async_eval.send_jobs(np.zeros((4, policy.n_params)), 4)
+        async_eval.get_results()
+        statistics = async_eval.get_obs_rms()
+    assert [s.mean.shape for s in statistics] == [(3,), (3,)] and sum(
+        s.count for s in statistics
+    ) == 800
+    sb3_contrib = pytest.importorskip("sb3_contrib")
+    sb3_contrib.ARS("LinearPolicy", "Pendulum-v1", learning_rate=lambda p: 0.05 * p).save(
+        tmp_path / "s"
+    )
+    with pytest.warns(
+        UserWarning, match="learning_rate is a schedule sb3-contrib stored as a pickle"
+    ):
+        assert ARS.load(tmp_path / "s").learning_rate == 0.02
+
+
+# === Videos ======================================================================================
+
+
+def test_videos_film_the_first_env_of_a_vector_env_in_this_process(tmp_path):
+    pytest.importorskip("mujoco")
+    pytest.importorskip("imageio_ffmpeg")
+    os.environ.setdefault("MUJOCO_GL", "egl")  # made here, not by ars: no display needed
+    from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv
+
+    model = ARS("LinearPolicy", "InvertedPendulum-v4", seed=0)
+    make = functools.partial(gym.make, "InvertedPendulum-v4", render_mode="rgb_array")
+    alone = _clip(model, tmp_path / "a.gif", make(), max_steps=5)
+    assert _clip(model, tmp_path / "v.gif", DummyVecEnv([make] * 2), max_steps=5) == alone
+    subprocesses = SubprocVecEnv([make] * 2, "fork")
+    with pytest.raises(ValueError, match="a video needs an env in this process"):
+        ars.record_video(model, tmp_path / "s.gif", subprocesses)
+    subprocesses.close()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("suffix", [".gif", ".mp4"])
+def test_a_clip_has_one_frame_per_step_at_the_envs_rate(tmp_path, suffix):
+    pytest.importorskip("mujoco")
+    ffmpeg = pytest.importorskip("imageio_ffmpeg")
+    model = ARS("LinearPolicy", "InvertedPendulum-v4", n_delta=2, seed=0, zero_policy=False)
+    path = tmp_path / f"clip{suffix}"
+    total, frames = _clip(model, path, "InvertedPendulum-v4", max_steps=50)
+    returns, lengths = ars.evaluate_policy(
+        model, "InvertedPendulum-v4", 1, return_episode_rewards=True
+    )  # the model's own first evaluation episode
+    assert lengths[0] < 50 and frames == lengths[0] + 1  # the first frame, then one per step
+    assert total == returns[0]  # the same deterministic episode as the first evaluation's
+    assert path.stat().st_size > 1000
+    n_frames, seconds = ffmpeg.count_frames_and_secs(str(path))
+    fps = ars.make_env("InvertedPendulum-v4").metadata["render_fps"]
+    if suffix == ".mp4":
+        assert n_frames == frames
+    else:  # a GIF keeps real time with fewer frames a second
+        assert n_frames == pytest.approx(frames * ars.GIF_FPS / fps, abs=2)
+    assert seconds == pytest.approx(frames / fps, abs=0.1)
+
+
+@pytest.mark.slow
+def test_a_clip_of_an_env_object_and_its_mistakes(tmp_path):
+    pytest.importorskip("mujoco")
+    pytest.importorskip("imageio_ffmpeg")
+    model = ARS("LinearPolicy", "InvertedPendulum-v4", n_delta=2, seed=0, max_episode_steps=7)
+    env = gym.make("InvertedPendulum-v4", render_mode="rgb_array")
+    total, frames = _clip(model, tmp_path / "a.mp4", env)
+    assert frames == 8  # the model's max_episode_steps caps the clip, as in its evaluation
+    with pytest.raises(ValueError, match="render_mode='rgb_array'"):
+        ars.record_video(model, tmp_path / "b.mp4", gym.make("InvertedPendulum-v4"))
+    with pytest.raises(ValueError, match="but the policy was built for"):
+        ars.record_video(model, tmp_path / "c.mp4", "Hopper-v4")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.mp4"]
+
+
+@pytest.mark.slow
+def test_cli_records_a_clip_and_names_what_is_missing(tmp_path):
+    pytest.importorskip("mujoco")
+    pytest.importorskip("imageio_ffmpeg")
+    model = ARS("LinearPolicy", "InvertedPendulum-v4", n_delta=2, seed=0).learn(2000)
+    model.save(tmp_path / "m.npz")
+    result = _cli(
+        tmp_path, "--eval", "m.npz", "--video", "clip.gif", env=dict(os.environ, MUJOCO_GL="egl")
+    )
+    if "cannot render" in result.stderr:
+        pytest.skip(result.stderr)
+    assert result.returncode == 0 and "recorded in clip.gif" in result.stdout, result.stderr
+    blocked = _blocker(tmp_path, ["imageio_ffmpeg"])
+    result = _cli(tmp_path, "--eval", "m.npz", "--video", "clip.mp4", env=blocked)
+    assert result.returncode == 2 and "pip install imageio-ffmpeg" in result.stderr
+    for target, message in (("nowhere/sub/x:y.mp4", None), ("/proc/clip.gif", "could not write")):
+        result = _cli(tmp_path, "--eval", "m.npz", "--video", target, "--max-episode-steps", "5")
+        if message is None:  # folders are made, and a ':' is a file name, not a protocol
+            assert result.returncode == 0 and (tmp_path / target).stat().st_size > 0, result.stderr
+        else:
+            assert result.returncode == 2 and result.stderr.count("\n") == 1, result.stderr
+            assert message in result.stderr
+    assert not list(tmp_path.glob("**/.*.tmp"))  # nothing half-written left behind
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_a_clip_interrupted_leaves_no_file_and_no_traceback(tmp_path, sig):
+    pytest.importorskip("mujoco")
+    pytest.importorskip("imageio_ffmpeg")
+    ARS("LinearPolicy", "Swimmer-v4", seed=0).save(tmp_path / "m.npz")  # 1,000 steps
+    env = dict(os.environ, MUJOCO_GL="egl", PYTHONPATH=str(HERE))
+    args = [sys.executable, str(HERE / "ars.py"), "--eval", "m.npz", "--video", "long.mp4"]
+    run = subprocess.Popen(args, cwd=tmp_path, env=env, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    while not list(tmp_path.glob(".*.tmp")) and run.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.02)
+    run.send_signal(sig)
+    stderr = run.communicate(timeout=60)[1]
+    if run.returncode == 0:
+        pytest.skip("the episode ended before the signal")
+    assert run.returncode == 128 + sig and "Traceback" not in stderr, stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["m.npz"]
+
+
+@pytest.mark.slow
+def test_a_long_clip_streams_its_frames(tmp_path):
+    pytest.importorskip("mujoco")
+    pytest.importorskip("imageio_ffmpeg")
+    model = "ars.ARS('LinearPolicy', 'Swimmer-v4', seed=0)"
+    code = f"print(ars.record_video({model}, 'v.mp4', max_steps=300))"
+    os.environ.setdefault("MUJOCO_GL", "egl")
+    out = _peak_rss_of(code, tmp_path)  # 301 frames of 480 x 480: 207 MB if kept
+    if "cannot render" in out:
+        pytest.skip(out)
+    assert "301)" in out and int(out.split("GROWTH_KB")[1]) < 300_000, out  # GL itself: ~200 MB
+
+
+@pytest.mark.slow
+def test_a_long_gif_streams_its_frames_through_ffmpeg(tmp_path):
+    """Each GIF frame gets its own palette as it comes: ffmpeg keeps no frames, so its memory
+    is the same for a clip ten times longer (one palette for the clip kept them all)."""
+    pytest.importorskip("imageio_ffmpeg")
+    (tmp_path / "gif_probe.py").write_text(GIF_PROBE)
+    peaks = []
+    for steps in (250, 2500):  # 50 and 500 frames kept at 10 a second: 35 MB and 346 MB
+        out = _run([str(tmp_path / "gif_probe.py"), str(HERE), str(steps), "c.gif"], tmp_path)
+        assert f"(0.0, {steps + 1})" in out.stdout, out.stdout + out.stderr
+        peaks.append(int(out.stdout.split("PEAK_KB")[1]))
+    assert peaks[1] < peaks[0] + 60_000, peaks
+
+
+def test_short_gifs_and_envs_that_cannot_render_rgb_frames(tmp_path):
+    pytest.importorskip("mujoco")
+    pytest.importorskip("imageio_ffmpeg")
+    model = ARS("LinearPolicy", "InvertedPendulum-v4", seed=0)
+    for steps in (1, 3):
+        assert _clip(model, tmp_path / f"s{steps}.gif", None, max_steps=steps)[1] == steps + 1
+
+    class HumanOnly(gym.Env):
+        metadata = {"render_modes": ["human"]}
+        observation_space, action_space = model.observation_space, model.action_space
+
+        def __init__(self, render_mode=None):
+            self.render_mode = render_mode
+
+    gym.register("HumanOnly-v0", entry_point=HumanOnly)
+    with pytest.raises(RuntimeError, match=r"HumanOnly-v0 cannot render 'rgb_array' frames"):
+        ars.record_video(model, tmp_path / "h.mp4", "HumanOnly-v0")
+    env = gym.make("InvertedPendulum-v4", render_mode="rgb_array")
+    env.unwrapped.render = lambda: None  # an env whose render() gives nothing
+    with pytest.raises(RuntimeError, match=r"render\(\) gave NoneType, not the uint8 RGB"):
+        ars.record_video(model, tmp_path / "n.mp4", env)
+    env.unwrapped.render = lambda: np.zeros((8, 8, 4), np.uint8)  # RGBA: a silent bad video
+    with pytest.raises(RuntimeError, match=r"gave uint8 of shape \(8, 8, 4\), not the uint8 RGB"):
+        ars.record_video(model, tmp_path / "r.mp4", env)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["s1.gif", "s3.gif"]
+
+
+# === The command line: runs, interrupts, resume ==================================================
+
+
+@pytest.mark.slow
+def test_cli_trains_cartpole_saves_and_evaluates(tmp_path):
+    result = _run([str(HERE / "ars.py"), "--seed", "0"], tmp_path)
+    assert result.returncode == 0, result.stderr
+    run_dir = next((tmp_path / "runs").iterdir())
+    assert run_dir.name.startswith("CartPole-v1-")
+    assert {p.name for p in run_dir.iterdir()} == {
+        "model.npz",
+        "best_model.npz",
+        "checkpoint.npz",
+        "progress.csv",
+        "config.json",
+    }
+    config = json.loads((run_dir / "config.json").read_text())
+    assert config["n_delta"] == 2 and config["seed"] == 0 and config["total_timesteps"] == 50_000
+    assert "evaluation: mean return 500.00" in result.stdout
+    result = _run([str(HERE / "ars.py"), "--eval", str(run_dir / "model.npz")], tmp_path)
+    assert result.returncode == 0 and "CartPole-v1: mean return 500.00" in result.stdout, (
+        result.stderr
+    )
+
+
+@pytest.mark.slow
+def test_cli_mujoco_uses_the_papers_settings_without_warning_noise(tmp_path):
+    pytest.importorskip("mujoco")
+    result = _run(
+        [
+            str(HERE / "ars.py"),
+            "--env",
+            "Hopper-v4",
+            "--total-timesteps",
+            "2000",
+            "--run-dir",
+            "out",
+            "--eval-episodes",
+            "2",
+        ],
+        tmp_path,
+    )
+    assert result.returncode == 0, result.stderr
+    config = json.loads((tmp_path / "out" / "config.json").read_text())
+    assert (
+        config["learning_rate"],
+        config["delta_std"],
+        config["n_delta"],
+        config["n_top"],
+        config["alive_bonus_offset"],
+    ) == (0.01, 0.025, 8, 4, -1)
+    assert config["normalize_obs"] is True
+    assert (
+        "out of date" not in result.stdout + result.stderr
+        and "DeprecationWarning" not in result.stderr
+    )
+    assert "evaluation: mean return" in result.stdout
+    result = _run(
+        [
+            str(HERE / "ars.py"),
+            "--env",
+            "HalfCheetah-v5",
+            "--n-delta",
+            "2",
+            "--total-timesteps",
+            "1000",
+            "--run-dir",
+            "hc",
+            "--eval-episodes",
+            "1",
+        ],
+        tmp_path,
+    )
+    assert result.returncode == 0, result.stderr
+    assert json.loads((tmp_path / "hc" / "config.json").read_text())["delta_std"] == 0.03
+
+
+@pytest.mark.slow
+def test_cli_help_documents_every_flag(tmp_path):
+    result = _run([str(HERE / "ars.py"), "--help"], tmp_path)
+    assert result.returncode == 0
+    flags = [f for action in ars._parser()._actions for f in action.option_strings if f[:2] == "--"]
+    assert len(flags) > 20
+    for flag in flags:
+        assert flag in result.stdout, flag
+
+
+@pytest.mark.slow
+def test_cli_without_mujoco_prints_the_install_line(tmp_path):
+    result = _run(
+        [str(HERE / "ars.py"), "--env", "Hopper-v4"], tmp_path, env=_blocker(tmp_path, ["mujoco"])
+    )
+    assert result.returncode == 2
+    assert "pip install 'gymnasium[mujoco]'" in result.stderr and "Traceback" not in result.stderr
+
+
+@pytest.mark.slow
+def test_cli_workers_give_the_same_model(tmp_path):
+    for workers in ("0", "2"):
+        args = [
+            str(HERE / "ars.py"),
+            "--env",
+            "Pendulum-v1",
+            "--workers",
+            workers,
+            "--total-timesteps",
+            "3000",
+            "--seed",
+            "0",
+            "--run-dir",
+            f"w{workers}",
+            "--eval-episodes",
+            "1",
+        ]
+        result = _run(args, tmp_path)
+        assert result.returncode == 0, result.stderr
+    assert "2 worker processes" in result.stdout
+    a, b = ARS.load(tmp_path / "w0" / "model.npz"), ARS.load(tmp_path / "w2" / "model.npz")
+    assert np.array_equal(a.policy.parameters_to_vector(), b.policy.parameters_to_vector())
+
+
+@pytest.mark.slow
+def test_cli_survives_sigkill_at_random_moments(tmp_path):
+    """Kill the command line at random moments, resume each time: the uninterrupted model."""
+    common = [
+        "--env",
+        "Pendulum-v1",
+        "--n-delta",
+        "2",
+        "--total-timesteps",
+        "400000",
+        "--seed",
+        "5",
+        "--checkpoint-interval",
+        "1",
+        "--eval-freq",
+        "100000",
+        "--eval-episodes",
+        "2",
+        "--workers",
+        "0",
+    ]
+    assert _run([str(HERE / "ars.py"), *common, "--run-dir", "straight"], tmp_path).returncode == 0
+    rng = np.random.default_rng(0)
+    process = subprocess.Popen(
+        [sys.executable, str(HERE / "ars.py"), *common, "--run-dir", "killed"],
+        cwd=tmp_path,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    kills = 0
+    for _ in range(3):
+        time.sleep(rng.uniform(1.5, 3.0))
+        if process.poll() is not None:
+            break
+        process.send_signal(signal.SIGKILL)
+        process.wait()
+        kills += 1
+        assert (
+            ARS.load(tmp_path / "killed" / "checkpoint.npz").num_timesteps > 0
+        )  # the last checkpoint always loads
+        process = subprocess.Popen(
+            [sys.executable, str(HERE / "ars.py"), "--resume", "killed"],
+            cwd=tmp_path,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+        )
+    assert process.wait(timeout=240) == 0, process.stderr.read().decode()
+    assert kills >= 2
+    straight, killed = (
+        ARS.load(tmp_path / "straight" / "model.npz"),
+        ARS.load(tmp_path / "killed" / "model.npz"),
+    )
+    _assert_same_weights(killed, straight)
+    rows = _rows(tmp_path / "killed" / "progress.csv")
+    assert [int(r["train/iterations"]) for r in rows] == list(
+        range(killed._n_updates)
+    )  # no row lost or repeated
+
+
+@pytest.mark.slow
+def test_cli_demos_and_best_model(tmp_path):
+    expert = ARS("LinearPolicy", "CartPole-v1", n_delta=2, seed=0).learn(20_000)
+    observations, actions = _demonstrations("CartPole-v1", expert)
+    np.savez(tmp_path / "demos.npz", observations=observations, actions=actions)
+    result = _run(
+        [
+            str(HERE / "ars.py"),
+            "--demos",
+            "demos.npz",
+            "--total-timesteps",
+            "1",
+            "--run-dir",
+            "warm",
+            "--seed",
+            "3",
+        ],
+        tmp_path,
+    )
+    assert result.returncode == 0, result.stderr
+    final = float(result.stdout.split("evaluation: mean return ")[1].split()[0])
+    assert final >= 400, result.stdout  # one iteration after the warm start
+    assert (tmp_path / "warm" / "best_model.npz").exists() and "eval" in result.stdout
 
 
 @pytest.mark.slow
@@ -3157,13 +3446,6 @@ def test_cli_net_arch_selects_the_mlp(tmp_path):
     assert result.returncode == 0, result.stderr
     assert json.loads((tmp_path / "r" / "config.json").read_text())["policy"] == "MlpPolicy"
     assert ARS.load(tmp_path / "r" / "model.npz").policy.net_arch == [8, 8]
-
-
-# -- runs never lose data; interruptions are exact ------------------------------------------
-
-
-def _cli(tmp_path, *args, **kwargs):
-    return _run([str(HERE / "ars.py"), *args], tmp_path, **kwargs)
 
 
 @pytest.mark.slow
@@ -3218,61 +3500,6 @@ def test_default_run_folders_never_collide(tmp_path):
         (tmp_path / "runs" / f / "model.npz").exists() for f in folders
     )
     assert sum(f.endswith("-seed1") or "-seed1-" in f for f in folders) == 2
-
-
-def test_progress_csv_gains_a_column_without_losing_rows(tmp_path):
-    logger = ars.Logger(folder=tmp_path)
-    for i in range(3):
-        logger.record("train/iterations", i)
-        logger.dump()
-    logger.record("train/iterations", 3)
-    logger.record(
-        "custom/thing", 1.5
-    )  # a key nobody announced: the file is rewritten whole, atomically
-    logger.dump()
-    rows = _rows(tmp_path / "progress.csv")
-    assert [r["train/iterations"] for r in rows] == ["0", "1", "2", "3"] and rows[-1][
-        "custom/thing"
-    ] == "1.5"
-    assert not list(tmp_path.glob(".*tmp"))
-
-
-def _files_of(run_dir):
-    """model.npz, best_model.npz and progress.csv without its wall-clock columns."""
-    rows = _rows(run_dir / "progress.csv")
-    for row in rows:
-        row.pop("time/fps")
-        row.pop("time/time_elapsed")
-    models = [ARS.load(run_dir / name) for name in ("model.npz", "best_model.npz")]
-    return rows, [_weights(m) for m in models], [(m.num_timesteps, m._n_updates) for m in models]
-
-
-def _same_files(a, b):
-    rows_a, weights_a, counts_a = _files_of(a)
-    rows_b, weights_b, counts_b = _files_of(b)
-    assert rows_a == rows_b and counts_a == counts_b
-    for wa, wb in zip(weights_a, weights_b):
-        _assert_same_weights(wa, wb)
-
-
-COMMON = [
-    "--env",
-    "Pendulum-v1",
-    "--n-delta",
-    "2",
-    "--total-timesteps",
-    "60000",
-    "--seed",
-    "5",
-    "--checkpoint-interval",
-    "3",
-    "--eval-freq",
-    "4000",
-    "--eval-episodes",
-    "2",
-    "--workers",
-    "0",
-]
 
 
 @pytest.mark.slow
@@ -3431,254 +3658,109 @@ def test_sigkill_at_random_moments_then_resume_gives_the_uninterrupted_files(tmp
     _same_files(tmp_path / "straight", tmp_path / "killed")
 
 
-# ---------------------------------------------------------------------------
-# Seeds, not weights: what workers receive
-# ---------------------------------------------------------------------------
+@pytest.mark.slow
+def test_cli_evaluates_a_policy_file_and_checks_the_env(tmp_path):
+    model = ARS("LinearPolicy", "CartPole-v1", seed=3).learn(3000)
+    model.policy.save(tmp_path / "policy.npz")
+    model.save(tmp_path / "model.npz")
+    result = _cli(tmp_path, "--eval", "policy.npz", "--env", "CartPole-v1", "--eval-episodes", "3")
+    mean, _ = ars.evaluate_policy(model.policy, "CartPole-v1", 3)  # a policy's seed: 0
+    assert result.returncode == 0 and f"mean return {mean:.2f}" in result.stdout, result.stderr
+    result = _cli(tmp_path, "--eval", "model.npz", "--env", "Pendulum-v1")
+    assert result.returncode == 2 and "but the model was built for" in result.stderr
 
 
-class _Recording(ars.InProcessEval):
-    """Records the parameters of every candidate it evaluates; optionally sends weights instead."""
-
-    def __init__(self, env, weights_mode=False):
-        super().__init__(env)
-        self.weights_mode, self.seen = weights_mode, {}
-
-    def evaluate(self, it, jobs, on_step=None):
-        if self.weights_mode:  # the driver materialises every candidate, as before
-            jobs = [job._replace(weights=ars.candidate_parameters(it, job).copy()) for job in jobs]
-        for job in jobs:
-            self.seen[(it.index, job.candidate)] = ars.candidate_parameters(it, job).copy()
-        return super().evaluate(it, jobs, on_step)
-
-
-def test_workers_regenerate_the_learners_directions_bit_for_bit():
-    model = ARS("LinearPolicy", QuadraticBandit(), n_delta=3, delta_std=0.1, seed=11)
-    theta = np.random.default_rng(3).normal(size=6)
-    model.policy.load_from_vector(theta)
-    recording = _Recording(QuadraticBandit())
-    model.learn(6, async_eval=recording)
-    for k in range(3):
-        delta = np.random.default_rng(
-            np.random.SeedSequence(11, spawn_key=(ars.DIRECTIONS, 0, k))
-        ).standard_normal(6)
-        assert np.array_equal(recording.seen[(0, k)], theta + 0.1 * delta)
-        assert np.array_equal(recording.seen[(0, 3 + k)], theta - 0.1 * delta)
+# === Examples and benchmarks =====================================================================
 
 
 @pytest.mark.slow
-def test_seeds_mode_and_weights_mode_train_identically():
-    runs = []
-    for weights_mode in (False, True):
-        model = _pendulum_model()
-        model.learn(4000, async_eval=_Recording(PENDULUM(), weights_mode))
-        runs.append(_weights(model))
-    _assert_same_weights(*runs)
-
-
-@pytest.mark.slow
-def test_batches_are_sized_from_the_workers_and_the_jobs():
-    for n_jobs, workers in ((460, 2), (460, 48), (460, 256), (3, 8), (1, 1)):
-        sizes = ars.batch_sizes(n_jobs, workers)
-        assert sum(sizes) == n_jobs and sizes == sorted(sizes, reverse=True) and sizes[-1] == 1
-        assert sizes[0] == -(-n_jobs // (2 * workers))
-    assert ars.batch_sizes(460, 2)[:3] == [115, 87, 65] and len(ars.batch_sizes(460, 2)) < 30
-    with ProcessPoolExecutor(2, mp_context=multiprocessing.get_context("fork")) as pool:
-        submitted = []
-
-        class Spy:
-            def submit(self, fn, *args):
-                submitted.append(len(args[2]))
-                return pool.submit(fn, *args)
-
-        model = _pendulum_model()  # 2N = 8 candidates, one iteration
-        model.learn(800, async_eval=ExecutorEval(Spy(), PENDULUM, n_workers=2))
-        assert submitted == ars.batch_sizes(8, 2) == [2, 2, 1, 1, 1, 1]
-        submitted.clear()
-        model.learn(800, async_eval=ExecutorEval(Spy(), PENDULUM, n_workers=2, jobs_per_task=3))
-        assert submitted == [3, 3, 2]
-
-
-# ---------------------------------------------------------------------------
-# Videos of policies
-# ---------------------------------------------------------------------------
-
-
-def _clip(model, path, env_id, **kwargs):
-    try:
-        return ars.record_video(model, path, env_id, **kwargs)
-    except RuntimeError as error:
-        if "cannot render" in str(error):
-            pytest.skip(f"no rendering here: {error}")
-        raise
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("suffix", [".gif", ".mp4"])
-def test_a_clip_has_one_frame_per_step_at_the_envs_rate(tmp_path, suffix):
-    pytest.importorskip("mujoco")
-    ffmpeg = pytest.importorskip("imageio_ffmpeg")
-    model = ARS("LinearPolicy", "InvertedPendulum-v4", n_delta=2, seed=0, zero_policy=False)
-    path = tmp_path / f"clip{suffix}"
-    total, frames = _clip(model, path, "InvertedPendulum-v4", max_steps=50)
-    returns, lengths = ars.evaluate_policy(
-        model, "InvertedPendulum-v4", 1, return_episode_rewards=True
-    )  # the model's own first evaluation episode
-    assert lengths[0] < 50 and frames == lengths[0] + 1  # the first frame, then one per step
-    assert total == returns[0]  # the same deterministic episode as the first evaluation's
-    assert path.stat().st_size > 1000
-    n_frames, seconds = ffmpeg.count_frames_and_secs(str(path))
-    fps = ars.make_env("InvertedPendulum-v4").metadata["render_fps"]
-    if suffix == ".mp4":
-        assert n_frames == frames
-    else:  # a GIF keeps real time with fewer frames a second
-        assert n_frames == pytest.approx(frames * ars.GIF_FPS / fps, abs=2)
-    assert seconds == pytest.approx(frames / fps, abs=0.1)
-
-
-@pytest.mark.slow
-def test_a_clip_of_an_env_object_and_its_mistakes(tmp_path):
-    pytest.importorskip("mujoco")
-    pytest.importorskip("imageio_ffmpeg")
-    model = ARS("LinearPolicy", "InvertedPendulum-v4", n_delta=2, seed=0, max_episode_steps=7)
-    env = gym.make("InvertedPendulum-v4", render_mode="rgb_array")
-    total, frames = _clip(model, tmp_path / "a.mp4", env)
-    assert frames == 8  # the model's max_episode_steps caps the clip, as in its evaluation
-    with pytest.raises(ValueError, match="render_mode='rgb_array'"):
-        ars.record_video(model, tmp_path / "b.mp4", gym.make("InvertedPendulum-v4"))
-    with pytest.raises(ValueError, match="but the policy was built for"):
-        ars.record_video(model, tmp_path / "c.mp4", "Hopper-v4")
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.mp4"]
-
-
-@pytest.mark.slow
-def test_cli_records_a_clip_and_names_what_is_missing(tmp_path):
-    pytest.importorskip("mujoco")
-    pytest.importorskip("imageio_ffmpeg")
-    model = ARS("LinearPolicy", "InvertedPendulum-v4", n_delta=2, seed=0).learn(2000)
-    model.save(tmp_path / "m.npz")
-    result = _cli(
-        tmp_path, "--eval", "m.npz", "--video", "clip.gif", env=dict(os.environ, MUJOCO_GL="egl")
+@pytest.mark.parametrize("example", sorted(p.name for p in (HERE / "examples").glob("*.py")))
+def test_examples_run_with_a_tiny_budget(example, tmp_path):
+    needs = {
+        "ray_cluster.py": "ray",
+        "dask_cluster.py": "distributed",
+        "multicore.py": "mujoco",
+        "plot_progress.py": "matplotlib",
+    }
+    if example in needs:
+        pytest.importorskip(needs[example])
+    args = ["--total-timesteps", "1500"]
+    if example == "plot_progress.py":  # it plots a run: make one
+        assert (
+            _run(
+                [
+                    str(HERE / "ars.py"),
+                    "--total-timesteps",
+                    "3000",
+                    "--eval-freq",
+                    "1000",
+                    "--run-dir",
+                    "run",
+                ],
+                tmp_path,
+            ).returncode
+            == 0
+        )
+        args = ["run"]
+    result = _run(
+        [str(HERE / "examples" / example), *args],
+        tmp_path,
+        env=dict(os.environ, PYTHONPATH=str(HERE)),
     )
-    if "cannot render" in result.stderr:
-        pytest.skip(result.stderr)
-    assert result.returncode == 0 and "recorded in clip.gif" in result.stdout, result.stderr
-    blocked = _blocker(tmp_path, ["imageio_ffmpeg"])
-    result = _cli(tmp_path, "--eval", "m.npz", "--video", "clip.mp4", env=blocked)
-    assert result.returncode == 2 and "pip install imageio-ffmpeg" in result.stderr
-    for target, message in (("nowhere/sub/x:y.mp4", None), ("/proc/clip.gif", "could not write")):
-        result = _cli(tmp_path, "--eval", "m.npz", "--video", target, "--max-episode-steps", "5")
-        if message is None:  # folders are made, and a ':' is a file name, not a protocol
-            assert result.returncode == 0 and (tmp_path / target).stat().st_size > 0, result.stderr
-        else:
-            assert result.returncode == 2 and result.stderr.count("\n") == 1, result.stderr
-            assert message in result.stderr
-    assert not list(tmp_path.glob("**/.*.tmp"))  # nothing half-written left behind
+    assert result.returncode == 0, result.stdout + result.stderr
+    if example == "plot_progress.py":
+        assert (tmp_path / "run" / "progress.png").stat().st_size > 10_000
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
-def test_a_clip_interrupted_leaves_no_file_and_no_traceback(tmp_path, sig):
+def test_benchmark_scripts_run(tmp_path):
     pytest.importorskip("mujoco")
-    pytest.importorskip("imageio_ffmpeg")
-    ARS("LinearPolicy", "Swimmer-v4", seed=0).save(tmp_path / "m.npz")  # 1,000 steps
-    env = dict(os.environ, MUJOCO_GL="egl", PYTHONPATH=str(HERE))
-    args = [sys.executable, str(HERE / "ars.py"), "--eval", "m.npz", "--video", "long.mp4"]
-    run = subprocess.Popen(args, cwd=tmp_path, env=env, stderr=subprocess.PIPE, text=True)
-    deadline = time.monotonic() + 60
-    while not list(tmp_path.glob(".*.tmp")) and run.poll() is None and time.monotonic() < deadline:
-        time.sleep(0.02)
-    run.send_signal(sig)
-    stderr = run.communicate(timeout=60)[1]
-    if run.returncode == 0:
-        pytest.skip("the episode ended before the signal")
-    assert run.returncode == 128 + sig and "Traceback" not in stderr, stderr
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["m.npz"]
-
-
-@pytest.mark.slow
-def test_a_long_clip_streams_its_frames(tmp_path):
-    pytest.importorskip("mujoco")
-    pytest.importorskip("imageio_ffmpeg")
-    model = "ars.ARS('LinearPolicy', 'Swimmer-v4', seed=0)"
-    code = f"print(ars.record_video({model}, 'v.mp4', max_steps=300))"
-    os.environ.setdefault("MUJOCO_GL", "egl")
-    out = _peak_rss_of(code, tmp_path)  # 301 frames of 480 x 480: 207 MB if kept
-    if "cannot render" in out:
-        pytest.skip(out)
-    assert "301)" in out and int(out.split("GROWTH_KB")[1]) < 300_000, out  # GL itself: ~200 MB
-
-
-GIF_PROBE = """
-import resource, sys
-import numpy as np, gymnasium as gym
-sys.path.insert(0, sys.argv[1])
-import ars
-
-class Stripes(gym.Env):  # 480 x 480 frames that change every step, cheap to make
-    metadata = {"render_modes": ["rgb_array"], "render_fps": 50}
-    observation_space = gym.spaces.Box(-1, 1, (2,))
-    action_space = gym.spaces.Box(-1, 1, (1,))
-    render_mode = "rgb_array"
-
-    def reset(self, seed=None, options=None):
-        self.t = 0
-        return np.zeros(2, np.float32), {}
-
-    def step(self, action):
-        self.t += 1
-        return np.zeros(2, np.float32), 0.0, False, self.t >= int(sys.argv[2]), {}
-
-    def render(self):
-        frame = np.zeros((480, 480, 3), np.uint8)
-        frame[:, :, 0] = (np.arange(480) + self.t) % 256
-        frame[self.t % 480, :, 1] = 255
-        return frame
-
-policy = ars.ARSLinearPolicy(Stripes.observation_space, Stripes.action_space)
-print(ars.record_video(policy, sys.argv[3], Stripes()))
-print("PEAK_KB", resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
-"""
-
-
-@pytest.mark.slow
-def test_a_long_gif_streams_its_frames_through_ffmpeg(tmp_path):
-    """Each GIF frame gets its own palette as it comes: ffmpeg keeps no frames, so its memory
-    is the same for a clip ten times longer (one palette for the clip kept them all)."""
-    pytest.importorskip("imageio_ffmpeg")
-    (tmp_path / "gif_probe.py").write_text(GIF_PROBE)
-    peaks = []
-    for steps in (250, 2500):  # 50 and 500 frames kept at 10 a second: 35 MB and 346 MB
-        out = _run([str(tmp_path / "gif_probe.py"), str(HERE), str(steps), "c.gif"], tmp_path)
-        assert f"(0.0, {steps + 1})" in out.stdout, out.stdout + out.stderr
-        peaks.append(int(out.stdout.split("PEAK_KB")[1]))
-    assert peaks[1] < peaks[0] + 60_000, peaks
-
-
-def test_short_gifs_and_envs_that_cannot_render_rgb_frames(tmp_path):
-    pytest.importorskip("mujoco")
-    pytest.importorskip("imageio_ffmpeg")
-    model = ARS("LinearPolicy", "InvertedPendulum-v4", seed=0)
-    for steps in (1, 3):
-        assert _clip(model, tmp_path / f"s{steps}.gif", None, max_steps=steps)[1] == steps + 1
-
-    class HumanOnly(gym.Env):
-        metadata = {"render_modes": ["human"]}
-        observation_space, action_space = model.observation_space, model.action_space
-
-        def __init__(self, render_mode=None):
-            self.render_mode = render_mode
-
-    gym.register("HumanOnly-v0", entry_point=HumanOnly)
-    with pytest.raises(RuntimeError, match=r"HumanOnly-v0 cannot render 'rgb_array' frames"):
-        ars.record_video(model, tmp_path / "h.mp4", "HumanOnly-v0")
-    env = gym.make("InvertedPendulum-v4", render_mode="rgb_array")
-    env.unwrapped.render = lambda: None  # an env whose render() gives nothing
-    with pytest.raises(RuntimeError, match=r"render\(\) gave NoneType, not the uint8 RGB"):
-        ars.record_video(model, tmp_path / "n.mp4", env)
-    env.unwrapped.render = lambda: np.zeros((8, 8, 4), np.uint8)  # RGBA: a silent bad video
-    with pytest.raises(RuntimeError, match=r"gave uint8 of shape \(8, 8, 4\), not the uint8 RGB"):
-        ars.record_video(model, tmp_path / "r.mp4", env)
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["s1.gif", "s3.gif"]
+    result = _run(
+        [
+            str(HERE / "benchmarks" / "speed.py"),
+            "--envs",
+            "Pendulum-v1",
+            "--steps",
+            "2000",
+            "--repeats",
+            "1",
+            "--impls",
+            "bare",
+            "bare-zero",
+            "ars",
+            "ars-async",
+            "--out",
+            "out",
+        ],
+        tmp_path,
+    )
+    assert result.returncode == 0, result.stderr
+    rows = json.loads((tmp_path / "out" / "speed.json").read_text())["rows"]
+    assert (
+        rows[0]["ars"]["median"] > 0 and "ars/bare" in rows[0] and 0 < rows[0]["ars own share"] < 1
+    )
+    args = [
+        "--envs",
+        "Swimmer-v4",
+        "--seeds",
+        "1",
+        "--budget",
+        "4000",
+        "--eval-freq",
+        "2000",
+        "--workers",
+        "2",
+        "--results",
+        "out/m.json",
+        "--runs-dir",
+        "runs",
+    ]
+    result = _run([str(HERE / "benchmarks" / "learning.py"), *args], tmp_path)
+    assert result.returncode == 0, result.stderr
+    runs = json.loads((tmp_path / "out" / "m.json").read_text())["ars:Swimmer-v4"]
+    assert [e[0] for e in runs["1"]["evaluations"]] == [0, 2000, 4000]
+    assert "| Swimmer-v4 | ars | 1, 1 | 325 |" in (tmp_path / "out" / "m.md").read_text()
+    assert (tmp_path / "out" / "models" / "Swimmer-v4-1.npz").exists()
 
 
 @pytest.mark.slow
@@ -3704,93 +3786,6 @@ def test_benchmark_models_reach_their_recorded_return():
         assert mean == pytest.approx(run["evaluations"][-1][2], rel=1e-9), path.name
         checked += 1
     assert checked >= 3
-
-
-def test_review_fixes_include_exclude_and_small_sb3_habits(tmp_path):
-    model = ARS("LinearPolicy", "Pendulum-v1", n_delta=2, seed=0, learning_rate=0.5)
-    loaded = ARS.load(model.save(tmp_path / "f", include=["n_delta"], exclude=["learning_rate"]))
-    assert loaded.n_delta == 2 and loaded.learning_rate == 0.02  # excluded: loads as its default
-    with pytest.raises(ValueError, match="no policy yet"):
-        ARS("LinearPolicy", n_delta=8).get_parameters()
-    np.testing.assert_array_equal(model.policy(np.ones(3)), model.policy.forward(np.ones(3)))
-    torch = pytest.importorskip("torch")
-    action, _ = ARS("LinearPolicy", "CartPole-v1").predict(torch.zeros(4))
-    assert isinstance(action, torch.Tensor) and action.shape == ()
-
-
-def test_include_wins_over_exclude_strict_mismatch_is_runtime_error_and_policy_to(tmp_path):
-    model = ARS("LinearPolicy", "Pendulum-v1", seed=0, verbose=1, learning_rate=0.5)
-    path = model.save(tmp_path / "m", exclude=["verbose", "learning_rate"], include=["verbose"])
-    loaded = ARS.load(path)
-    assert loaded.verbose == 1 and loaded.learning_rate == 0.02  # as in SB3: include wins
-    params = model.get_parameters()
-    params["policy"]["action_net.7.weight"] = np.zeros(1)
-    with pytest.raises(RuntimeError, match=r"unknown \['action_net.7.weight'\]"):
-        loaded.set_parameters(params)  # torch's load_state_dict raises RuntimeError, as SB3's
-    del params["policy"]["action_net.7.weight"], params["policy"]["action_net.0.weight"]
-    with pytest.raises(RuntimeError, match=r"missing \['action_net.0.weight'\]"):
-        loaded.set_parameters(params, exact_match=True)
-    policy = ARSPolicy.load(path)
-    assert policy.to("cpu") is policy and policy.to("auto") is policy
-    torch = pytest.importorskip("torch")
-    assert ARSPolicy.load(path).to(torch.device("cpu")).predict(np.ones(3))[0].shape == (1,)
-    with pytest.raises(ValueError, match="device must be"):
-        policy.to(3)
-
-
-@pytest.mark.slow
-def test_async_eval_statistics_without_a_sync_and_sb3_schedules_warn(tmp_path):
-    policy = ARSLinearPolicy(*(lambda e: (e.observation_space, e.action_space))(PENDULUM()))
-    with AsyncEval([PENDULUM] * 2, policy, start_method="fork") as async_eval:
-        async_eval.send_jobs(np.zeros((4, policy.n_params)), 4)
-        async_eval.get_results()
-        statistics = async_eval.get_obs_rms()
-    assert [s.mean.shape for s in statistics] == [(3,), (3,)] and sum(
-        s.count for s in statistics
-    ) == 800
-    sb3_contrib = pytest.importorskip("sb3_contrib")
-    sb3_contrib.ARS("LinearPolicy", "Pendulum-v1", learning_rate=lambda p: 0.05 * p).save(
-        tmp_path / "s"
-    )
-    with pytest.warns(
-        UserWarning, match="learning_rate is a schedule sb3-contrib stored as a pickle"
-    ):
-        assert ARS.load(tmp_path / "s").learning_rate == 0.02
-
-
-@pytest.mark.slow
-def test_cli_evaluates_a_policy_file_and_checks_the_env(tmp_path):
-    model = ARS("LinearPolicy", "CartPole-v1", seed=3).learn(3000)
-    model.policy.save(tmp_path / "policy.npz")
-    model.save(tmp_path / "model.npz")
-    result = _cli(tmp_path, "--eval", "policy.npz", "--env", "CartPole-v1", "--eval-episodes", "3")
-    mean, _ = ars.evaluate_policy(model.policy, "CartPole-v1", 3)  # a policy's seed: 0
-    assert result.returncode == 0 and f"mean return {mean:.2f}" in result.stdout, result.stderr
-    result = _cli(tmp_path, "--eval", "model.npz", "--env", "Pendulum-v1")
-    assert result.returncode == 2 and "but the model was built for" in result.stderr
-
-
-def _arms(monkeypatch):
-    monkeypatch.syspath_prepend(str(HERE / "benchmarks"))
-    import arms
-
-    return arms
-
-
-class CountingEnv(gym.Env):
-    """Observations 1, 2, 3 (one episode), and the actions it was sent."""
-
-    observation_space = spaces.Box(-np.inf, np.inf, (1,), np.float64)
-    action_space = spaces.Box(-100.0, 100.0, (1,), np.float64)
-
-    def reset(self, *, seed=None, options=None):
-        self.t, self.actions = 1, getattr(self, "actions", [])
-        return np.array([1.0]), {}
-
-    def step(self, action):
-        self.actions.append(float(action[0]))
-        self.t += 1
-        return np.array([float(self.t)]), 0.0, self.t > 3, False, {}
 
 
 def test_per_step_statistics_rule_in_closed_form(monkeypatch):
@@ -3884,48 +3879,6 @@ def test_learning_benchmark_reads_pythons_booleans(monkeypatch):
     assert learning.parse_setting("zero_policy=True") == ("zero_policy", True)
     assert learning.parse_setting("max_episode_steps=None") == ("max_episode_steps", None)
     assert learning.parse_setting("n_delta=16") == ("n_delta", 16)
-
-
-def _sb3_contrib_beside_the_emulation(monkeypatch, env_id, n_delta, iterations, zero=False):
-    """sb3-contrib's ARS with 2 AsyncEval workers, and the emulation, on the same directions
-    (ars's streams, or zeros) and worker env seeds (1000 + worker): (sb3's, the emulation)."""
-    torch = pytest.importorskip("torch")
-    sb3_contrib = pytest.importorskip("sb3_contrib")
-    arms = _arms(monkeypatch)
-    import cloudpickle
-    import speed
-
-    cloudpickle.register_pickle_by_value(speed)
-    hp, seed = ars.settings_for(env_id), 5
-    if zero:
-        monkeypatch.setattr(ars, "direction", lambda *key: np.zeros(key[-1]))
-    env = speed.sb3_env(env_id, hp["normalize_obs"])
-    n_top, alpha, nu = min(hp["n_top"] or n_delta, n_delta), hp["learning_rate"], hp["delta_std"]
-    model = sb3_contrib.ARS("LinearPolicy", env, n_delta, n_top, alpha, nu, seed=seed)
-    real, calls = torch.normal, [0]
-
-    def normal(*args, size=None, **kwargs):  # sb3-contrib's deltas: ars's directions
-        if tuple(size or ()) != (n_delta, model.n_params):
-            return real(*args, size=size, **kwargs)
-        calls[0] += 1
-        keys = [(seed, calls[0] - 1, k, model.n_params) for k in range(n_delta)]
-        return torch.as_tensor(np.stack([ars.direction(*key) for key in keys]).astype(np.float32))
-
-    monkeypatch.setattr(torch, "normal", normal)
-    make = functools.partial(speed.sb3_env, env_id, hp["normalize_obs"])
-    async_eval = sb3_contrib.common.vec_env.AsyncEval([make] * 2, model.policy)
-    async_eval.seed(1000)  # worker i resets first with env seed 1000 + i
-    model.learn(iterations * 2 * n_delta * 1000, async_eval=async_eval)  # 1,000-step episodes
-    async_eval.close()
-    emulation = arms.Emulation(env_id, seed, n_delta)
-    for lane, lane_env in enumerate(emulation.envs):
-        lane_env.unwrapped.np_random = np.random.default_rng(1000 + lane)  # as reset(seed=)
-    if emulation.main is not None:  # sb3's main env, reset once with the model's seed
-        obs = ars.make_env(env_id).reset(seed=seed)[0]
-        emulation.main = arms.SB3Statistics(emulation.obs_dim).combine(obs, 0 * obs, 1)
-    while emulation.index < calls[0]:
-        emulation.iterate()
-    return model, emulation
 
 
 @pytest.mark.slow
