@@ -47,8 +47,8 @@ PAPER_SETTINGS = {task: dict(zip(_COLUMNS.split(), row)) for task, row in _PAPER
 PAPER_SETTINGS["Pendulum"].update(policy="MlpPolicy", net_arch=[16], zero_policy=False)
 
 # train()'s hyper-parameters, named and set as in ARS(): the policy, Algorithm 2's, rollouts'.
-DEFAULTS: dict[str, Any] = dict(policy="LinearPolicy", policy_kwargs=None, zero_policy=True)
-DEFAULTS.update(n_delta=8, n_top=None, learning_rate=0.02, delta_std=0.05, alive_bonus_offset=0.0)
+DEFAULTS: dict[str, Any] = dict(policy="LinearPolicy", policy_kwargs=None, n_delta=8, n_top=None)
+DEFAULTS.update(learning_rate=0.02, delta_std=0.05, zero_policy=True, alive_bonus_offset=0.0)
 DEFAULTS.update(n_eval_episodes=1, normalize_obs=False, common_random_numbers=True)
 DEFAULTS.update(max_episode_steps=None, seed=None)
 
@@ -181,6 +181,11 @@ class Network:
         self.layer_shapes = layer_shapes(self.obs_dim, self.net_arch, self.action_dim)
         self.n_params = sum(o * i + o * self.with_bias for o, i in self.layer_shapes)
 
+    def init_weights(self, rng: np.random.Generator) -> np.ndarray:
+        """Uniform in +-1/sqrt(fan_in) per layer (torch's nn.Linear default)."""
+        sizes = [(1 / math.sqrt(i), o * i + o * self.with_bias) for o, i in self.layer_shapes]
+        return np.concatenate([rng.uniform(-bound, bound, n) for bound, n in sizes])
+
     def layers(self, theta: np.ndarray, obs_rms: RunningMeanStd | None = None) -> list[tuple]:
         """``(weight, bias)`` per layer for ``theta`` (``(n_params,)`` or a population).
 
@@ -289,10 +294,10 @@ def run_episodes(
     max_episode_steps: int | None = None,
     on_step: Callable | None = None,
 ) -> tuple:
-    """Roll out ``act`` (``obs -> action``) for one episode per env seed: their returns and
-    lengths, and the statistics of the states acted on (``track_obs``; else only checked for NaN).
-    ``options`` go to every reset; ``on_step(action, transition)`` hears of each step. An
-    episode ends at ``max_episode_steps`` or the env's limit (neither: an error)."""
+    """Roll out ``act`` (``obs -> action``), one episode per env seed: returns, lengths and the
+    statistics of the states acted on (``track_obs``; else only checked for NaN). ``options``
+    go to every reset; ``on_step(action, transition)`` hears of each step. An episode ends at
+    ``max_episode_steps`` or the env's limit (neither: an error at ``NO_LIMIT_STEPS``)."""
     space, dim = env.observation_space, spaces.flatdim(env.observation_space)
     step, env_limit = _inner_step(env)
     limits = [x for x in (env_limit, max_episode_steps) if x is not None]
@@ -459,22 +464,17 @@ def iteration(
 
 
 def initial_parameters(network: Network, zero_policy: bool, seed: int) -> np.ndarray:
-    """Line 2's M = 0 (the paper), or torch's nn.Linear default from the seed's stream: each
-    layer uniform in +-1/sqrt(fan_in)."""
-    if zero_policy:
-        return np.zeros(network.n_params)
-    rng, bias = np.random.default_rng(stream(seed)), network.with_bias
-    sizes = [(1 / math.sqrt(i), o * i + o * bias) for o, i in network.layer_shapes]
-    return np.concatenate([rng.uniform(-bound, bound, n) for bound, n in sizes])
+    """Line 2's M = 0 (the paper), or torch-like random weights from the seed's stream."""
+    rng = np.random.default_rng(stream(seed))
+    return np.zeros(network.n_params) if zero_policy else network.init_weights(rng)
 
 
 def train(env: str | gym.Env, total_timesteps: int, **hyper_parameters: Any) -> tuple:
     """ARS on ``env`` for ``total_timesteps`` env steps (the last iteration may overshoot).
 
-    ``hyper_parameters``: the names and defaults of :data:`DEFAULTS`, as in ``ARS``, whose
-    ``learn`` gives the same bits (``ARS`` also checks them; here they are trusted). Returns
-    the parameters, V2's statistics (None for V1) and the Network: ``network.actor(theta,
-    obs_rms)`` acts. Pass a seed to repeat a run: None draws one.
+    ``hyper_parameters``: :data:`DEFAULTS`'s names, as in ``ARS``, whose ``learn`` gives the same
+    bits (and checks them). Returns the parameters, V2's statistics (None for V1) and the
+    Network: ``network.actor(theta, obs_rms)`` acts. A seed repeats a run; None draws one.
 
     >>> theta, obs_rms, network = train("Pendulum-v1", 20_000, normalize_obs=True, seed=0)
     """
@@ -775,9 +775,11 @@ HPARAMS = tuple(k for k in DEFAULTS if k != "policy") + tuple(
     "normalization_samples stats_window_size tensorboard_log verbose device".split()
 )
 # name: (lowest, highest); beyond these a run is a mistake, not a plan
-INTEGERS = dict(n_delta=(1, 10**6), n_top=(1, 10**6), n_eval_episodes=(1, 10**6), verbose=(0, 2))
-INTEGERS.update(seed=(0, 2**63 - 1), normalization_samples=(0, 10**12))
-INTEGERS.update(stats_window_size=(1, 10**7), max_episode_steps=(1, 2**63 - 1))  # or None
+INTEGERS = dict(n_delta=(1, 10**6), n_top=(1, 10**6), n_eval_episodes=(1, 10**6))
+INTEGERS.update(
+    seed=(0, 2**63 - 1), normalization_samples=(0, 10**12), stats_window_size=(1, 10**7)
+)
+INTEGERS.update(max_episode_steps=(1, 2**63 - 1), verbose=(0, 2))  # max_episode_steps: or None
 
 
 def check_integer(name: str, value: Any, low: int = 1, high: int | None = None) -> int:
@@ -1347,9 +1349,9 @@ def _check_device(device: Any) -> None:
 
 
 # For envs the paper did not run: train()'s defaults, but V2, nu = 0.03 and 1M steps.
-GENERIC_SETTINGS: dict[str, Any] = dict(policy="LinearPolicy", net_arch=None, zero_policy=True)
-GENERIC_SETTINGS.update(n_delta=8, n_top=None, learning_rate=0.02, delta_std=0.03)
-GENERIC_SETTINGS.update(alive_bonus_offset=0.0, normalize_obs=True, common_random_numbers=True)
+GENERIC_SETTINGS: dict[str, Any] = dict(policy="LinearPolicy", net_arch=None, learning_rate=0.02)
+GENERIC_SETTINGS.update(delta_std=0.03, n_delta=8, n_top=None, alive_bonus_offset=0.0)
+GENERIC_SETTINGS.update(normalize_obs=True, zero_policy=True, common_random_numbers=True)
 GENERIC_SETTINGS.update(n_eval_episodes=1, total_timesteps=1_000_000)
 
 
@@ -2451,10 +2453,14 @@ class EvalCallback:
         while self._next <= model.num_timesteps:  # the schedule: 0, f, 2f, ... as reached
             self._next += self.eval_freq
         if self.log_path is not None:
-            results, lengths = self.evaluations_results, self.evaluations_length
             timesteps = [e[0] for e in self.evaluations]
             with _atomic_file(self.log_path / "evaluations.npz", "wb") as f:
-                np.savez(f, timesteps=timesteps, results=results, ep_lengths=lengths)
+                np.savez(
+                    f,
+                    timesteps=timesteps,
+                    results=self.evaluations_results,
+                    ep_lengths=self.evaluations_length,
+                )
         new_best = mean > self.best_mean_reward
         self.best_mean_reward = max(mean, self.best_mean_reward)
         records = dict(mean_reward=mean, std_reward=std, mean_ep_length=float(np.mean(lengths)))
@@ -2627,8 +2633,8 @@ def _space_to_json(space: spaces.Space) -> dict[str, Any]:
     return dict(type="Box", low=low, high=high, shape=list(space.shape), dtype=str(space.dtype))
 
 
-def _space_from_json(data: Any, where: str) -> spaces.Space:
-    """A space from its JSON, its size checked before it is built."""
+def _space_size(data: Any, where: str) -> int:
+    """The flat size of a space's JSON (``spaces.flatdim``), checked, before it is built."""
     kinds = {"Box": "shape", "Discrete": "n", "MultiDiscrete": "nvec", "MultiBinary": "n"}
     if not isinstance(data, dict) or data.get("type") not in kinds:
         raise ValueError(
@@ -2642,6 +2648,11 @@ def _space_from_json(data: Any, where: str) -> spaces.Space:
     size = int(sum(sizes)) if data["type"] == "MultiDiscrete" else math.prod(int(n) for n in sizes)
     if size > MAX_PARAMETERS:
         raise ValueError(f"{where} has {size:,} elements; ars takes at most {MAX_PARAMETERS:,}")
+    return size
+
+
+def _space_from_json(data: dict[str, Any], where: str) -> spaces.Space:
+    """A space from its JSON, whose size :func:`_space_size` has checked."""
     try:
         if data["type"] == "Discrete":
             return spaces.Discrete(data["n"], start=data.get("start", 0))
@@ -2811,13 +2822,7 @@ def read_model_file(source: Any, env: Any = None) -> tuple[dict[str, Any], dict[
         if (n := end[zipfile._ECD_ENTRIES_TOTAL] if end else 0) > 64:
             raise ValueError(f"{where} lists {n:,} members; a model file has a few")
         with zipfile.ZipFile(f) as archive:
-            listed = archive.namelist()
-            if twice := sorted({n for n in listed if listed.count(n) > 1}):  # else one is lost
-                raise ValueError(
-                    f"{where} holds two members named {twice[0]!r}: a model file "
-                    "names each member once"
-                )
-            names = set(listed)
+            names = _member_names(archive, where)
             if {"data", "policy.pth"} <= names:
                 return _read_sb3_zip(archive, where, env)
             if "metadata.npy" not in names:  # the other members: as the metadata implies
@@ -2836,6 +2841,15 @@ def read_model_file(source: Any, env: Any = None) -> tuple[dict[str, Any], dict[
     finally:
         if not hasattr(source, "read"):
             f.close()
+
+
+def _member_names(archive: zipfile.ZipFile, where: str) -> set[str]:
+    """The names of a zip's members; a name listed twice is refused (readers differ on which
+    member is the one)."""
+    listed = archive.namelist()
+    if twice := sorted({n for n in listed if listed.count(n) > 1}):
+        raise ValueError(f"{where} holds two members named {twice[0]!r}: a file names each once")
+    return set(listed)
 
 
 def _json(text: str | bytes, where: str) -> Any:
@@ -2879,15 +2893,23 @@ def _check_metadata(meta: Any, where: str) -> dict[str, Any]:
         "a dict whose net_arch is a list of layer sizes, and whose "
         "with_bias and squash_output are true or false",
     )
+    # The policy's size from the spaces' JSON: a small file must not make ars build large ones.
+    dims = [_space_size(meta.get(key), f"{where}: {key}") for key in SPACE_KEYS]
+    default = POLICIES[meta["policy"]]
+    sizes = [n for n in kwargs.get("net_arch", default["net_arch"]) if _whole(n, MAX_PARAMETERS)]
+    bias = kwargs.get("with_bias", default["with_bias"])  # bad sizes: refused by the policy
+    n_params = sum(o * i + o * bias for o, i in layer_shapes(dims[0], sizes, dims[1]))
+    if n_params > MAX_PARAMETERS:
+        raise ValueError(f"{where}: a policy of {n_params:,} parameters is more than ars handles")
     for key in SPACE_KEYS:
-        meta[key] = _space_from_json(meta.get(key), f"{where}: {key}")
+        meta[key] = _space_from_json(meta[key], f"{where}: {key}")
     if kind == "policy":
         return meta
     need("hparams", isinstance(meta.get("hparams"), dict), "a dict")
     for name in set(meta["hparams"]) - set(SAVED):  # a path (tensorboard_log): never from a file
         raise ValueError(f"{where}: hparams holds {name!r}, which a model file may not set")
     # ARS() clamps n_top with a warning, for code; a file's settings are refused as they are
-    n_top, n_delta = (meta["hparams"].get(k) for k in ("n_top", "n_delta"))
+    n_top, n_delta = (meta["hparams"].get(k, DEFAULTS[k]) for k in ("n_top", "n_delta"))
     if is_int(n_top) and is_int(n_delta) and n_top > n_delta:
         raise ValueError(f"{where}: n_top={n_top} is larger than n_delta={n_delta}")
     env_id = meta.get("env_id")
@@ -3285,7 +3307,9 @@ def _read_weights(archive: zipfile.ZipFile, where: str, budget: int) -> dict[str
             if not end or end[zipfile._ECD_ENTRIES_TOTAL] > 512:
                 raise ValueError("its directory is missing, or lists over 512 members")
             inner = zipfile.ZipFile(f)
-            prefix = next((n[:-8] for n in inner.namelist() if n.endswith("data.pkl")), "")
+            prefix = next(
+                (n[:-8] for n in _member_names(inner, where) if n.endswith("data.pkl")), ""
+            )
             order = f"{prefix}byteorder"
             if order in inner.namelist() and _read_member(inner, order, 8, where) != b"little":
                 raise ValueError("it is big-endian")

@@ -421,12 +421,17 @@ def _crafted(path, meta=None, members=None, compress=False):
 
 
 def _peak_rss_of(code, tmp_path):
+    """How far ``code`` raises the peak memory of a fresh process that imported ars (KB).
+
+    VmHWM, not ru_maxrss: Linux carries ru_maxrss across exec, so a child of a large pytest
+    process would start at the parent's peak and hide anything below it."""
     script = tmp_path / "probe.py"
     script.write_text(
-        "import resource, sys\nsys.path.insert(0, sys.argv[1])\nimport ars\n"
-        "before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss\n"
+        "import re, sys\nsys.path.insert(0, sys.argv[1])\nimport ars\n"
+        "peak = lambda: int(re.search(r'VmHWM:\\s+(\\d+)', open('/proc/self/status').read())[1])\n"
+        "before = peak()\n"
         f"try:\n    {code}\nexcept Exception as error:\n    print('REJECTED', error)\n"
-        "print('GROWTH_KB', resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before)\n"
+        "print('GROWTH_KB', peak() - before)\n"
     )
     result = _run([str(script), str(HERE)], tmp_path)
     return result.stdout
@@ -2176,6 +2181,20 @@ def test_tensorboard_log_without_a_writer_says_so_once(tmp_path, monkeypatch):
     assert len(record) == 1
 
 
+def test_eval_callback_logs_each_evaluations_own_episode_length(tmp_path):
+    # With log_path, evaluations.npz holds every evaluation: the log row holds only this one's.
+    model = ARS("LinearPolicy", "CartPole-v1", n_delta=2, seed=0)
+    logged, logger = [], ars.Logger()
+    logger.record = lambda key, value, exclude=None: (
+        logged.append(value) if key == "eval/mean_ep_length" else None
+    )
+    model.set_logger(logger)
+    callback = ars.EvalCallback("CartPole-v1", n_eval_episodes=3, eval_freq=400, log_path=tmp_path)
+    model.learn(1200, callback=callback)
+    assert len(logged) >= 3 and len({round(x, 6) for x in logged}) > 1, logged
+    assert logged == [float(np.mean(lengths)) for lengths in callback.evaluations_length]
+
+
 def test_own_eval_callback_and_evaluate_policy_take_sb3_parameters(tmp_path):
     rendered = []
     stop_at_best = ars.EvalCallback(
@@ -2533,8 +2552,11 @@ def test_hostile_files_are_rejected_before_any_large_allocation(tmp_path):
         compress=True,
     )
     _crafted(tmp_path / "bomb2.npz", meta, {"parameters.npy": bomb}, compress=True)
+    wide = {"type": "Box", "low": -1, "high": 1, "shape": [10**7], "dtype": "float64"}
+    spaces_10m = dict(meta, observation_space=wide, action_space=wide)  # 160 MB each if built
+    _crafted(tmp_path / "spaces.npz", spaces_10m, {"parameters.npy": params.getvalue()})
     assert (tmp_path / "huge.npz").stat().st_size < 10_000
-    for name in ("huge", "bomb", "bomb2"):
+    for name in ("huge", "bomb", "bomb2", "spaces"):
         out = _peak_rss_of(f"ars.ARS.load({str(tmp_path / (name + '.npz'))!r})", tmp_path)
         assert "REJECTED" in out and int(out.split("GROWTH_KB")[1]) < 100_000, (name, out)
 
