@@ -174,12 +174,14 @@ class Emulation:
             raise ValueError(f"sb3-emulation runs LinearPolicy tasks, not {env_id}")
         self.env_id, self.seed, self.settings = env_id, seed, {**SB3_EMULATION, **settings}
         self.n = n_delta or hp["n_delta"]
-        self.b = min(hp["n_top"] or self.n, self.n) if n_delta is None else self.n
+        self.b = min(hp["n_top"] or self.n, self.n)  # as learning.py runs sb3-contrib
         self.alpha, self.nu = hp["learning_rate"], hp["delta_std"]
         self.shift, self.v2 = hp["alive_bonus_offset"], hp["normalize_obs"]
         self.dtype = np.float32 if self.settings["float32"] else np.float64
         self.envs = [ars.make_env(env_id) for _ in range(self.settings["lanes"])]
         space = self.envs[0].action_space
+        if not isinstance(space, ars.spaces.Box):
+            raise ValueError(f"sb3-emulation runs tasks of Box actions; {env_id} has {space}")
         self.low, self.high = space.low.astype(self.dtype), space.high.astype(self.dtype)
         self.obs_dim = self.envs[0].observation_space.shape[0]
         self.act_dim = space.shape[0]
@@ -215,10 +217,7 @@ class Emulation:
     @staticmethod
     def resume(env_id: str, state: dict) -> Emulation:
         """The emulation ``state()`` was taken from, exactly."""
-        n_delta = (
-            state["n_delta"] if state["n_delta"] != ars.settings_for(env_id)["n_delta"] else None
-        )
-        emulation = Emulation(env_id, state["seed"], n_delta, **state["settings"])
+        emulation = Emulation(env_id, state["seed"], state["n_delta"], **state["settings"])
         emulation.theta = np.array(state["theta"], emulation.dtype)
         emulation.index, emulation.timesteps = state["index"], state["timesteps"]
         emulation.old_count, emulation.diagnostics = state["old_count"], state["diagnostics"]

@@ -239,7 +239,8 @@ def run_emulation(
     import arms
 
     stop, threshold = args.stop_at_threshold, THRESHOLDS[task(env_id)]
-    run_dir = Path(args.runs_dir) / (f"ars-{env_id}-{seed}" + label_suffix(args, "-"))
+    n_delta = f"-N{args.n_delta}" if args.n_delta else ""  # as run_ars names its runs
+    run_dir = Path(args.runs_dir) / (f"ars-{env_id}-{seed}{n_delta}" + label_suffix(args, "-"))
     run_dir.mkdir(parents=True, exist_ok=True)
     state_path = run_dir / "state.json"
     if state_path.exists():  # the whole emulation is JSON: it resumes exactly
@@ -283,11 +284,12 @@ def run_emulation(
         emulation.iterate()
         now = time.perf_counter()
         state["train_seconds"] += now - mark
-        if emulation.timesteps >= state["next_eval"]:
+        evaluated = emulation.timesteps >= state["next_eval"]
+        if evaluated:
             evaluate()
             if stop and confirmed(state["evaluations"], threshold):
                 state["stopped"] = "threshold reached and confirmed"
-        if now - saved >= args.checkpoint_seconds or state["next_eval"] > emulation.timesteps:
+        if evaluated or now - saved >= args.checkpoint_seconds:
             checkpoint()
             saved = time.perf_counter()
         mark = time.perf_counter()
