@@ -2593,6 +2593,7 @@ def test_hostile_files_are_rejected_before_any_large_allocation(tmp_path):
             {"n_delta": 2, "n_top": 99},
             "n_top=99 is larger than n_delta=2",
         ),  # not clamped
+        ("hparams", {"n_top": 9}, "n_top=9 is larger than n_delta=8"),
     ],
 )
 def test_metadata_fields_of_the_wrong_type_name_the_file_and_field(tmp_path, field, value, message):
