@@ -302,9 +302,8 @@ def run_episodes(
     step, env_limit = _inner_step(env)
     limits = [x for x in (env_limit, max_episode_steps) if x is not None]
     limit = min(limits, default=NO_LIMIT_STEPS)
-    # The states are kept in chunks of rows, then folded into the statistics (V2) or only
-    # checked (V1: NaN statistics flag a non-finite state). Integer states are always finite.
-    keep = track_obs or np.dtype(space.dtype or int).kind == "f"
+    # States are kept in chunks, folded into the statistics (V2) or only checked (V1: NaN flags).
+    keep = track_obs or np.dtype(space.dtype or int).kind == "f"  # integer states are finite
     flatten, visited, rows = flattener(space), RunningMeanStd((dim,)), []
     chunk = max(1, min(1000, OBS_CHUNK_BYTES // (8 * dim)))
 
@@ -318,20 +317,22 @@ def run_episodes(
     returns, lengths = np.zeros(len(seeds)), np.zeros(len(seeds), dtype=np.int64)
     for i, seed in enumerate(seeds):
         obs, _ = env.reset(seed=int(seed), options=options)
-        total, steps = 0.0, 0
-        while True:  # the hot loop
+        total, steps, stop = 0.0, 0, min(limit, chunk - len(rows))  # stop: limit or full chunk
+        while True:  # the hot loop: nothing in it that can wait for a stop
             if keep:
                 rows.append(obs)
-                if len(rows) == chunk:
-                    fold()
             action = act(obs)
             obs, reward, terminated, truncated, info = step(action)
             steps += 1
             if on_step is not None:
                 on_step(action, (obs, reward, terminated, truncated or steps == limit, info))
             total += reward
-            if terminated or truncated or steps == limit:
-                break
+            if terminated or truncated or steps == stop:
+                if len(rows) == chunk:
+                    fold()
+                if terminated or truncated or steps == limit:
+                    break
+                stop = min(limit, steps + chunk - len(rows))
         if not limits and not (terminated or truncated):
             raise RuntimeError(
                 f"an episode ran {NO_LIMIT_STEPS:,} steps without ending (env seed "
@@ -478,8 +479,7 @@ def train(env: str | gym.Env, total_timesteps: int, **hyper_parameters: Any) -> 
 
     >>> theta, obs_rms, network = train("Pendulum-v1", 20_000, normalize_obs=True, seed=0)
     """
-    unknown = sorted(set(hyper_parameters) - set(DEFAULTS))
-    if unknown:
+    if unknown := sorted(set(hyper_parameters) - set(DEFAULTS)):
         raise TypeError(f"train() takes the hyper-parameters {list(DEFAULTS)}; got {unknown}")
     hp = {**DEFAULTS, **hyper_parameters}
     hp["n_top"] = min(hp["n_top"] or hp["n_delta"], hp["n_delta"])
