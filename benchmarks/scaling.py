@@ -24,6 +24,7 @@ import functools
 import json
 import multiprocessing.connection
 import os
+import sys
 import time
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
@@ -34,6 +35,9 @@ import numpy as np
 from gymnasium import spaces
 
 import ars
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples"))
+from executor_eval import ExecutorEval  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results"
 POLICIES = {
@@ -186,7 +190,7 @@ def main() -> None:
             counted = Counted(executor)
 
             def make(weights, counted=counted):
-                evaluator = ars.ExecutorEval(
+                evaluator = ExecutorEval(
                     counted, OneStep, n_workers=args.workers, jobs_per_task=1 if weights else None
                 )
                 return evaluator, lambda: counted.bytes

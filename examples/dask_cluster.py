@@ -15,8 +15,11 @@ from pathlib import Path
 sys.path.insert(
     0, str(Path(__file__).resolve().parents[1])
 )  # run from a checkout without installing
+import executor_eval  # noqa: E402  (beside this file)
+from executor_eval import ExecutorEval  # noqa: E402
+
 import ars  # noqa: E402
-from ars import ExecutorEval, evaluate_policy, make_env, paper_model  # noqa: E402
+from ars import evaluate_policy, make_env, paper_model  # noqa: E402
 
 
 def main() -> None:
@@ -44,7 +47,8 @@ def main() -> None:
             dashboard_address=None,
         )
     with Client(args.scheduler or cluster) as client:
-        client.upload_file(ars.__file__)  # the workers must be able to `import ars`
+        for module in (ars, executor_eval):  # the workers must be able to import both
+            client.upload_file(module.__file__)
         # The paper's hyper-parameters for this task (see ars.PAPER_SETTINGS)
         model = paper_model(args.env, seed=args.seed, verbose=1)
         evaluator = ExecutorEval(

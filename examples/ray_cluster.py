@@ -16,8 +16,10 @@ from pathlib import Path
 sys.path.insert(
     0, str(Path(__file__).resolve().parents[1])
 )  # run from a checkout without installing
+from executor_eval import ExecutorEval  # noqa: E402  (beside this file)
+
 import ars  # noqa: E402
-from ars import ExecutorEval, evaluate_policy, make_env, paper_model  # noqa: E402
+from ars import evaluate_policy, make_env, paper_model  # noqa: E402
 
 
 class RayExecutor(concurrent.futures.Executor):
