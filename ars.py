@@ -1124,7 +1124,7 @@ class ARS:
             it = _observed_through(observations_seen_by(self), it)
             results = evaluator.evaluate(it, jobs, reporter)
             if reporter is not None and not isinstance(evaluator, InProcessEval):
-                reporter.after(results, evaluator.n_workers)
+                reporter.after(results)
             callbacks.hook("on_rollout_end")
             return results
 
@@ -1171,15 +1171,9 @@ class ARS:
         getattr(self.logger, "values", {}).clear()
 
     # -- the policy, and SB3's methods ----------------------------------------------------------
-    def predict(
-        self,
-        observation: Any,
-        state: Any = None,
-        episode_start: Any = None,
-        deterministic: bool = True,
-    ) -> tuple[Any, None]:
-        """``(action, None)`` for one observation or a batch (SB3's signature and shapes)."""
-        return self._need_policy().predict(observation, state, episode_start, deterministic)
+    def predict(self, observation: Any, *args: Any, **kwargs: Any) -> tuple[Any, None]:
+        """``(action, None)``: :meth:`ARSPolicy.predict`, SB3's signature and shapes."""
+        return self._need_policy().predict(observation, *args, **kwargs)
 
     def evaluate_candidates(
         self, candidate_weights: Any, callback: Any = None, async_eval: Any = None
@@ -2178,12 +2172,13 @@ class _StepReporter:
         given = dict(actions=np.asarray(action)[None], new_obs=np.asarray(obs)[None])
         self._step(dict(given, rewards=rewards, dones=done, infos=[info]))
 
-    def after(self, results: Sequence[Result], n_workers: int) -> None:
-        """After workers' rollouts, as sb3-contrib reports them: ``dones`` per n_workers steps."""
+    def after(self, results: Sequence[Result]) -> None:
+        """After workers' rollouts: ``dones`` per step of the model's ``n_envs`` envs, so that
+        a callback counting ``num_envs`` per call (SB3's progress bar) counts every step."""
         dones = [np.arange(1, n + 1) == n for r in results for n in r.lengths.tolist()]
         dones = np.concatenate(dones) if dones else np.zeros(0, bool)
-        for start in range(0, len(dones), n_workers):
-            batch = dones[start : start + n_workers]
+        for start in range(0, len(dones), self.model.n_envs):
+            batch = dones[start : start + self.model.n_envs]
             self.model.num_timesteps += len(batch)
             self._step(dict(dones=batch, infos=[{} for _ in batch]))
 

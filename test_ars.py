@@ -2255,6 +2255,18 @@ def test_sb3_callbacks_see_the_absolute_target_and_each_worker_steps_dones(capsy
     assert "100%" in capsys.readouterr().err.splitlines()[-1]
 
 
+@pytest.mark.parametrize("n_workers", [1, 2])
+def test_sb3_progress_bar_reaches_the_end_with_async_eval(n_workers):
+    callbacks = pytest.importorskip("stable_baselines3.common.callbacks")
+    pytest.importorskip("tqdm")
+    pytest.importorskip("rich")
+    model, bar = ARS("LinearPolicy", "CartPole-v1", n_delta=2, seed=0), None
+    with AsyncEval([CARTPOLE] * n_workers, model.policy) as async_eval:
+        bar = callbacks.ProgressBarCallback()  # SB3's: num_envs per on_step call
+        model.learn(3000, bar, async_eval=async_eval)
+    assert bar.pbar.n == model.num_timesteps >= bar.pbar.total == 3000  # was 56% with 2
+
+
 def test_progress_csv_gains_a_column_without_losing_rows(tmp_path):
     logger = ars.Logger(folder=tmp_path)
     for i in range(3):
