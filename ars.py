@@ -174,8 +174,8 @@ class Network:
         discrete = isinstance(action_space, spaces.Discrete)
         self.action_dim = int(action_space.n if discrete else np.prod(action_space.shape))
         if not discrete:  # Box actions: tanh is rescaled to the bounds, or they clip
-            low, high = action_space.low, action_space.high
-            self._low, self._high = low.astype(np.float64).ravel(), high.astype(np.float64).ravel()
+            bounds = (action_space.low, action_space.high)
+            self._low, self._high = (np.ravel(x).astype(np.float64) for x in bounds)
             if squash_output and not np.isfinite([self._low, self._high]).all():
                 raise ValueError(f"{action_space} is unbounded: use squash_output=False")
         self.layer_shapes = layer_shapes(self.obs_dim, self.net_arch, self.action_dim)
@@ -190,8 +190,7 @@ class Network:
         """``(weight, bias)`` per layer for ``theta`` (``(n_params,)`` or a population).
 
         V2 is folded into the first layer, so it costs nothing per step:
-        ``W ((x - mean) * s) + b == (W * s) x + (b - (W * s) mean)``.
-        """
+        ``W ((x - mean) * s) + b == (W * s) x + (b - (W * s) mean)``."""
         sizes = [n for out, inp in self.layer_shapes for n in (out * inp, out * self.with_bias)]
         pieces = np.split(theta, np.cumsum(sizes)[:-1], axis=-1)  # W1, b1, W2, b2, ...
         layers = [
@@ -335,9 +334,8 @@ def run_episodes(
                 stop = min(limit, steps + chunk - len(rows))
         if not limits and not (terminated or truncated):
             raise RuntimeError(
-                f"an episode ran {NO_LIMIT_STEPS:,} steps without ending (env seed "
-                f"{seed}), and the env has no time limit: wrap it in gymnasium's "
-                "TimeLimit, or pass max_episode_steps= to ARS"
+                f"an episode ran {NO_LIMIT_STEPS:,} steps without ending (env seed {seed}) and "
+                "the env has no time limit: wrap it in TimeLimit, or pass max_episode_steps="
             )
         returns[i], lengths[i] = total, steps
     if rows:
@@ -388,9 +386,8 @@ def run_job(
 ) -> Result:
     """Evaluate one candidate: its episodes' returns and lengths, the states it visited."""
     act = it.network.actor(candidate_parameters(it, job), it.obs_rms)
-    if it.obs_filter is not None:
-        policy, obs_filter = act, it.obs_filter
-        act = lambda obs: policy(obs_filter(obs))
+    if it.obs_filter is not None:  # an SB3 VecNormalize's view of the observations
+        act = lambda obs, policy=act, see=it.obs_filter: policy(see(obs))
     returns, lengths, visited = run_episodes(
         env, act, job.seeds, options, it.track_obs, it.max_episode_steps, on_step
     )
@@ -424,8 +421,7 @@ def iteration(
 
     ``hp`` holds the settings (``learning_rate`` and ``delta_std`` as numbers);
     ``evaluate(it, jobs)`` runs the rollouts, here or in workers. Returns the new ``theta``
-    and ``obs_rms``, and the candidates' Results, timesteps, sigma_R and step size.
-    """
+    and ``obs_rms``, and the candidates' Results, timesteps, sigma_R and step size."""
     n, b, alpha, nu, seed = (hp[k] for k in "n_delta n_top learning_rate delta_std seed".split())
     # Line 4: N directions delta_k ~ N(0, I), the streams direction(seed, index, k), drawn later.
     it = Iteration(
@@ -451,17 +447,21 @@ def iteration(
     top = np.argsort(-np.maximum(r_plus, r_minus), kind="stable")[:b]
     # Line 7: theta += alpha / (b sigma_R) sum_k (r+_k - r-_k) delta_k, sigma_R the std of
     # the 2b kept returns (0 only when every r+_k - r-_k is 0: no step).
-    sigma_r = np.concatenate([r_plus[top], r_minus[top]]).std()
+    # Returns far from 1 are divided by the largest first: no square under- or overflows.
+    scale = np.abs(np.concatenate([r_plus[top], r_minus[top]])).max()
+    scale = scale if scale and not 1e-100 < scale < 1e100 else 1.0  # 1: the same bits
+    plus, minus = r_plus[top] / scale, r_minus[top] / scale
+    sigma_r = np.concatenate([plus, minus]).std()  # in units of scale, as the step
     if not np.isfinite(sigma_r):  # returns (and shift) past float64: never a silent zero step
         raise FloatingPointError(f"iteration {index}: sigma_R overflows: scale down the rewards")
     step_size = alpha / (b * sigma_r) if sigma_r > 0 else 0.0
     deltas = np.stack([direction(seed, index, k, network.n_params) for k in top])
-    theta = theta + step_size * ((r_plus[top] - r_minus[top]) @ deltas)
+    theta = theta + step_size * ((plus - minus) @ deltas)
     # Line 8 (V2): mu and Sigma absorb every state visited in this iteration, in order.
     obs_rms = merge_statistics(obs_rms, [x.visited for x in results])
     steps = int(sum(x.lengths.sum() for x in results))
-    info = dict(results=results, timesteps=steps, sigma_r=sigma_r, step_size=step_size)
-    return theta, obs_rms, info
+    info = dict(results=results, timesteps=steps, sigma_r=sigma_r * scale)
+    return theta, obs_rms, dict(info, step_size=step_size / scale)
 
 
 def initial_parameters(network: Network, zero_policy: bool, seed: int) -> np.ndarray:

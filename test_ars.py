@@ -809,6 +809,25 @@ def test_update_is_algorithm_2(n_delta, n_top):
     assert model.num_timesteps == 2 * n_delta
 
 
+@pytest.mark.parametrize("scale", [1e-200, 1.0, 1e200])
+def test_the_step_is_right_for_returns_of_any_size(scale):
+    """sigma_R and the step from returns of 1e-200 and 1e200 (squares under- and overflow)."""
+    network = ars.Network(spaces.Box(-1, 1, (3,)), spaces.Box(-1, 1, (2,)), [], "relu", False)
+    n, b, alpha, seed = 4, 2, 0.1, 3
+    r = np.array([3.0, -1.0, 2.5, 0.5, 1.0, 2.0, -0.5, 4.0])  # r+ of k = 0..3, then r-
+
+    def evaluate(it, jobs):
+        return [ars.Result(np.array([r[j.candidate] * scale]), np.array([1]), None) for j in jobs]
+
+    hp = dict(ars.DEFAULTS, n_delta=n, n_top=b, learning_rate=alpha, delta_std=0.05, seed=seed)
+    theta, _, info = ars.iteration(np.zeros(6), None, evaluate, network, 0, hp)
+    top = [3, 0]  # max(r+, r-) = 3, 2, 2.5, 4: the best two
+    sigma = np.std([r[k] for k in top] + [r[n + k] for k in top])  # of the unscaled returns
+    step = sum((r[k] - r[n + k]) * ars.direction(seed, 0, k, 6) for k in top)
+    np.testing.assert_allclose(theta, alpha / (b * sigma) * step, rtol=1e-12)  # scale-free
+    assert info["sigma_r"] == pytest.approx(sigma * scale, rel=1e-12)
+
+
 def test_observation_statistics_frozen_then_merged_exactly():
     model = ARS("LinearPolicy", NoisyWalk(), n_delta=3, normalize_obs=True, seed=5)
     recorder = Recorder(NoisyWalk(), model)
@@ -2706,9 +2725,11 @@ def test_names_up_to_the_file_systems_limit_save_and_overflows_are_named(tmp_pat
     with pytest.raises(FloatingPointError, match="non-finite variance of the observations: scale"):
         huge.learn(400)
     rich = ARS("LinearPolicy", Scaled("Pendulum-v1", reward=1e200), n_delta=2, delta_std=0.5)
+    assert np.isfinite(rich.learn(2000).policy.parameters_to_vector()).all()  # scaled first
+    shifted = ARS("LinearPolicy", "Pendulum-v1", n_delta=2, alive_bonus_offset=1e307)
     with pytest.raises(FloatingPointError, match="sigma_R overflows: scale down the rewards"):
-        rich.learn(2000)
-    assert not rich.policy.parameters_to_vector().any()
+        shifted.learn(2000)  # finite rewards, but each return with its shift is past float64
+    assert not shifted.policy.parameters_to_vector().any()
 
 
 def test_saved_files_get_the_permissions_the_umask_allows(tmp_path):
