@@ -1767,34 +1767,42 @@ class EvaluationTimeout(RuntimeError):
     """A job took longer than the evaluator's ``job_timeout``."""
 
 
-def _worker(remote: Any, parent_remote: Any, env_fn_bytes: bytes) -> None:
+def _one_line(error: BaseException) -> str:
+    """``Type: message`` on one line, for errors that cross a process boundary."""
+    return f"{type(error).__name__}: {' '.join(str(error).split())[:300]}"
+
+
+def _worker(remote: Any, parent_ends: list, env_fn_bytes: bytes) -> None:
     """An AsyncEval worker: builds its env once, then evaluates the batches it receives,
     strictly in turn (a batch goes out when the last one's results are all in): neither side
-    can block on a full pipe while the other does."""
+    can block on a full pipe while the other does. An error goes to the main process as one
+    line and its traceback; the worker ends quietly only when the main process is gone."""
     import cloudpickle
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl+C is the main process's to handle
-    parent_remote.close()
+    for end in parent_ends:  # forked: the main process's ends, so a dead worker is seen
+        end.close()
+    report = lambda c, e: remote.send(("error", (c, _one_line(e), traceback.format_exc())))
     try:
         env = make_env(cloudpickle.loads(env_fn_bytes))
         check_spaces(*_spaces_of(env))
         remote.send(("ready", None))
-    except BaseException:
-        remote.send(("error", (None, traceback.format_exc())))
+    except BaseException as error:
+        report(None, error)
         return
     it = None
     with contextlib.suppress(EOFError, OSError):  # the main process is gone: nobody to tell
         while (message := remote.recv())[0] != "close":
             it_bytes, options, batch = message[1]
-            it = cloudpickle.loads(it_bytes) if it_bytes is not None else it
             done, sent_at, k = [], time.monotonic(), getattr(env, "num_envs", 1)
             units = [batch[i : i + k] for i in range(0, len(batch), k)]  # k jobs side by side
             for position, unit in enumerate(units, 1):
                 try:
+                    it = cloudpickle.loads(it_bytes) if it_bytes and position == 1 else it
                     done += zip([job.candidate for job in unit], run_jobs(env, it, unit, options))
-                except BaseException:
+                except BaseException as error:
                     remote.send(("results", done))
-                    remote.send(("error", (unit[0].candidate, traceback.format_exc())))
+                    report(unit[0].candidate, error)
                     break
                 # Few messages per batch, yet regular news of progress.
                 if position == len(units) or time.monotonic() - sent_at > RESULT_INTERVAL:
@@ -1875,7 +1883,8 @@ class AsyncEval(_Evaluator):
         ctx = multiprocessing.get_context(start_method)
         for env_fn in envs_fn:
             remote, work_remote = ctx.Pipe()
-            args = (work_remote, remote, cloudpickle.dumps(env_fn))
+            inherited = [remote, *self.remotes] if start_method == "fork" else []
+            args = (work_remote, inherited, cloudpickle.dumps(env_fn))
             process = ctx.Process(target=_worker, args=args, daemon=True)
             process.start()
             work_remote.close()
@@ -1887,7 +1896,7 @@ class AsyncEval(_Evaluator):
 
     def _fail(self, message: str, kind: type = RuntimeError) -> RuntimeError:
         self.close()
-        return kind(message + "\nThe AsyncEval has been closed: create a new one to go on.")
+        return kind(message + "; the AsyncEval is closed: create a new one to go on")
 
     def _receive(self, i: int, doing: str, deadline: float) -> Any:
         """Worker ``i``'s next message by ``deadline``; death or silence raise, never hang."""
@@ -1904,10 +1913,12 @@ class AsyncEval(_Evaluator):
             process.join(1.0)
             message = f"{name} died (exit code {process.exitcode}) while {doing} ({error!r})"
             raise self._fail(message) from error
-        if kind == "error":
-            candidate, trace = payload
+        if kind == "error":  # one line; the worker's traceback is kept on the error
+            candidate, line, trace = payload
             what = doing if candidate is None else f"evaluating candidate {candidate}"
-            raise self._fail(f"AsyncEval worker {i} failed while {what}:\n{trace}")
+            error = self._fail(f"AsyncEval worker {i} failed while {what}: {line}")
+            error.worker_traceback = trace
+            raise error
         return payload
 
     def _deal(self, i: int, queue: collections.deque, it_bytes: bytes | None) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import functools
 import gc
@@ -1540,16 +1541,16 @@ def test_learn_does_not_close_the_async_eval_it_was_given():
 
 
 @pytest.mark.slow
-def test_async_eval_worker_exception_carries_its_traceback():
+def test_async_eval_worker_exception_is_one_line_and_keeps_its_traceback():
     policy = ARSLinearPolicy(CrashEnv.observation_space, CrashEnv.action_space)
     async_eval = AsyncEval([CrashEnv] * 2, policy)
     processes = list(async_eval.processes)
     async_eval.set_options([{}, {"crash": True}])
     async_eval.send_jobs(np.zeros((4, policy.n_params)), 4)
-    with pytest.raises(
-        RuntimeError, match=r"(?s)worker 1 failed.*Traceback.*the robot fell off the table"
-    ):
+    line = r"^AsyncEval worker 1 failed while evaluating candidate \d: RuntimeError: the robot fell"
+    with pytest.raises(RuntimeError, match=line) as error:
         async_eval.get_results()
+    assert "\n" not in str(error.value) and "Traceback" in error.value.worker_traceback
     async_eval.close()
     async_eval.close()
     _assert_all_dead(processes)
@@ -1601,10 +1602,51 @@ def test_a_worker_whose_main_process_is_killed_exits_quietly(tmp_path):
 def test_async_eval_env_that_fails_at_start_up():
     policy = ARSLinearPolicy(NoisyWalk.observation_space, NoisyWalk.action_space)
     before = {p.pid for p in multiprocessing.active_children()}
-    with pytest.raises(RuntimeError, match=r"(?s)starting its env.*no such robot: Hopper-v99"):
+    line = "worker 1 failed while starting its env: ValueError: no such robot: Hopper-v99;"
+    with pytest.raises(RuntimeError, match=line) as error:
         AsyncEval([NoisyWalk, _failing_env], policy)
+    assert "\n" not in str(error.value)
     gc.collect()
     assert {p.pid for p in multiprocessing.active_children()} <= before
+
+
+class Unloadable:
+    """An observation filter that pickles, but cannot be rebuilt in a worker."""
+
+    def __call__(self, obs):
+        return obs
+
+    def __reduce__(self):
+        return (_refuse_to_load, ())
+
+
+def _refuse_to_load():
+    raise ValueError("this filter cannot be rebuilt")
+
+
+@pytest.mark.slow
+def test_a_job_that_cannot_be_unpickled_is_reported_not_a_silent_exit():
+    policy = ARSLinearPolicy(NoisyWalk.observation_space, NoisyWalk.action_space)
+    it, jobs = ars.fixed_jobs(policy.network(), None, np.zeros(policy.n_params), [[1], [2]])
+    with AsyncEval([NoisyWalk], policy) as async_eval:
+        message = "worker 0 failed while evaluating candidate 0: ValueError: this filter cannot"
+        with pytest.raises(RuntimeError, match=message):
+            async_eval.evaluate(it._replace(obs_filter=Unloadable()), jobs)
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not Path("/proc/self/fd").exists(), reason="reads /proc")
+def test_forked_workers_hold_no_other_workers_pipe_ends():
+    policy = ARSLinearPolicy(NoisyWalk.observation_space, NoisyWalk.action_space)
+    with AsyncEval([NoisyWalk] * 3, policy, start_method="fork") as async_eval:
+        ends = {os.fstat(remote.fileno()).st_ino for remote in async_eval.remotes}
+        for process in async_eval.processes:
+            folder = Path(f"/proc/{process.pid}/fd")
+            held = set()
+            for fd in folder.iterdir():
+                with contextlib.suppress(OSError):
+                    held.add(os.stat(fd).st_ino)
+            assert not held & ends, f"worker {process.pid} holds the main process's pipe ends"
 
 
 @pytest.mark.slow
