@@ -562,6 +562,12 @@ def check_spaces(observation_space: spaces.Space, action_space: spaces.Space) ->
         )
     if not isinstance(action_space, (spaces.Box, spaces.Discrete)):
         raise NotImplementedError(f"ARS supports Box and Discrete actions; got {action_space}")
+    for space in (observation_space, action_space):  # float128: rounded, silently, and unsaved
+        if space.dtype is not None and space.dtype.kind == "f" and space.dtype.itemsize > 8:
+            raise NotImplementedError(
+                f"ARS computes in float64; got {space} (cast it with gymnasium.wrappers."
+                "DtypeObservation, or make the env with float64 spaces)"
+            )
 
 
 class ARSPolicy(Network):

@@ -810,6 +810,49 @@ def test_update_is_algorithm_2(n_delta, n_top):
     assert model.num_timesteps == 2 * n_delta
 
 
+class DtypeEnv(gym.Env):
+    """Uniform observations in a Box of the given bounds and dtype."""
+
+    def __init__(self, low=-1.0, high=1.0, dtype=np.float64):
+        self.observation_space = spaces.Box(low, high, (2,), dtype)
+        self.action_space = spaces.Box(-1.0, 1.0, (1,))
+
+    def _obs(self):
+        space = self.observation_space
+        fraction = self.np_random.uniform(0, 1, 2)
+        return np.asarray(space.low + fraction * (space.high - space.low), space.dtype)
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        return self._obs(), {}
+
+    def step(self, action):
+        return self._obs(), float(action[0]), False, True, {}
+
+
+@pytest.mark.parametrize(
+    "low,high,dtype",
+    [(np.iinfo(np.int64).min, np.iinfo(np.int64).max, np.int64), (-1, 1, np.float16)],
+)
+def test_box_observations_numpy_can_hold_train_and_save(low, high, dtype, tmp_path):
+    for v2 in (False, True):
+        model = ARS("LinearPolicy", DtypeEnv(low, high, dtype), n_delta=2, normalize_obs=v2)
+        model.learn(40)
+        loaded = ARS.load(model.save(tmp_path / "m"))
+        assert loaded.observation_space == model.observation_space
+        assert np.array_equal(
+            loaded.policy.parameters_to_vector(), model.policy.parameters_to_vector()
+        )
+
+
+@pytest.mark.skipif(not hasattr(np, "float128"), reason="no float128 on this platform")
+def test_float128_spaces_are_refused_at_construction_in_one_line():
+    with pytest.raises(
+        NotImplementedError, match=r"^ARS computes in float64; got Box\(.*float128\)"
+    ):
+        ARS("LinearPolicy", DtypeEnv(dtype=np.float128))
+
+
 @pytest.mark.parametrize("scale", [1e-200, 1.0, 1e200])
 def test_the_step_is_right_for_returns_of_any_size(scale):
     """sigma_R and the step from returns of 1e-200 and 1e200 (squares under- and overflow)."""
