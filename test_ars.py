@@ -2186,20 +2186,22 @@ def test_episode_ends_reach_callbacks_alike_and_unseedable_vector_envs_are_refus
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("workers", [0, 2])
-def test_sb3_step_callbacks_fire_as_with_sb3_contrib(tmp_path, workers):
-    """The same script on both libraries: Pendulum's episodes last 200 steps; the counts agree."""
+def test_sb3_step_callbacks_fire_as_with_sb3_contrib_with_or_without_workers(tmp_path):
+    """The same script on both libraries: Pendulum's episodes last 200 steps; the counts agree.
+    With workers, ars keeps SB3's contract (num_envs steps per on_step call, here 1), where
+    sb3-contrib calls once per n_workers steps; so the counts are those of one process."""
     sb3_contrib = pytest.importorskip("sb3_contrib")
     results = {}
-    for name, cls, async_cls in (
-        ("ars", ARS, AsyncEval),
-        ("sb3", sb3_contrib.ARS, sb3_contrib.common.vec_env.AsyncEval),
+    for name, cls, async_cls, workers in (
+        ("ars", ARS, AsyncEval, 0),
+        ("ars-2", ARS, AsyncEval, 2),
+        ("sb3", sb3_contrib.ARS, None, 0),
     ):
         model = cls("LinearPolicy", "Pendulum-v1", n_delta=2, seed=0)
         callbacks, check = _sb3_callbacks(tmp_path, name)
         async_eval = async_cls([PENDULUM] * workers, model.policy) if workers else None
         model.learn(4000, callback=callbacks, async_eval=async_eval)
-        if name == "ars" and async_eval is not None:
+        if async_eval is not None:
             async_eval.close()
         evaluations = np.load(tmp_path / name / "eval" / "evaluations.npz")
         results[name] = (
@@ -2209,9 +2211,7 @@ def test_sb3_step_callbacks_fire_as_with_sb3_contrib(tmp_path, workers):
             len(list((tmp_path / name / "n").iterdir())),
             model.num_timesteps,
         )
-    assert (
-        results["ars"] == results["sb3"]
-    )  # with workers, both count a call per worker's step, as sb3-contrib
+    assert results["ars"] == results["sb3"] == results["ars-2"]
     assert "rl_model_4000_steps.zip" in results["ars"][0]
     assert results["ars"][2] == ([1000, 2000, 3000, 4000] if workers == 0 else [2000, 4000])
     ARS.load(tmp_path / "ars" / "ckpt" / "rl_model_4000_steps")  # an SB3 checkpoint name loads
