@@ -301,10 +301,9 @@ def run_episodes(
     step, env_limit = _inner_step(env)
     limits = [x for x in (env_limit, max_episode_steps) if x is not None]
     limit = min(limits, default=NO_LIMIT_STEPS)
-    # States are kept in chunks, folded into the statistics (V2) or only checked (V1: NaN flags).
     keep = track_obs or np.dtype(space.dtype or int).kind == "f"  # integer states are finite
     flatten, visited, rows = flattener(space), RunningMeanStd((dim,)), []
-    chunk = max(1, min(1000, OBS_CHUNK_BYTES // (8 * dim)))
+    chunk = max(1, min(1000, OBS_CHUNK_BYTES // (8 * dim)))  # V2 folds them, V1 checks them
 
     def fold() -> None:
         if track_obs:
@@ -327,11 +326,13 @@ def run_episodes(
                 on_step(action, (obs, reward, terminated, truncated or steps == limit, info))
             total += reward
             if terminated or truncated or steps == stop:
-                if len(rows) == chunk:
+                if len(rows) >= chunk:
                     fold()
                 if terminated or truncated or steps == limit:
                     break
                 stop = min(limit, steps + chunk - len(rows))
+        if keep and not np.isfinite(obs).all():  # a final state is never acted on, but checked
+            rows.append(obs)
         if not limits and not (terminated or truncated):
             raise RuntimeError(
                 f"an episode ran {NO_LIMIT_STEPS:,} steps without ending (env seed {seed}) and "
@@ -395,8 +396,8 @@ def run_job(
     return Result(returns, lengths, visited if it.track_obs or flagged else None)
 
 
-def check_finite(result: Result, job: Job, index: int) -> None:
-    """A NaN or inf reward or observation (or a variance past float64) stops training."""
+def check_finite(result: Result, job: Job, index: int) -> Result:
+    """``result``, checked: a NaN or inf reward or observation (or overflow) stops training."""
     rms, sign, seeds = result.visited, "+-"[job.sign < 0], [int(s) for s in job.seeds]
     what = "reward (nan or inf)" if not np.isfinite(result.returns).all() else None
     if what is None and rms is not None and not np.isfinite([rms.mean, rms.var]).all():
@@ -407,6 +408,7 @@ def check_finite(result: Result, job: Job, index: int) -> None:
             f"iteration {index}, candidate {job.candidate} (direction {job.k}, {sign}): a "
             f"non-finite {what}, with env seeds {seeds}; the weights are unchanged"
         )
+    return result
 
 
 # == One iteration of Algorithm 2, and training ==================================================
@@ -436,10 +438,8 @@ def iteration(
         return np.array([env_seed(seed, ENV_SEEDS, index, key, e) for e in episodes], np.uint64)
 
     jobs = [Job(c, k, sign, seeds(c)) for k in range(n) for c, sign in ((k, 1), (n + k, -1))]
-    by_candidate = {job.candidate: result for job, result in zip(jobs, evaluate(it, jobs))}
-    for job in jobs:
-        check_finite(by_candidate[job.candidate], job, index)
-    results = [by_candidate[c] for c in range(2 * n)]
+    results = {j.candidate: check_finite(r, j, index) for j, r in zip(jobs, evaluate(it, jobs))}
+    results = [results[c] for c in range(2 * n)]
     # r: the mean return over a candidate's episodes, with the paper's per-step shift.
     r = np.array([np.mean(x.returns + hp["alive_bonus_offset"] * x.lengths) for x in results])
     r_plus, r_minus = r[:n], r[n:]
@@ -1523,12 +1523,15 @@ class VecEnvs:
         """``(i, (obs, reward, terminated, truncated, info))`` for each ``active`` env ``i``."""
         if self.steps is not None:
             return [(i, self.steps[i][0](actions[i])) for i in active]
-        if self.gymnasium:
-            obs, rewards, terminated, truncated, _ = self.vector.step(actions)
+        if self.gymnasium:  # an episode's final state: in the info where the env reset itself
+            obs, rewards, terminated, truncated, infos = self.vector.step(actions)
+            finals = infos.get("final_obs", [None] * self.num_envs)
         else:
             self.vector.step_async(actions)
-            obs, rewards, terminated, _ = self.vector.step_wait()  # SB3's dones: both kinds
+            obs, rewards, terminated, infos = self.vector.step_wait()  # SB3's dones: both kinds
             truncated = np.zeros(self.num_envs, bool)
+            finals = [info.get("terminal_observation") for info in infos]
+        obs = [obs[i] if final is None else final for i, final in enumerate(finals)]
         return [(i, (obs[i], rewards[i], terminated[i], truncated[i], {})) for i in active]
 
     render, close = (lambda self: self.vector.render()), (lambda self: self.vector.close())
@@ -1581,10 +1584,12 @@ def run_side_by_side(
                 if on_step is not None:  # a limit ARS counts truncates too, as in run_episodes
                     cut = truncated or steps == limit
                     on_step(actions[s], (obs, reward, terminated, cut, info))
-                if len(rows) == chunk:
+                if len(rows) >= chunk:
                     fold(rows, visited)
                 if terminated or truncated or steps == limit:
                     break
+            if keep and not np.isfinite(obs).all():  # the final state, checked as run_episodes
+                rows.append(obs)
             if not limits[s] and not (terminated or truncated):
                 raise RuntimeError(
                     f"an episode ran {NO_LIMIT_STEPS:,} steps without ending (env "

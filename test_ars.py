@@ -1653,6 +1653,45 @@ def test_async_eval_env_that_fails_at_start_up():
     assert {p.pid for p in multiprocessing.active_children()} <= before
 
 
+class NanFinalEnv(gym.Env):
+    """Episodes of 3 steps whose final observation (terminated=True) is NaN."""
+
+    observation_space = spaces.Box(-np.inf, np.inf, (2,), np.float64)
+    action_space = spaces.Box(-1.0, 1.0, (1,), np.float32)
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        self.t = 0
+        return np.zeros(2), {}
+
+    def step(self, action):
+        self.t += 1
+        done = self.t >= 3
+        return np.full(2, np.nan if done else 1.0), 1.0, done, False, {}
+
+
+@pytest.mark.slow
+def test_a_non_finite_final_observation_is_detected_everywhere():
+    from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv
+
+    envs = {
+        "one env": NanFinalEnv,
+        "DummyVecEnv of 2": lambda: DummyVecEnv([NanFinalEnv] * 2),
+        "SubprocVecEnv of 2": lambda: SubprocVecEnv([NanFinalEnv] * 2),
+        "AsyncVectorEnv, same-step autoreset": lambda: gym.vector.AsyncVectorEnv(
+            [NanFinalEnv] * 2, autoreset_mode=gym.vector.AutoresetMode.SAME_STEP
+        ),
+    }
+    for name, make in envs.items():
+        for v2 in (False, True):
+            env = make()
+            model = ARS("LinearPolicy", env, n_delta=2, normalize_obs=v2, seed=0)
+            with pytest.raises(FloatingPointError, match="non-finite observation"):
+                model.learn(100)
+            assert not model.policy.parameters_to_vector().any(), (name, v2)
+            env.close()
+
+
 class Unloadable:
     """An observation filter that pickles, but cannot be rebuilt in a worker."""
 
