@@ -113,7 +113,8 @@ def sb3_table(results: dict, task: str) -> str:
             a, b = [hits[key][s] for s in shared], [hits[ref][s] for s in shared]
             ps.append(f"{mannwhitneyu(a, b, alternative='two-sided').pvalue:.3f}")
         name = key.split(":", 2)[2] if key.count(":") == 2 else key.split(":")[0] + " (paper)"
-        name = "sb3-contrib" if key.startswith("sb3-contrib") else name
+        rerun = " rerun (today's learning.py)" if key.endswith(":rerun") else ""
+        name = "sb3-contrib" + rerun if key.startswith("sb3-contrib") else name
         rows.append(
             f"| {name} | {np.isfinite(values).sum()}/{len(values)} | {show(median)} "
             f"| {show(q1)} to {show(q3)} | {' | '.join(ps)} |"
@@ -141,8 +142,14 @@ def main() -> None:
     if task == "sb3":
         path = RESULTS / "ablation_sb3.json"
         results, ten = json.loads(path.read_text()), json.loads(TEN_SEEDS.read_text())
-        for key, runs in ten.items():  # the ten-seed table's runs, beside any added here
-            results[key] = {**runs, **results.get(key, {})}
+        for key, runs in ten.items():  # the ten-seed table's runs, beside any added here;
+            again = {s: r for s, r in results.get(key, {}).items() if s in runs}  # rerun seeds
+            results[key] = {
+                **runs,
+                **{s: r for s, r in results.get(key, {}).items() if s not in runs},
+            }
+            if again:  # a seed run again today is a row of its own, not a replacement
+                results[f"{key}:rerun"] = again
         text = "\n\n".join(sb3_table(results, task) for task in ("HalfCheetah", "Swimmer"))
         text += "\n\n" + diagnostics(results, "ars:HalfCheetah-v4:sb3-emulation")
         md = path.with_suffix(".md")
