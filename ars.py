@@ -2001,13 +2001,18 @@ class AsyncEval(_Evaluator):
         self._closer()
 
 
+MOVED = {  # names that left ars.py (issue 32), and where they went
+    "ExecutorEval": "examples/executor_eval.py: copy it beside ars.py, then "
+    "from executor_eval import ExecutorEval",
+    "warm_start": "the method: model.warm_start(demonstrations, ridge)",
+    "load_model": "ARS.load(path, env, ...)",
+}
+
+
 def __getattr__(name: str) -> Any:
     """A name that moved out of ars.py: an ImportError that says where it went."""
-    if name == "ExecutorEval":  # ImportError: `from ars import` would hide an AttributeError's
-        raise ImportError(
-            "ExecutorEval moved to examples/executor_eval.py (ars.py keeps to its line "
-            "budget): copy it beside ars.py, then: from executor_eval import ExecutorEval"
-        )
+    if name in MOVED:  # ImportError: `from ars import` would hide an AttributeError's message
+        raise ImportError(f"ars.{name} moved to {MOVED[name]}")
     raise AttributeError(f"module 'ars' has no attribute {name!r}")
 
 
