@@ -2664,22 +2664,13 @@ def _space_from_json(data: dict[str, Any], where: str) -> spaces.Space:
         shape, dtype = tuple(data["shape"]), np.dtype(data["dtype"])
         if dtype.kind not in "fiu" or len(shape) > 32:
             raise ValueError(f"dtype {dtype} and shape {shape}: a number type, at most 32 axes")
-        low, high = (_bounds(data[key], shape, dtype) for key in ("low", "high"))
-        return spaces.Box(low, high, shape=shape, dtype=dtype)
+        bound = lambda v: np.array(v, dtype).reshape(shape) if isinstance(v, list) else v
+        return spaces.Box(bound(data["low"]), bound(data["high"]), shape=shape, dtype=dtype)
     except (KeyError, TypeError, ValueError, OverflowError, AssertionError) as error:
         raise ValueError(
             f"{where} is not a valid space ({type(error).__name__}: "
             f"{' '.join(str(error).split())[:200]})"
         ) from error
-
-
-def _bounds(value: Any, shape: tuple, dtype: np.dtype) -> np.ndarray:
-    if _is_number(value) or value in (math.inf, -math.inf):
-        return np.full(shape, value, dtype=dtype)
-    flat = np.array(value, dtype=dtype) if isinstance(value, list) else None
-    if flat is None or flat.size != math.prod(shape):
-        raise ValueError(f"bounds must be one number or {math.prod(shape)} numbers")
-    return flat.reshape(shape)
 
 
 def _metadata(model: ARS | ARSPolicy, kind: str = "model") -> dict[str, Any]:
@@ -2885,22 +2876,15 @@ def _check_metadata(meta: Any, where: str) -> dict[str, Any]:
     kind, kwargs = meta.setdefault("kind", "model"), meta.get("policy_kwargs")
     need("kind", kind in ("model", "policy"), '"model" or "policy"')
     need("policy", meta.get("policy") in POLICY_CLASSES, f"one of {list(POLICY_CLASSES)}")
-    arch = kwargs.get("net_arch", []) if isinstance(kwargs, dict) else None
-    bools = isinstance(arch, list) and [kwargs.get(k, True) for k in ("with_bias", "squash_output")]
-    need(
-        "policy_kwargs",
-        bools and all(isinstance(b, bool) for b in bools),  # sizes: checked by the policy
-        "a dict whose net_arch is a list of layer sizes, and whose "
-        "with_bias and squash_output are true or false",
-    )
-    # The policy's size from the spaces' JSON: a small file must not make ars build large ones.
+    need("policy_kwargs", isinstance(kwargs, dict), "a dict")  # its values: the policy's checks
+    # The weights the spaces' JSON implies (biases aside), before the spaces are built: a small
+    # file must not make ars build large ones. The policy then counts its parameters exactly.
     dims = [_space_size(meta.get(key), f"{where}: {key}") for key in SPACE_KEYS]
-    default = POLICIES[meta["policy"]]
-    sizes = [n for n in kwargs.get("net_arch", default["net_arch"]) if _whole(n, MAX_PARAMETERS)]
-    bias = kwargs.get("with_bias", default["with_bias"])  # bad sizes: refused by the policy
-    n_params = sum(o * i + o * bias for o, i in layer_shapes(dims[0], sizes, dims[1]))
-    if n_params > MAX_PARAMETERS:
-        raise ValueError(f"{where}: a policy of {n_params:,} parameters is more than ars handles")
+    arch = kwargs.get("net_arch", POLICIES[meta["policy"]]["net_arch"])
+    sizes = [n for n in (arch if isinstance(arch, list) else []) if _whole(n, MAX_PARAMETERS)]
+    n_weights = sum(o * i for o, i in layer_shapes(dims[0], sizes, dims[1]))
+    if n_weights > MAX_PARAMETERS:
+        raise ValueError(f"{where}: a policy of {n_weights:,} weights is more than ars handles")
     for key in SPACE_KEYS:
         meta[key] = _space_from_json(meta[key], f"{where}: {key}")
     if kind == "policy":
@@ -2950,25 +2934,24 @@ def _read_arrays(archive: zipfile.ZipFile, names: set[str], meta: dict, where: s
 
 
 def _build_policy(meta: dict, arrays: dict, where: str, policy: Any = None) -> ARSPolicy:
-    """The file's policy, built as any policy is, then given its checked weights and statistics."""
+    """The file's policy, built as any policy is, then given its weights and statistics through
+    ``load_state_dict``, which checks them as it checks any (shapes, finite, var >= 0)."""
+    has = "obs_rms_mean" in arrays
     if policy is None:
         policy = _new_policy(meta, where)
-        policy.obs_rms = RunningMeanStd((policy.obs_dim,)) if "obs_rms_mean" in arrays else None
+        policy.obs_rms = RunningMeanStd((policy.obs_dim,)) if has else None
     try:
-        if "state_dict" in arrays:  # sb3-contrib's: checked name by name and shape by shape
+        if "state_dict" in arrays:  # sb3-contrib's, by name
             policy.load_state_dict(arrays["state_dict"])
             return policy
-        if not np.isfinite(arrays["parameters"]).all():
-            raise ValueError("the policy's parameters hold NaN or infinite values")
-        policy.load_from_vector(arrays["parameters"].astype(np.float64))
-        has = "obs_rms_mean" in arrays
         if (policy.obs_rms is not None) != has:
             raise ValueError(
                 f"normalize_obs is {not has} but the file "
                 f"{'holds' if has else 'lacks'} observation statistics"
             )
-        names = ("mean", "var", "count") if has else ()  # checked as any statistics are
-        policy.load_state_dict({f"obs_rms.{k}": arrays[f"obs_rms_{k}"] for k in names}, False)
+        policy.load_from_vector(arrays["parameters"].astype(np.float64))  # by name, below
+        rms = {f"obs_rms.{k}": arrays[f"obs_rms_{k}"] for k in ("mean", "var", "count") if has}
+        policy.load_state_dict({**policy.state_dict(), **rms})
         return policy
     except (ValueError, TypeError, NotImplementedError, RuntimeError) as error:
         raise ValueError(f"{where}: {error}") from None
