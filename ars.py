@@ -726,7 +726,41 @@ class ARSPolicy(Network):
 
     def to_torch(self) -> Any:
         """A ``torch.nn.Module`` computing the same actions (normalisation included)."""
-        return _policy_to_torch(self)
+        torch = _require("torch", "pip install torch (ars's 'torch' extra)")
+        if not isinstance(self.observation_space, spaces.Box):
+            raise NotImplementedError("to_torch supports Box observation spaces")
+        nn, modules, policy = torch.nn, [], self  # policy: self, in the module's methods
+        name = "ReLU" if self.activation_fn == "relu" else self.activation_fn.capitalize()
+        for weight, bias in self.layers(self.parameters_to_vector(), self.obs_rms):
+            linear = nn.Linear(*weight.shape[::-1], bias=bias is not None, dtype=torch.float64)
+            with torch.no_grad():  # bias may be None: zip stops at the weight
+                for parameter, value in zip(linear.parameters(), (weight, bias)):
+                    parameter.copy_(torch.from_numpy(value))
+            modules += [linear, getattr(nn, name)()]  # none after the last: [:-1]
+
+        class TorchARSPolicy(nn.Module):
+            """The ARS policy as a torch module: observations in, actions out."""
+
+            def __init__(self) -> None:
+                super().__init__()
+                self.net = nn.Sequential(*modules[:-1])
+                if isinstance(policy.action_space, spaces.Box):
+                    self.register_buffer("low", torch.from_numpy(policy._low))
+                    self.register_buffer("high", torch.from_numpy(policy._high))
+
+            def forward(self, obs: Any) -> Any:
+                obs = torch.as_tensor(obs, dtype=torch.float64)
+                n_lead = obs.dim() - len(policy.observation_space.shape)
+                out = self.net(obs.reshape(*obs.shape[:n_lead], policy.obs_dim))
+                if isinstance(policy.action_space, spaces.Discrete):
+                    return out.argmax(dim=-1) + int(policy.action_space.start)
+                if policy.squash_output:
+                    out = (self.high + self.low) / 2 + (self.high - self.low) / 2 * torch.tanh(out)
+                else:
+                    out = torch.clamp(out, self.low, self.high)
+                return out.reshape(*out.shape[:-1], *policy.action_space.shape)
+
+        return TorchARSPolicy()
 
 
 class ARSLinearPolicy(ARSPolicy):
@@ -1315,7 +1349,38 @@ class ARS:
         ``device`` falls back to the CPU as in the constructor; ``force_reset`` is accepted
         for SB3 compatibility (every rollout resets anyway)."""
         overrides = {**(custom_objects or {}), **kwargs}
-        return load_model(path, env, device, overrides, print_system_info)
+        meta, arrays = read_model_file(path, env)
+        where = str(getattr(path, "name", path))
+        if meta["kind"] != "model":
+            raise ValueError(f"{where} holds a policy alone: load it with ARSPolicy.load")
+        if print_system_info:
+            print("== saved with:", meta.get("system_info"), "\n== now:", _system_info())
+        if unknown := sorted(set(overrides) - set(HPARAMS)):
+            raise TypeError(f"ARS.load got settings it does not know: {unknown}")
+        schedules = meta.get("schedules", [])
+        for name in (*schedules, *meta.get("unreadable", [])):
+            if name not in overrides:
+                how = "is a schedule sb3-contrib stored as a pickle, which ars never loads; using"
+                how = "was a schedule, saved as its last value" if name in schedules else how
+                value = meta["hparams"].get(name, DEFAULTS[name])
+                warning = f"{where}: {name} {how} {value}; pass {name}= to ARS.load"
+                warnings.warn(warning, stacklevel=2)
+        try:
+            settings = {**meta["hparams"], "policy_kwargs": meta["policy_kwargs"], **overrides}
+            model = ARS(meta["policy"], _init_setup_model=False, device=device, **settings)
+            model.observation_space, model.action_space = (meta[k] for k in SPACE_KEYS)
+            model.env_id = meta.get("env_id")
+            model._setup_model()
+        except (ValueError, TypeError, NotImplementedError) as error:
+            raise ValueError(f"{where}: {error}") from None
+        _build_policy(meta, arrays, where, model.policy)
+        model.num_timesteps, model._n_updates = meta["num_timesteps"], meta["n_updates"]
+        model._saved_normalization = meta.get("vec_normalize")
+        model.ep_info_buffer.extend({"r": float(r), "l": int(n)} for r, n in meta["ep_info_buffer"])
+        vars(model).update(meta.get("included", {}))  # checked: never one of the model's own
+        if env is not None:
+            model.set_env(env)
+        return model
 
 
 class StopTraining(Exception):
@@ -2896,6 +2961,17 @@ def _check_metadata(meta: Any, where: str) -> dict[str, Any]:
     n_top, n_delta = (meta["hparams"].get(k, DEFAULTS[k]) for k in ("n_top", "n_delta"))
     if is_int(n_top) and is_int(n_delta) and n_top > n_delta:
         raise ValueError(f"{where}: n_top={n_top} is larger than n_delta={n_delta}")
+    counters = meta.get("num_timesteps"), meta.get("n_updates")
+    if not all(map(_whole, counters)):
+        raise ValueError(
+            f"{where}: num_timesteps and n_updates must be integers >= 0; got {counters}"
+        )
+    episodes = meta.setdefault("ep_info_buffer", [])  # excluded: an empty window
+    pair = lambda e: isinstance(e, list) and len(e) == 2 and _is_number(e[0]) and _whole(e[1])
+    if not (isinstance(episodes, list) and all(map(pair, episodes))):
+        raise ValueError(
+            f"{where}: ep_info_buffer must be a list of [return, length]; got {episodes!r:.100}"
+        )
     env_id = meta.get("env_id")
     plain = env_id is None or isinstance(env_id, str) and re.fullmatch(r"[\w./-]{1,200}", env_id)
     what = "an env id such as 'Hopper-v4', or null (never 'module:Env', which imports)"
@@ -2908,6 +2984,11 @@ def _check_metadata(meta: Any, where: str) -> dict[str, Any]:
     extra = meta.get("included", {})  # JSON's keys are strings
     public = isinstance(extra, dict) and all(k.isidentifier() and k[0] != "_" for k in extra)
     need("included", public, "a dict of public extra attributes")
+    if taken := sorted(set(extra) & _own_attributes()):  # a file adds attributes, never replaces
+        raise ValueError(f"{where}: included {taken[0]!r} would replace part of the model")
+    if "vec_normalize" in meta:  # a frozen stand-in for the VecNormalize it learned through
+        shape = meta["observation_space"].shape
+        meta["vec_normalize"] = _normalization_from_file(meta["vec_normalize"], shape, where)
     return meta
 
 
@@ -2955,55 +3036,6 @@ def _build_policy(meta: dict, arrays: dict, where: str, policy: Any = None) -> A
         return policy
     except (ValueError, TypeError, NotImplementedError, RuntimeError) as error:
         raise ValueError(f"{where}: {error}") from None
-
-
-def load_model(path: Any, env: Any, device: Any, overrides: dict, print_system_info: bool) -> ARS:
-    """See :meth:`ARS.load`: the model is built by ``ARS(...)`` from the file's settings."""
-    meta, arrays = read_model_file(path, env)
-    where = str(getattr(path, "name", path))
-    if meta["kind"] != "model":
-        raise ValueError(f"{where} holds a policy alone: load it with ARSPolicy.load")
-    if print_system_info:
-        print("== saved with:", meta.get("system_info"), "\n== now:", _system_info())
-    if unknown := sorted(set(overrides) - set(HPARAMS)):
-        raise TypeError(f"ARS.load got settings it does not know: {unknown}")
-    schedules = meta.get("schedules", [])
-    for name in (*schedules, *meta.get("unreadable", [])):
-        if name not in overrides:
-            how = "is a schedule sb3-contrib stored as a pickle, which ars never loads; using"
-            how = "was a schedule, saved as its last value" if name in schedules else how
-            value = meta["hparams"].get(name, DEFAULTS[name])
-            warnings.warn(f"{where}: {name} {how} {value}; pass {name}= to ARS.load", stacklevel=3)
-    counters = meta.get("num_timesteps"), meta.get("n_updates")
-    episodes = meta.get("ep_info_buffer", [])
-    try:
-        if not all(map(_whole, counters)):
-            raise ValueError(f"num_timesteps and n_updates must be integers >= 0; got {counters}")
-        pair = lambda e: isinstance(e, list) and len(e) == 2 and _is_number(e[0]) and _whole(e[1])
-        if not (isinstance(episodes, list) and all(map(pair, episodes))):
-            raise ValueError(
-                f"ep_info_buffer must be a list of [return, length]; got {episodes!r:.100}"
-            )
-        settings = {**meta["hparams"], "policy_kwargs": meta["policy_kwargs"], **overrides}
-        model = ARS(meta["policy"], _init_setup_model=False, device=device, **settings)
-        model.observation_space, model.action_space = (meta[k] for k in SPACE_KEYS)
-        model.env_id = meta.get("env_id")
-        model._setup_model()
-    except (ValueError, TypeError, NotImplementedError) as error:
-        raise ValueError(f"{where}: {error}") from None
-    _build_policy(meta, arrays, where, model.policy)
-    model.num_timesteps, model._n_updates = counters
-    if "vec_normalize" in meta:
-        shape = model.observation_space.shape
-        model._saved_normalization = _normalization_from_file(meta["vec_normalize"], shape, where)
-    model.ep_info_buffer.extend({"r": float(r), "l": int(n)} for r, n in episodes)
-    for name, value in meta.get("included", {}).items():
-        if name in _own_attributes():  # a file adds attributes; never replaces the model's own
-            raise ValueError(f"{where}: included {name!r} would replace part of the model")
-        setattr(model, name, value)
-    if env is not None:
-        model.set_env(env)
-    return model
 
 
 def load_demonstrations(path: str | os.PathLike) -> tuple[np.ndarray, np.ndarray]:
@@ -3305,46 +3337,6 @@ def _read_weights(archive: zipfile.ZipFile, where: str, budget: int) -> dict[str
             f"{where}: policy.pth is not a readable weights file "
             f"({type(error).__name__}: {' '.join(str(error).split())[:300]})"
         ) from None
-
-
-def _policy_to_torch(policy: ARSPolicy) -> Any:
-    """``ARSPolicy.to_torch``: the layers of :meth:`Network.layers` as a torch module."""
-    torch = _require("torch", "pip install torch (ars's 'torch' extra)")
-    if not isinstance(policy.observation_space, spaces.Box):
-        raise NotImplementedError("to_torch supports Box observation spaces")
-    nn, modules = torch.nn, []
-    layers = policy.layers(policy.parameters_to_vector(), policy.obs_rms)
-    activations = {"relu": nn.ReLU, "tanh": nn.Tanh, "sigmoid": nn.Sigmoid, "identity": nn.Identity}
-    for weight, bias in layers:
-        linear = nn.Linear(*weight.shape[::-1], bias=bias is not None, dtype=torch.float64)
-        with torch.no_grad():
-            for parameter, value in zip(linear.parameters(), (weight, bias)):  # bias may be None
-                parameter.copy_(torch.from_numpy(value))
-        modules += [linear, activations[policy.activation_fn]()]  # none after the last: [:-1]
-
-    class TorchARSPolicy(nn.Module):
-        """The ARS policy as a torch module: observations in, actions out."""
-
-        def __init__(self) -> None:
-            super().__init__()
-            self.net = nn.Sequential(*modules[:-1])
-            if isinstance(policy.action_space, spaces.Box):
-                self.register_buffer("low", torch.from_numpy(policy._low))
-                self.register_buffer("high", torch.from_numpy(policy._high))
-
-        def forward(self, obs: Any) -> Any:
-            obs = torch.as_tensor(obs, dtype=torch.float64)
-            n_lead = obs.dim() - len(policy.observation_space.shape)
-            out = self.net(obs.reshape(*obs.shape[:n_lead], policy.obs_dim))
-            if isinstance(policy.action_space, spaces.Discrete):
-                return out.argmax(dim=-1) + int(policy.action_space.start)
-            if policy.squash_output:
-                out = (self.high + self.low) / 2 + (self.high - self.low) / 2 * torch.tanh(out)
-            else:
-                out = torch.clamp(out, self.low, self.high)
-            return out.reshape(*out.shape[:-1], *policy.action_space.shape)
-
-    return TorchARSPolicy()
 
 
 # == Videos =======================================================================================
