@@ -1240,8 +1240,58 @@ class ARS:
         return _like(candidate_weights, returns)
 
     def warm_start(self, demonstrations: Any, ridge: float = 1e-3) -> None:
-        """Fit the linear policy to demonstrations before training (see :func:`warm_start`)."""
-        warm_start(self, demonstrations, ridge)
+        """Fit the model's linear policy to demonstrations in closed form, before training.
+
+        The demonstrations' observations seed the V2 statistics; the policy is then the ridge
+        regression of the actions on the normalised observations. Squashed Box actions are
+        regressed through ``atanh``; Discrete actions through one-hot targets. ``demonstrations``:
+        ``(observations, actions)`` arrays, or an ``.npz`` file or a folder of them; ``ridge``: the
+        L2 penalty of the regression."""
+        policy = self.policy
+        if policy is None or policy.net_arch:
+            raise ValueError(
+                "warm_start fits linear policies (LinearPolicy, or MlpPolicy with net_arch=[])"
+            )
+        if isinstance(demonstrations, (str, os.PathLike)):
+            demonstrations = load_demonstrations(demonstrations)
+        check_number("ridge", ridge, low=0.0)
+        obs, actions = (_as_array(x, None) for x in demonstrations)
+        shape, space = policy.observation_space.shape, policy.action_space
+        if obs.ndim != len(shape) + 1 or obs.shape[1:] != shape or not len(obs):
+            raise ValueError(
+                f"demonstration observations must have shape (n >= 1, *{shape}); got {obs.shape}"
+            )
+        obs = flattener(policy.observation_space)(obs).astype(np.float64)
+        if len(actions) != len(obs):
+            raise ValueError(f"got {len(obs)} observations but {len(actions)} actions")
+        if not np.isfinite(obs).all() or not np.isfinite(actions.astype(np.float64)).all():
+            raise ValueError("the demonstrations hold non-finite values (nan or inf)")
+        if isinstance(space, spaces.Discrete):
+            index = actions.reshape(-1) - int(space.start)
+            if (actions.reshape(-1) % 1 != 0).any() or index.min() < 0 or index.max() >= space.n:
+                raise ValueError(
+                    f"demonstration actions must be integers in {space}; got values from "
+                    f"{actions.min()} to {actions.max()}"
+                )
+            targets = np.where(np.arange(policy.action_dim) == index[:, None], 1.0, -1.0)
+        else:
+            targets = actions.astype(np.float64).reshape(len(actions), -1)
+            low, high = policy._low, policy._high
+            if targets.shape[1:] != low.shape or not ((low <= targets) & (targets <= high)).all():
+                raise ValueError(
+                    f"demonstration actions must lie in {space}; got shape "
+                    f"{actions.shape} and values from {actions.min()} to {actions.max()}"
+                )
+            if policy.squash_output:
+                scaled = (2 * targets - high - low) / (high - low)  # in [-1, 1]
+                targets = np.arctanh(np.clip(scaled, -0.999, 0.999))
+        if policy.obs_rms is not None:  # regress on what the first layer sees: normalised inputs
+            rms = policy.obs_rms = policy.obs_rms.copy().update(obs)
+            obs = (obs - rms.mean) * inverse_std(rms.var)
+        inputs = np.hstack([obs, np.ones((len(obs), int(policy.with_bias)))])  # a column for a bias
+        gram = inputs.T @ inputs + ridge * np.eye(inputs.shape[1])
+        solution, n = np.linalg.solve(gram, inputs.T @ targets).T, obs.shape[1]
+        policy.load_from_vector(np.concatenate([solution[:, :n].ravel(), solution[:, n:].ravel()]))
 
     def dump_logs(self) -> None:
         """Record the rollout and time statistics, and write the log row."""
@@ -3064,61 +3114,6 @@ def load_demonstrations(path: str | os.PathLike) -> tuple[np.ndarray, np.ndarray
         raise ValueError(f"the trajectories in {path} do not fit together: {error}") from error
 
 
-def warm_start(model: ARS, demonstrations: Any, ridge: float = 1e-3) -> None:
-    """Fit the model's linear policy to demonstrations in closed form, before training.
-
-    The demonstrations' observations seed the V2 statistics; the policy is then the ridge
-    regression of the actions on the normalised observations. Squashed Box actions are
-    regressed through ``atanh``; Discrete actions through one-hot targets. ``demonstrations``:
-    ``(observations, actions)`` arrays, or an ``.npz`` file or a folder of them; ``ridge``: the
-    L2 penalty of the regression."""
-    policy = model.policy
-    if policy is None or policy.net_arch:
-        raise ValueError(
-            "warm_start fits linear policies (LinearPolicy, or MlpPolicy with net_arch=[])"
-        )
-    if isinstance(demonstrations, (str, os.PathLike)):
-        demonstrations = load_demonstrations(demonstrations)
-    check_number("ridge", ridge, low=0.0)
-    obs, actions = (_as_array(x, None) for x in demonstrations)
-    shape, space = policy.observation_space.shape, policy.action_space
-    if obs.ndim != len(shape) + 1 or obs.shape[1:] != shape or not len(obs):
-        raise ValueError(
-            f"demonstration observations must have shape (n >= 1, *{shape}); got {obs.shape}"
-        )
-    obs = flattener(policy.observation_space)(obs).astype(np.float64)
-    if len(actions) != len(obs):
-        raise ValueError(f"got {len(obs)} observations but {len(actions)} actions")
-    if not np.isfinite(obs).all() or not np.isfinite(actions.astype(np.float64)).all():
-        raise ValueError("the demonstrations hold non-finite values (nan or inf)")
-    if isinstance(space, spaces.Discrete):
-        index = actions.reshape(-1) - int(space.start)
-        if (actions.reshape(-1) % 1 != 0).any() or index.min() < 0 or index.max() >= space.n:
-            raise ValueError(
-                f"demonstration actions must be integers in {space}; got values from "
-                f"{actions.min()} to {actions.max()}"
-            )
-        targets = -np.ones((len(actions), policy.action_dim))
-        targets[np.arange(len(actions)), index.astype(np.int64)] = 1.0
-    else:
-        targets = actions.astype(np.float64).reshape(len(actions), -1)
-        low, high = policy._low, policy._high
-        if targets.shape[1] != policy.action_dim or (targets < low).any() or (targets > high).any():
-            raise ValueError(
-                f"demonstration actions must lie in {space}; got shape "
-                f"{actions.shape} and values from {actions.min()} to {actions.max()}"
-            )
-        if policy.squash_output:
-            targets = np.arctanh(np.clip((2 * targets - high - low) / (high - low), -0.999, 0.999))
-    if policy.obs_rms is not None:  # regress on what the first layer sees: normalised inputs
-        rms = policy.obs_rms = policy.obs_rms.copy().update(obs)
-        obs = (obs - rms.mean) * inverse_std(rms.var)
-    inputs = np.hstack([obs, np.ones((len(obs), int(policy.with_bias)))])  # a column for a bias
-    gram = inputs.T @ inputs + ridge * np.eye(inputs.shape[1])
-    solution, n = np.linalg.solve(gram, inputs.T @ targets).T, obs.shape[1]
-    policy.load_from_vector(np.concatenate([solution[:, :n].ravel(), solution[:, n:].ravel()]))
-
-
 # == Stable-Baselines3 adapters: VecEnvs, VecNormalize, parameter names, sb3-contrib files, torch ==
 # Duck-typed: SB3 and torch are never imported here unless the user's objects come from
 # them (a VecEnv given, an sb3-contrib file loaded, a torch tensor passed).
@@ -3600,21 +3595,15 @@ def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p = _parser()
     args = p.parse_args(argv)
     video, workers, env = args.video is not None, args.workers or 0, args.env
+    given = {flag for flag in ("resume", "run_dir", "overwrite") if getattr(args, flag)}
     for wrong, message in [  # the first conflict found, in one line
         (not 0 <= workers <= MAX_WORKERS, f"--workers must be from 0 to {MAX_WORKERS}"),
         (env is not None and not env.strip(), "--env needs an env id, e.g. CartPole-v1"),
         ((video or args.render) and not args.eval, "--video and --render: add --eval MODEL"),
         (video and (args.render or not args.video.strip()), "--video needs a file, no --render"),
         (min(args.job_timeout, args.start_timeout) <= 0, "timeouts must be positive"),
-        (
-            args.resume and (args.run_dir or args.overwrite),
-            "--resume goes without --run-dir and --overwrite: it continues the run in its "
-            "own folder",
-        ),
-        (
-            args.eval and (args.resume or args.run_dir or args.overwrite),
-            "--eval goes without --resume, --run-dir and --overwrite: it writes no run",
-        ),
+        (args.resume and given != {"resume"}, "--resume goes without --run-dir and --overwrite"),
+        (args.eval and given, "--eval goes without --resume, --run-dir and --overwrite"),
         (args.overwrite and not args.run_dir, "--overwrite needs the --run-dir it replaces"),
     ]:
         if wrong:
@@ -3656,36 +3645,31 @@ class _Interrupts:
 
 
 class _RunLock:
-    """An exclusive lock on a run folder while the process lives (the kernel frees it after)."""
+    """An exclusive lock on a run folder while the process lives (the kernel frees it after).
+    The lock is on the folder itself, which outlives every holder: a lock on a file that a
+    holder removes could be taken twice. ``.lock`` names the holder, for the message."""
 
     def __init__(self, run_dir: Path):
-        path = run_dir / ".lock"
-        while True:
-            self.file = path.open("a+")
+        self.path, self.fd = run_dir / ".lock", None
+        with contextlib.suppress(ImportError):  # no fcntl (Windows): the folder is not locked
+            fcntl = importlib.import_module("fcntl")
+            self.fd = os.open(run_dir, os.O_RDONLY)
             try:
-                fcntl = importlib.import_module("fcntl")
-                fcntl.flock(self.file, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except ImportError:  # no fcntl (Windows): the folder is not locked
-                return
+                fcntl.flock(self.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except OSError:
-                self.file.seek(0)
-                holder = self.file.read().strip() or "another process"
-                self.file.close()
+                os.close(self.fd)
+                holder = "another process"
+                with contextlib.suppress(OSError):  # unless it has just let go
+                    holder = self.path.read_text().strip() or holder
                 message = f"{run_dir} is in use by {holder}; wait for it, or pick another --run-dir"
                 raise ValueError(message) from None
-            # The holder may have removed the file between our open and lock: then this lock
-            # is on a file nobody else will open; take the new one instead.
-            if path.exists() and os.stat(path).st_ino == os.fstat(self.file.fileno()).st_ino:
-                break
-            self.file.close()
-        self.file.truncate(0)  # "a+": the write goes to the end, now the start
-        self.file.write(f"pid {os.getpid()}")
-        self.file.flush()
+        self.path.write_text(f"pid {os.getpid()}")
 
     def release(self) -> None:
-        """Remove the lock file and free the lock (a killed process frees it too)."""
-        Path(self.file.name).unlink(missing_ok=True)
-        self.file.close()
+        """Remove ``.lock`` and free the lock (a killed process frees it too)."""
+        self.path.unlink(missing_ok=True)
+        if self.fd is not None:
+            os.close(self.fd)
 
 
 def _print_progress(total: int, evaluation: EvalCallback, interrupts: _Interrupts) -> Callable:
@@ -3732,7 +3716,7 @@ def _new_run(args: argparse.Namespace) -> tuple[ARS, dict[str, Any], Path]:
     extra = {k: run[k] for k in ("normalization_samples", "max_episode_steps")}
     model = paper_model(env_id, env, **settings, **extra, seed=args.seed, verbose=args.verbose)
     if args.demos:
-        warm_start(model, args.demos)
+        model.warm_start(args.demos)
     config.update(seed=model.seed, n_top=model.n_top, ars_version=__version__)
     if args.run_dir is None:  # a folder of its own: mkdir is atomic, so runs never share one
         stem = f"runs/{env_id.replace('/', '_')}-{time.strftime('%Y%m%d-%H%M%S')}-seed{model.seed}"
