@@ -718,11 +718,11 @@ class ARSPolicy(Network):
     @classmethod
     def load(cls, path: str | os.PathLike | io.IOBase, device: Any = "auto") -> ARSPolicy:
         """A policy of :meth:`save`, or a saved model's (``device``: accepted, as in SB3)."""
-        meta, arrays = read_model_file(path)
+        meta, state = read_model_file(path)
         if "vec_normalize" in meta:  # the model's evaluations apply it; a policy alone cannot
             message = "this policy learned on VecNormalize observations; load the model"
             warnings.warn(f"{path}: {message} (ARS.load) to evaluate it with them", stacklevel=2)
-        return _build_policy(meta, arrays, str(path))
+        return _build_policy(meta, state, str(path))
 
     def to_torch(self) -> Any:
         """A ``torch.nn.Module`` computing the same actions (normalisation included)."""
@@ -1399,7 +1399,7 @@ class ARS:
         ``device`` falls back to the CPU as in the constructor; ``force_reset`` is accepted
         for SB3 compatibility (every rollout resets anyway)."""
         overrides = {**(custom_objects or {}), **kwargs}
-        meta, arrays = read_model_file(path, env)
+        meta, state = read_model_file(path, env)
         where = str(getattr(path, "name", path))
         if meta["kind"] != "model":
             raise ValueError(f"{where} holds a policy alone: load it with ARSPolicy.load")
@@ -1421,9 +1421,14 @@ class ARS:
             model.observation_space, model.action_space = (meta[k] for k in SPACE_KEYS)
             model.env_id = meta.get("env_id")
             model._setup_model()
-        except (ValueError, TypeError, NotImplementedError) as error:
+            if model.normalize_obs != ("obs_rms.mean" in state):  # V2 needs the file's statistics
+                what = "lacks" if model.normalize_obs else "holds"
+                raise ValueError(
+                    f"normalize_obs is {model.normalize_obs} but the file {what} V2's statistics"
+                )
+            model.policy.load_state_dict(state)
+        except (ValueError, TypeError, NotImplementedError, RuntimeError) as error:
             raise ValueError(f"{where}: {error}") from None
-        _build_policy(meta, arrays, where, model.policy)
         model.num_timesteps, model._n_updates = meta["num_timesteps"], meta["n_updates"]
         model._saved_normalization = meta.get("vec_normalize")
         model.ep_info_buffer.extend({"r": float(r), "l": int(n)} for r, n in meta["ep_info_buffer"])
@@ -2910,7 +2915,7 @@ def _npy(archive: zipfile.ZipFile, name: str, shape: tuple, kinds: str, where: s
 
 
 def read_model_file(source: Any, env: Any = None) -> tuple[dict[str, Any], dict[str, Any]]:
-    """The checked metadata (spaces built) and arrays of a file of :meth:`ARS.save` or
+    """The checked metadata (spaces built) and state dict of a file of :meth:`ARS.save` or
     :meth:`ARSPolicy.save`, or (converted) of sb3-contrib's ``ARS.save``, whose spaces
     ``env`` gives where SB3 abbreviated them. No code in a file ever runs, and nothing is
     allocated before its size is checked."""
@@ -3042,18 +3047,25 @@ def _check_metadata(meta: Any, where: str) -> dict[str, Any]:
     return meta
 
 
-def _new_policy(meta: dict[str, Any], where: str) -> ARSPolicy:
-    """The policy the metadata describes, built (so checked and capped) as any policy is."""
+def _build_policy(meta: dict, state: dict | None, where: str) -> ARSPolicy:
+    """The policy the metadata describes, built (so checked and capped) as any policy is, with
+    the weights and statistics of ``state``, which ``load_state_dict`` checks as any."""
     try:
         spaces_ = meta["observation_space"], meta["action_space"]
-        return POLICY_CLASSES[meta["policy"]](*spaces_, **meta["policy_kwargs"])
-    except (ValueError, TypeError, NotImplementedError) as error:
+        policy = POLICY_CLASSES[meta["policy"]](*spaces_, **meta["policy_kwargs"])
+        if state is not None:
+            has = "obs_rms.mean" in state  # V2's statistics
+            policy.obs_rms = RunningMeanStd((policy.obs_dim,)) if has else None
+            policy.load_state_dict(state)
+        return policy
+    except (ValueError, TypeError, NotImplementedError, RuntimeError) as error:
         raise ValueError(f"{where}: {error}") from None
 
 
 def _read_arrays(archive: zipfile.ZipFile, names: set[str], meta: dict, where: str) -> dict:
-    """The arrays, each checked against the shape the metadata implies before it is read."""
-    policy = _new_policy(meta, where)
+    """The arrays, each checked against the shape the metadata implies before it is read, as a
+    state dict (sb3-contrib's names; the file keeps ars's flat vector)."""
+    policy = _build_policy(meta, None, where)
     obs_dim, expected = policy.obs_dim, {"parameters": ((policy.n_params,), "f")}
     if "obs_rms_mean.npy" in names:
         rms = {"obs_rms_mean": ((obs_dim,), "f"), "obs_rms_var": ((obs_dim,), "f")}
@@ -3061,31 +3073,10 @@ def _read_arrays(archive: zipfile.ZipFile, names: set[str], meta: dict, where: s
     if {f"{k}.npy" for k in expected} != names - {"metadata.npy"}:
         found = sorted(n[:-4] for n in names - {"metadata.npy"})
         raise ValueError(f"{where}: expected the arrays {sorted(expected)}; the file holds {found}")
-    return {name: _npy(archive, name, *expected[name], where) for name in expected}
-
-
-def _build_policy(meta: dict, arrays: dict, where: str, policy: Any = None) -> ARSPolicy:
-    """The file's policy, built as any policy is, then given its weights and statistics through
-    ``load_state_dict``, which checks them as it checks any (shapes, finite, var >= 0)."""
-    has = "obs_rms_mean" in arrays
-    if policy is None:
-        policy = _new_policy(meta, where)
-        policy.obs_rms = RunningMeanStd((policy.obs_dim,)) if has else None
-    try:
-        if "state_dict" in arrays:  # sb3-contrib's, by name
-            policy.load_state_dict(arrays["state_dict"])
-            return policy
-        if (policy.obs_rms is not None) != has:
-            raise ValueError(
-                f"normalize_obs is {not has} but the file "
-                f"{'holds' if has else 'lacks'} observation statistics"
-            )
-        policy.load_from_vector(arrays["parameters"].astype(np.float64))  # by name, below
-        rms = {f"obs_rms.{k}": arrays[f"obs_rms_{k}"] for k in ("mean", "var", "count") if has}
-        policy.load_state_dict({**policy.state_dict(), **rms})
-        return policy
-    except (ValueError, TypeError, NotImplementedError, RuntimeError) as error:
-        raise ValueError(f"{where}: {error}") from None
+    arrays = {name: _npy(archive, name, *expected[name], where) for name in expected}
+    policy.load_from_vector(arrays.pop("parameters"))  # named by its layers; checked when loaded
+    statistics = {k.replace("obs_rms_", "obs_rms."): v for k, v in arrays.items()}
+    return {**policy.state_dict(), **statistics}
 
 
 def load_demonstrations(path: str | os.PathLike) -> tuple[np.ndarray, np.ndarray]:
@@ -3235,8 +3226,7 @@ def _read_sb3_zip(archive: zipfile.ZipFile, where: str, env: Any = None) -> tupl
                     f"{data[key].get('_shape')}; the env's is {space}"
                 )
     meta = _check_metadata(meta, where)
-    budget = _new_policy(meta, where).n_params
-    return meta, {"state_dict": _read_weights(archive, where, budget)}
+    return meta, _read_weights(archive, where, _build_policy(meta, None, where).n_params)
 
 
 def _sb3_space(data: Any) -> dict[str, Any] | None:
@@ -3703,21 +3693,19 @@ RUN_FILES = "config.json progress.csv checkpoint.npz model.npz best_model.npz ev
 
 def _new_run(args: argparse.Namespace) -> tuple[ARS, dict[str, Any], Path]:
     env_id, env = args.env or "CartPole-v1", make_env(args.env or "CartPole-v1")
-    config = settings_for(env_id)
     args.policy = args.policy or ("MlpPolicy" if args.net_arch else None)  # layers: an MLP
+    config = settings_for(env_id)  # the paper's settings, then the flags given
     config.update({k: v for k, v in vars(args).items() if k in config and v is not None})
-    settings = {k: v for k, v in config.items() if k in GENERIC_SETTINGS}
-    mujoco = "mujoco" in str(getattr(env.spec, "entry_point", ""))
-    names = "eval_episodes checkpoint_interval demos job_timeout start_timeout".split()
-    run = {k: getattr(args, k) for k in names + ["normalization_samples", "max_episode_steps"]}
-    eval_freq = args.eval_freq or max(config["total_timesteps"] // 20, 1)
-    workers = (os.cpu_count() or 1) * mujoco if args.workers is None else args.workers
-    config.update(run, env=env_id, eval_freq=eval_freq, workers=workers)
-    extra = {k: run[k] for k in ("normalization_samples", "max_episode_steps")}
-    model = paper_model(env_id, env, **settings, **extra, seed=args.seed, verbose=args.verbose)
+    extra = {k: getattr(args, k) for k in ("normalization_samples", "max_episode_steps")}
+    model = paper_model(env_id, env, **config, **extra, seed=args.seed, verbose=args.verbose)
     if args.demos:
         model.warm_start(args.demos)
-    config.update(seed=model.seed, n_top=model.n_top, ars_version=__version__)
+    names = "eval_episodes checkpoint_interval demos job_timeout start_timeout".split()
+    mujoco = "mujoco" in str(getattr(env.spec, "entry_point", ""))
+    workers = (os.cpu_count() or 1) * mujoco if args.workers is None else args.workers
+    eval_freq = args.eval_freq or max(config["total_timesteps"] // 20, 1)
+    config.update({k: getattr(args, k) for k in names}, **extra, env=env_id, eval_freq=eval_freq)
+    config.update(workers=workers, seed=model.seed, n_top=model.n_top, ars_version=__version__)
     if args.run_dir is None:  # a folder of its own: mkdir is atomic, so runs never share one
         stem = f"runs/{env_id.replace('/', '_')}-{time.strftime('%Y%m%d-%H%M%S')}-seed{model.seed}"
         Path("runs").mkdir(exist_ok=True)
@@ -3756,9 +3744,8 @@ def _resume(args: argparse.Namespace) -> tuple[ARS, dict[str, Any], Path]:
             f"--total-timesteps {total:,} is below the {model.num_timesteps:,} steps "
             "this run has trained"
         )
-    config["total_timesteps"] = config["total_timesteps"] if total is None else total
-    config["workers"] = config["workers"] if args.workers is None else args.workers
-    config["job_timeout"], config["start_timeout"] = args.job_timeout, args.start_timeout
+    for name in ("total_timesteps", "workers", "job_timeout", "start_timeout"):  # may change
+        config[name] = config[name] if getattr(args, name) is None else getattr(args, name)
     return model, config, run_dir
 
 
