@@ -2869,24 +2869,18 @@ def save_model(
     return _write_npz(path, _arrays(model.policy, meta))
 
 
-def _check_member(archive: zipfile.ZipFile, name: str, limit: int, where: str) -> None:
-    """A member no larger than ``limit``, stored or deflated (Python inflates LZMA unbounded)."""
+def _read_member(archive: zipfile.ZipFile, name: str, limit: int, where: str) -> bytes:
+    """A member's bytes, refusing more than ``limit`` whatever its header says, and methods but
+    stored and deflated (Python inflates LZMA and bzip2 without a bound)."""
     info = archive.getinfo(name)
     if info.compress_type not in (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED):
         raise ValueError(
             f"{where}: member {name} is compressed with method "
             f"{info.compress_type}; ars reads stored or deflated members"
         )
-    if info.file_size > limit:
-        raise ValueError(f"{where}: member {name} is larger than the metadata allows")
-
-
-def _read_member(archive: zipfile.ZipFile, name: str, limit: int, where: str) -> bytes:
-    """A member's bytes, refusing more than ``limit`` whatever its header says."""
-    _check_member(archive, name, limit, where)
-    with archive.open(name) as f:
-        data = f.read(limit + 1)
-    if len(data) > limit:
+    with archive.open(name) as f:  # nothing if the header says too much; else at most limit + 1
+        data = f.read(limit + 1) if info.file_size <= limit else b""
+    if len(data) > limit or info.file_size > limit:
         raise ValueError(f"{where}: member {name} is larger than the metadata allows")
     return data
 
@@ -3240,11 +3234,8 @@ def _sb3_space(data: Any) -> dict[str, Any] | None:
     bounds = str(data.get("low")) + str(data.get("high"))
     if "..." in bounds or len(bounds) > 100_000:  # SB3 abbreviates more than 1,000
         return None if "..." in bounds else {"type": "Box", "shape": "bounds too long"}
-    numbers = lambda key: [float(x) for x in re.findall(r"[^][\s]+", str(data[key]))]
-    try:
-        low, high = numbers("low"), numbers("high")
-    except (KeyError, ValueError):
-        low = high = None
+    numbers = lambda key: re.findall(r"[^][\s]+", str(data.get(key)))  # as text: NumPy reads it
+    low, high = numbers("low"), numbers("high")
     return dict(type="Box", low=low, high=high, shape=data.get("_shape"), dtype=data.get("dtype"))
 
 
@@ -3301,19 +3292,16 @@ def _rebuild_tensor(storage: np.ndarray, offset: int, size: tuple, stride: tuple
 def _read_weights(archive: zipfile.ZipFile, where: str, budget: int) -> dict[str, np.ndarray]:
     """sb3-contrib's ``policy.pth`` (a zip written by ``torch.save``): its state dict."""
     try:
-        _check_member(archive, "policy.pth", 8 * budget + (1 << 16), where)
-        with archive.open("policy.pth") as f:
-            end = zipfile._EndRecData(f)  # the directory's size, before Python builds it
-            if not end or end[zipfile._ECD_ENTRIES_TOTAL] > 512:
-                raise ValueError("its directory is missing, or lists over 512 members")
-            inner = zipfile.ZipFile(f)
-            prefix = next(
-                (n[:-8] for n in _member_names(inner, where) if n.endswith("data.pkl")), ""
-            )
-            order = f"{prefix}byteorder"
-            if order in inner.namelist() and _read_member(inner, order, 8, where) != b"little":
-                raise ValueError("it is big-endian")
-            state = _WeightsUnpickler(inner, prefix, budget, where).load()
+        f = io.BytesIO(_read_member(archive, "policy.pth", 8 * budget + (1 << 16), where))
+        end = zipfile._EndRecData(f)  # the directory's size, before Python builds it
+        if not end or end[zipfile._ECD_ENTRIES_TOTAL] > 512:
+            raise ValueError("its directory is missing, or lists over 512 members")
+        inner = zipfile.ZipFile(f)
+        prefix = next((n[:-8] for n in _member_names(inner, where) if n.endswith("data.pkl")), "")
+        order = f"{prefix}byteorder"
+        if order in inner.namelist() and _read_member(inner, order, 8, where) != b"little":
+            raise ValueError("it is big-endian")
+        state = _WeightsUnpickler(inner, prefix, budget, where).load()
         if not (isinstance(state, dict) and all(isinstance(v, np.ndarray) for v in state.values())):
             raise ValueError("it holds something other than a dict of tensors")
         return state
@@ -3375,10 +3363,8 @@ def _rendering_env(model: Any, env: Any, render_mode: str, size: int | None = No
     if env is None:
         raise ValueError("recording needs an env: pass env='Hopper-v4' (or a model saving it)")
     if not isinstance(env, str):
-        made = env() if callable(env) and not isinstance(env, gym.Env) else env
-        if _is_vec_env(made):  # its first env, which must run in this process
-            made = resolve_env(made)[0]
-            made = (made.envs or [None])[0] if isinstance(made, VecEnvs) else made
+        made = resolve_env(env)[0]  # of a vector env, its first, which must run in this process
+        made = (made.envs or [None])[0] if isinstance(made, VecEnvs) else made
         if made is None:
             raise ValueError("a video needs an env in this process: an id, an env or a DummyVecEnv")
         if getattr(made, "render_mode", None) != render_mode:
@@ -3500,11 +3486,8 @@ class _Parser(argparse.ArgumentParser):
 def _number(kind: type, low: float | None = None) -> Callable[[str], Any]:
     """An argparse type: a finite ``kind`` (int or float) of at least ``low``."""
 
-    def parse(text: str) -> Any:
-        try:
-            value = float(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    def number(text: str) -> Any:  # a ValueError: argparse says "invalid number value"
+        value = float(text)
         if not math.isfinite(value) or (kind is int and value != int(value)):
             what = "finite and whole" if kind is int else "finite"
             raise argparse.ArgumentTypeError(f"{text!r} must be {what}")
@@ -3512,7 +3495,7 @@ def _number(kind: type, low: float | None = None) -> Callable[[str], Any]:
             raise argparse.ArgumentTypeError(f"{text!r} must be at least {low:g}")
         return kind(value)
 
-    return parse
+    return number
 
 
 def _net_arch(text: str) -> list[int]:
@@ -3841,9 +3824,8 @@ def _train(model: ARS, config: dict, run_dir: Path, evaluation: EvalCallback, lo
                 where = f"in {workers} worker processes" if workers else "in this process"
                 print(f"writing to {run_dir}/; rollouts {where}")
                 if workers > 0:
-                    env_fns = [functools.partial(make_env, env_id)] * workers
                     timeouts = {k: config[k] for k in ("job_timeout", "start_timeout")}
-                    async_eval = AsyncEval(env_fns, **timeouts)
+                    async_eval = AsyncEval([env_id] * workers, **timeouts)  # each makes its env
                 model.learn(
                     total - model.num_timesteps,
                     async_eval=async_eval,
