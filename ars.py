@@ -2714,8 +2714,7 @@ def _atomic_file(path: Path, mode: str) -> Any:
         path.parent.mkdir(parents=True, exist_ok=True)
         prefix = f".{path.name.encode()[:200].decode(errors='ignore')}."  # <= 255 bytes
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=prefix, suffix=".tmp")
-        os.close(fd)
-        with open(tmp, mode, **({} if "b" in mode else {"newline": ""})) as f:
+        with os.fdopen(fd, mode, **({} if "b" in mode else {"newline": ""})) as f:
             yield f
             f.flush()
             os.fsync(f.fileno())
@@ -2923,11 +2922,8 @@ def read_model_file(source: Any, env: Any = None) -> tuple[dict[str, Any], dict[
             raise FileNotFoundError(f"no model file at {path}")
         f, where = path.open("rb"), str(path)
     try:
-        end = zipfile._EndRecData(f)  # the directory's size, before Python builds it
-        if (n := end[zipfile._ECD_ENTRIES_TOTAL] if end else 0) > 64:
-            raise ValueError(f"{where} lists {n:,} members; a model file has a few")
-        with zipfile.ZipFile(f) as archive:
-            names = _member_names(archive, where)
+        archive, names = _open_zip(f, where, 64)
+        with archive:
             if {"data", "policy.pth"} <= names:
                 return _read_sb3_zip(archive, where, env)
             if "metadata.npy" not in names:  # the other members: as the metadata implies
@@ -2948,13 +2944,17 @@ def read_model_file(source: Any, env: Any = None) -> tuple[dict[str, Any], dict[
             f.close()
 
 
-def _member_names(archive: zipfile.ZipFile, where: str) -> set[str]:
-    """The names of a zip's members; a name listed twice is refused (readers differ on which
-    member is the one)."""
+def _open_zip(f: Any, where: str, most: int) -> tuple[zipfile.ZipFile, set[str]]:
+    """A zip of at most ``most`` members, counted before Python builds its directory, and its
+    member names; a name listed twice is refused (readers differ on which member is the one)."""
+    end = zipfile._EndRecData(f)  # None: not a zip, which ZipFile says
+    if (n := end[zipfile._ECD_ENTRIES_TOTAL] if end else 0) > most:
+        raise ValueError(f"{where} lists {n:,} members; a model file has a few")
+    archive = zipfile.ZipFile(f)
     listed = archive.namelist()
     if twice := sorted({n for n in listed if listed.count(n) > 1}):
         raise ValueError(f"{where} holds two members named {twice[0]!r}: a file names each once")
-    return set(listed)
+    return archive, set(listed)
 
 
 def _json(text: str | bytes, where: str) -> Any:
@@ -3180,8 +3180,7 @@ def _read_sb3_zip(archive: zipfile.ZipFile, where: str, env: Any = None) -> tupl
     data = _json(_read_member(archive, "data", MAX_METADATA_BYTES, where), f"{where}: data")
     if not isinstance(data, dict):
         raise ValueError(f"{where}: sb3-contrib's 'data' must be a JSON object")
-    policy_class = data.get("policy_class") if isinstance(data.get("policy_class"), dict) else {}
-    linear = "Linear policy" in str(policy_class.get("__doc__", ""))
+    linear = "Linear policy" in str(data.get("policy_class"))  # its __doc__, in readable text
     given = data.get("policy_kwargs") if isinstance(data.get("policy_kwargs"), dict) else {}
     keys = ("net_arch", "with_bias", "squash_output", "activation_fn")
     kwargs = {k: given[k] for k in keys if k in given}
@@ -3293,13 +3292,10 @@ def _read_weights(archive: zipfile.ZipFile, where: str, budget: int) -> dict[str
     """sb3-contrib's ``policy.pth`` (a zip written by ``torch.save``): its state dict."""
     try:
         f = io.BytesIO(_read_member(archive, "policy.pth", 8 * budget + (1 << 16), where))
-        end = zipfile._EndRecData(f)  # the directory's size, before Python builds it
-        if not end or end[zipfile._ECD_ENTRIES_TOTAL] > 512:
-            raise ValueError("its directory is missing, or lists over 512 members")
-        inner = zipfile.ZipFile(f)
-        prefix = next((n[:-8] for n in _member_names(inner, where) if n.endswith("data.pkl")), "")
+        inner, names = _open_zip(f, "it", 512)
+        prefix = next((n[:-8] for n in names if n.endswith("data.pkl")), "")
         order = f"{prefix}byteorder"
-        if order in inner.namelist() and _read_member(inner, order, 8, where) != b"little":
+        if order in names and _read_member(inner, order, 8, where) != b"little":
             raise ValueError("it is big-endian")
         state = _WeightsUnpickler(inner, prefix, budget, where).load()
         if not (isinstance(state, dict) and all(isinstance(v, np.ndarray) for v in state.values())):
