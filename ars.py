@@ -2918,9 +2918,7 @@ def read_model_file(source: Any, env: Any = None) -> tuple[dict[str, Any], dict[
         path = Path(source)  # SB3's rule: a name without a suffix may mean .zip
         names = [path] + [path.with_suffix(s) for s in (".zip", ".npz") if not path.suffix]
         path = next((p for p in names if p.exists()), path)
-        if not path.exists():
-            raise FileNotFoundError(f"no model file at {path}")
-        f, where = path.open("rb"), str(path)
+        f, where = path.open("rb"), str(path)  # none: FileNotFoundError, naming it
     try:
         archive, names = _open_zip(f, where, 64)
         with archive:
@@ -3012,15 +3010,11 @@ def _check_metadata(meta: Any, where: str) -> dict[str, Any]:
         raise ValueError(f"{where}: n_top={n_top} is larger than n_delta={n_delta}")
     counters = meta.get("num_timesteps"), meta.get("n_updates")
     if not all(map(_whole, counters)):
-        raise ValueError(
-            f"{where}: num_timesteps and n_updates must be integers >= 0; got {counters}"
-        )
+        raise ValueError(f"{where}: num_timesteps and n_updates must be integers >= 0: {counters}")
     episodes = meta.setdefault("ep_info_buffer", [])  # excluded: an empty window
     pair = lambda e: isinstance(e, list) and len(e) == 2 and _is_number(e[0]) and _whole(e[1])
     if not (isinstance(episodes, list) and all(map(pair, episodes))):
-        raise ValueError(
-            f"{where}: ep_info_buffer must be a list of [return, length]; got {episodes!r:.100}"
-        )
+        raise ValueError(f"{where}: ep_info_buffer must be a list of [return, length] pairs")
     env_id = meta.get("env_id")
     plain = env_id is None or isinstance(env_id, str) and re.fullmatch(r"[\w./-]{1,200}", env_id)
     what = "an env id such as 'Hopper-v4', or null (never 'module:Env', which imports)"
