@@ -2714,7 +2714,8 @@ def _atomic_file(path: Path, mode: str) -> Any:
         path.parent.mkdir(parents=True, exist_ok=True)
         prefix = f".{path.name.encode()[:200].decode(errors='ignore')}."  # <= 255 bytes
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=prefix, suffix=".tmp")
-        with os.fdopen(fd, mode, **({} if "b" in mode else {"newline": ""})) as f:
+        os.close(fd)
+        with open(tmp, mode, **({} if "b" in mode else {"newline": ""})) as f:
             yield f
             f.flush()
             os.fsync(f.fileno())
