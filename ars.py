@@ -3137,9 +3137,8 @@ def observations_seen_by(model: Any) -> Any:
     frozen one its file recorded (None for a policy, or a model of raw observations). An
     evaluation on a raw env passes its observations through it, as SB3's would."""
     live = model.get_vec_normalize_env() if isinstance(model, ARS) else None
-    return (
-        live if live is not None and live.norm_obs else getattr(model, "_saved_normalization", None)
-    )
+    saved = getattr(model, "_saved_normalization", None)  # a loaded file's
+    return live if getattr(live, "norm_obs", False) else saved
 
 
 def _normalization_from_file(data: Any, shape: tuple, where: str) -> Any:
