@@ -722,15 +722,49 @@ class ARSPolicy(Network):
     @classmethod
     def load(cls, path: str | os.PathLike | io.IOBase, device: Any = "auto") -> ARSPolicy:
         """A policy of :meth:`save`, or a saved model's (``device``: accepted, as in SB3)."""
-        meta, arrays = read_model_file(path)
+        meta, state = read_model_file(path)
         if "vec_normalize" in meta:  # the model's evaluations apply it; a policy alone cannot
             message = "this policy learned on VecNormalize observations; load the model"
             warnings.warn(f"{path}: {message} (ARS.load) to evaluate it with them", stacklevel=2)
-        return _build_policy(meta, arrays, str(path))
+        return _build_policy(meta, state, str(path))
 
     def to_torch(self) -> Any:
         """A ``torch.nn.Module`` computing the same actions (normalisation included)."""
-        return _policy_to_torch(self)
+        torch = _require("torch", "pip install torch (ars's 'torch' extra)")
+        if not isinstance(self.observation_space, spaces.Box):
+            raise NotImplementedError("to_torch supports Box observation spaces")
+        nn, modules, policy = torch.nn, [], self  # policy: self, in the module's methods
+        name = "ReLU" if self.activation_fn == "relu" else self.activation_fn.capitalize()
+        for weight, bias in self.layers(self.parameters_to_vector(), self.obs_rms):
+            linear = nn.Linear(*weight.shape[::-1], bias=bias is not None, dtype=torch.float64)
+            with torch.no_grad():  # bias may be None: zip stops at the weight
+                for parameter, value in zip(linear.parameters(), (weight, bias)):
+                    parameter.copy_(torch.from_numpy(value))
+            modules += [linear, getattr(nn, name)()]  # none after the last: [:-1]
+
+        class TorchARSPolicy(nn.Module):
+            """The ARS policy as a torch module: observations in, actions out."""
+
+            def __init__(self) -> None:
+                super().__init__()
+                self.net = nn.Sequential(*modules[:-1])
+                if isinstance(policy.action_space, spaces.Box):
+                    self.register_buffer("low", torch.from_numpy(policy._low))
+                    self.register_buffer("high", torch.from_numpy(policy._high))
+
+            def forward(self, obs: Any) -> Any:
+                obs = torch.as_tensor(obs, dtype=torch.float64)
+                n_lead = obs.dim() - len(policy.observation_space.shape)
+                out = self.net(obs.reshape(*obs.shape[:n_lead], policy.obs_dim))
+                if isinstance(policy.action_space, spaces.Discrete):
+                    return out.argmax(dim=-1) + int(policy.action_space.start)
+                if policy.squash_output:
+                    out = (self.high + self.low) / 2 + (self.high - self.low) / 2 * torch.tanh(out)
+                else:
+                    out = torch.clamp(out, self.low, self.high)
+                return out.reshape(*out.shape[:-1], *policy.action_space.shape)
+
+        return TorchARSPolicy()
 
 
 class ARSLinearPolicy(ARSPolicy):
@@ -1204,8 +1238,58 @@ class ARS:
         return _like(candidate_weights, returns)
 
     def warm_start(self, demonstrations: Any, ridge: float = 1e-3) -> None:
-        """Fit the linear policy to demonstrations before training (see :func:`warm_start`)."""
-        warm_start(self, demonstrations, ridge)
+        """Fit the model's linear policy to demonstrations in closed form, before training.
+
+        The demonstrations' observations seed the V2 statistics; the policy is then the ridge
+        regression of the actions on the normalised observations. Squashed Box actions are
+        regressed through ``atanh``; Discrete actions through one-hot targets. ``demonstrations``:
+        ``(observations, actions)`` arrays, or an ``.npz`` file or a folder of them; ``ridge``: the
+        L2 penalty of the regression."""
+        policy = self.policy
+        if policy is None or policy.net_arch:
+            raise ValueError(
+                "warm_start fits linear policies (LinearPolicy, or MlpPolicy with net_arch=[])"
+            )
+        if isinstance(demonstrations, (str, os.PathLike)):
+            demonstrations = load_demonstrations(demonstrations)
+        check_number("ridge", ridge, low=0.0)
+        obs, actions = (_as_array(x, None) for x in demonstrations)
+        shape, space = policy.observation_space.shape, policy.action_space
+        if obs.ndim != len(shape) + 1 or obs.shape[1:] != shape or not len(obs):
+            raise ValueError(
+                f"demonstration observations must have shape (n >= 1, *{shape}); got {obs.shape}"
+            )
+        obs = flattener(policy.observation_space)(obs).astype(np.float64)
+        if len(actions) != len(obs):
+            raise ValueError(f"got {len(obs)} observations but {len(actions)} actions")
+        if not np.isfinite(obs).all() or not np.isfinite(actions.astype(np.float64)).all():
+            raise ValueError("the demonstrations hold non-finite values (nan or inf)")
+        if isinstance(space, spaces.Discrete):
+            index = actions.reshape(-1) - int(space.start)
+            if (actions.reshape(-1) % 1 != 0).any() or index.min() < 0 or index.max() >= space.n:
+                raise ValueError(
+                    f"demonstration actions must be integers in {space}; got values from "
+                    f"{actions.min()} to {actions.max()}"
+                )
+            targets = np.where(np.arange(policy.action_dim) == index[:, None], 1.0, -1.0)
+        else:
+            targets = actions.astype(np.float64).reshape(len(actions), -1)
+            low, high = policy._low, policy._high
+            if targets.shape[1:] != low.shape or not ((low <= targets) & (targets <= high)).all():
+                raise ValueError(
+                    f"demonstration actions must lie in {space}; got shape "
+                    f"{actions.shape} and values from {actions.min()} to {actions.max()}"
+                )
+            if policy.squash_output:
+                scaled = (2 * targets - high - low) / (high - low)  # in [-1, 1]
+                targets = np.arctanh(np.clip(scaled, -0.999, 0.999))
+        if policy.obs_rms is not None:  # regress on what the first layer sees: normalised inputs
+            rms = policy.obs_rms = policy.obs_rms.copy().update(obs)
+            obs = (obs - rms.mean) * inverse_std(rms.var)
+        inputs = np.hstack([obs, np.ones((len(obs), int(policy.with_bias)))])  # a column for a bias
+        gram = inputs.T @ inputs + ridge * np.eye(inputs.shape[1])
+        solution, n = np.linalg.solve(gram, inputs.T @ targets).T, obs.shape[1]
+        policy.load_from_vector(np.concatenate([solution[:, :n].ravel(), solution[:, n:].ravel()]))
 
     def dump_logs(self) -> None:
         """Record the rollout and time statistics, and write the log row."""
@@ -1313,7 +1397,43 @@ class ARS:
         ``device`` falls back to the CPU as in the constructor; ``force_reset`` is accepted
         for SB3 compatibility (every rollout resets anyway)."""
         overrides = {**(custom_objects or {}), **kwargs}
-        return load_model(path, env, device, overrides, print_system_info)
+        meta, state = read_model_file(path, env)
+        where = str(getattr(path, "name", path))
+        if meta["kind"] != "model":
+            raise ValueError(f"{where} holds a policy alone: load it with ARSPolicy.load")
+        if print_system_info:
+            print("== saved with:", meta.get("system_info"), "\n== now:", _system_info())
+        if unknown := sorted(set(overrides) - set(HPARAMS)):
+            raise TypeError(f"ARS.load got settings it does not know: {unknown}")
+        schedules = meta.get("schedules", [])
+        for name in (*schedules, *meta.get("unreadable", [])):
+            if name not in overrides:
+                how = "is a schedule sb3-contrib stored as a pickle, which ars never loads; using"
+                how = "was a schedule, saved as its last value" if name in schedules else how
+                value = meta["hparams"].get(name, DEFAULTS[name])
+                warning = f"{where}: {name} {how} {value}; pass {name}= to ARS.load"
+                warnings.warn(warning, stacklevel=2)
+        try:
+            settings = {**meta["hparams"], "policy_kwargs": meta["policy_kwargs"], **overrides}
+            model = ARS(meta["policy"], _init_setup_model=False, device=device, **settings)
+            model.observation_space, model.action_space = (meta[k] for k in SPACE_KEYS)
+            model.env_id = meta.get("env_id")
+            model._setup_model()
+            if model.normalize_obs != ("obs_rms.mean" in state):  # V2 needs the file's statistics
+                what = "lacks" if model.normalize_obs else "holds"
+                raise ValueError(
+                    f"normalize_obs is {model.normalize_obs} but the file {what} V2's statistics"
+                )
+            model.policy.load_state_dict(state)
+        except (ValueError, TypeError, NotImplementedError, RuntimeError) as error:
+            raise ValueError(f"{where}: {error}") from None
+        model.num_timesteps, model._n_updates = meta["num_timesteps"], meta["n_updates"]
+        model._saved_normalization = meta.get("vec_normalize")
+        model.ep_info_buffer.extend({"r": float(r), "l": int(n)} for r, n in meta["ep_info_buffer"])
+        vars(model).update(meta.get("included", {}))  # checked: never one of the model's own
+        if env is not None:
+            model.set_env(env)
+        return model
 
 
 class StopTraining(Exception):
@@ -2534,22 +2654,13 @@ def _space_from_json(data: dict[str, Any], where: str) -> spaces.Space:
         shape, dtype = tuple(data["shape"]), np.dtype(data["dtype"])
         if dtype.kind not in "fiu" or len(shape) > 32:
             raise ValueError(f"dtype {dtype} and shape {shape}: a number type, at most 32 axes")
-        low, high = (_bounds(data[key], shape, dtype) for key in ("low", "high"))
-        return spaces.Box(low, high, shape=shape, dtype=dtype)
+        bound = lambda v: np.array(v, dtype).reshape(shape) if isinstance(v, list) else v
+        return spaces.Box(bound(data["low"]), bound(data["high"]), shape=shape, dtype=dtype)
     except (KeyError, TypeError, ValueError, OverflowError, AssertionError) as error:
         raise ValueError(
             f"{where} is not a valid space ({type(error).__name__}: "
             f"{' '.join(str(error).split())[:200]})"
         ) from error
-
-
-def _bounds(value: Any, shape: tuple, dtype: np.dtype) -> np.ndarray:
-    if _is_number(value) or value in (math.inf, -math.inf):
-        return np.full(shape, value, dtype=dtype)
-    flat = np.array(value, dtype=dtype) if isinstance(value, list) else None
-    if flat is None or flat.size != math.prod(shape):
-        raise ValueError(f"bounds must be one number or {math.prod(shape)} numbers")
-    return flat.reshape(shape)
 
 
 def _metadata(model: ARS | ARSPolicy, kind: str = "model") -> dict[str, Any]:
@@ -2628,24 +2739,18 @@ def save_model(
     return _write_npz(path, _arrays(model.policy, meta))
 
 
-def _check_member(archive: zipfile.ZipFile, name: str, limit: int, where: str) -> None:
-    """A member no larger than ``limit``, stored or deflated (Python inflates LZMA unbounded)."""
+def _read_member(archive: zipfile.ZipFile, name: str, limit: int, where: str) -> bytes:
+    """A member's bytes, refusing more than ``limit`` whatever its header says, and methods but
+    stored and deflated (Python inflates LZMA and bzip2 without a bound)."""
     info = archive.getinfo(name)
     if info.compress_type not in (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED):
         raise ValueError(
             f"{where}: member {name} is compressed with method "
             f"{info.compress_type}; ars reads stored or deflated members"
         )
-    if info.file_size > limit:
-        raise ValueError(f"{where}: member {name} is larger than the metadata allows")
-
-
-def _read_member(archive: zipfile.ZipFile, name: str, limit: int, where: str) -> bytes:
-    """A member's bytes, refusing more than ``limit`` whatever its header says."""
-    _check_member(archive, name, limit, where)
-    with archive.open(name) as f:
-        data = f.read(limit + 1)
-    if len(data) > limit:
+    with archive.open(name) as f:  # nothing if the header says too much; else at most limit + 1
+        data = f.read(limit + 1) if info.file_size <= limit else b""
+    if len(data) > limit or info.file_size > limit:
         raise ValueError(f"{where}: member {name} is larger than the metadata allows")
     return data
 
@@ -2674,7 +2779,7 @@ def _npy(archive: zipfile.ZipFile, name: str, shape: tuple, kinds: str, where: s
 
 
 def read_model_file(source: Any, env: Any = None) -> tuple[dict[str, Any], dict[str, Any]]:
-    """The checked metadata (spaces built) and arrays of a file of :meth:`ARS.save` or
+    """The checked metadata (spaces built) and state dict of a file of :meth:`ARS.save` or
     :meth:`ARSPolicy.save`, or (converted) of sb3-contrib's ``ARS.save``, whose spaces
     ``env`` gives where SB3 abbreviated them. No code in a file ever runs, and nothing is
     allocated before its size is checked."""
@@ -2684,15 +2789,10 @@ def read_model_file(source: Any, env: Any = None) -> tuple[dict[str, Any], dict[
         path = Path(source)  # SB3's rule: a name without a suffix may mean .zip
         names = [path] + [path.with_suffix(s) for s in (".zip", ".npz") if not path.suffix]
         path = next((p for p in names if p.exists()), path)
-        if not path.exists():
-            raise FileNotFoundError(f"no model file at {path}")
-        f, where = path.open("rb"), str(path)
+        f, where = path.open("rb"), str(path)  # none: FileNotFoundError, naming it
     try:
-        end = zipfile._EndRecData(f)  # the directory's size, before Python builds it
-        if (n := end[zipfile._ECD_ENTRIES_TOTAL] if end else 0) > 64:
-            raise ValueError(f"{where} lists {n:,} members; a model file has a few")
-        with zipfile.ZipFile(f) as archive:
-            names = _member_names(archive, where)
+        archive, names = _open_zip(f, where, 64)
+        with archive:
             if {"data", "policy.pth"} <= names:
                 return _read_sb3_zip(archive, where, env)
             if "metadata.npy" not in names:  # the other members: as the metadata implies
@@ -2713,13 +2813,17 @@ def read_model_file(source: Any, env: Any = None) -> tuple[dict[str, Any], dict[
             f.close()
 
 
-def _member_names(archive: zipfile.ZipFile, where: str) -> set[str]:
-    """The names of a zip's members; a name listed twice is refused (readers differ on which
-    member is the one)."""
+def _open_zip(f: Any, where: str, most: int) -> tuple[zipfile.ZipFile, set[str]]:
+    """A zip of at most ``most`` members, counted before Python builds its directory, and its
+    member names; a name listed twice is refused (readers differ on which member is the one)."""
+    end = zipfile._EndRecData(f)  # None: not a zip, which ZipFile says
+    if (n := end[zipfile._ECD_ENTRIES_TOTAL] if end else 0) > most:
+        raise ValueError(f"{where} lists {n:,} members; a model file has a few")
+    archive = zipfile.ZipFile(f)
     listed = archive.namelist()
     if twice := sorted({n for n in listed if listed.count(n) > 1}):
         raise ValueError(f"{where} holds two members named {twice[0]!r}: a file names each once")
-    return set(listed)
+    return archive, set(listed)
 
 
 def _json(text: str | bytes, where: str) -> Any:
@@ -2755,22 +2859,15 @@ def _check_metadata(meta: Any, where: str) -> dict[str, Any]:
     kind, kwargs = meta.setdefault("kind", "model"), meta.get("policy_kwargs")
     need("kind", kind in ("model", "policy"), '"model" or "policy"')
     need("policy", meta.get("policy") in POLICY_CLASSES, f"one of {list(POLICY_CLASSES)}")
-    arch = kwargs.get("net_arch", []) if isinstance(kwargs, dict) else None
-    bools = isinstance(arch, list) and [kwargs.get(k, True) for k in ("with_bias", "squash_output")]
-    need(
-        "policy_kwargs",
-        bools and all(isinstance(b, bool) for b in bools),  # sizes: checked by the policy
-        "a dict whose net_arch is a list of layer sizes, and whose "
-        "with_bias and squash_output are true or false",
-    )
-    # The policy's size from the spaces' JSON: a small file must not make ars build large ones.
+    need("policy_kwargs", isinstance(kwargs, dict), "a dict")  # its values: the policy's checks
+    # The weights the spaces' JSON implies (biases aside), before the spaces are built: a small
+    # file must not make ars build large ones. The policy then counts its parameters exactly.
     dims = [_space_size(meta.get(key), f"{where}: {key}") for key in SPACE_KEYS]
-    default = POLICIES[meta["policy"]]
-    sizes = [n for n in kwargs.get("net_arch", default["net_arch"]) if _whole(n, MAX_PARAMETERS)]
-    bias = kwargs.get("with_bias", default["with_bias"])  # bad sizes: refused by the policy
-    n_params = sum(o * i + o * bias for o, i in layer_shapes(dims[0], sizes, dims[1]))
-    if n_params > MAX_PARAMETERS:
-        raise ValueError(f"{where}: a policy of {n_params:,} parameters is more than ars handles")
+    arch = kwargs.get("net_arch", POLICIES[meta["policy"]]["net_arch"])
+    sizes = [n for n in (arch if isinstance(arch, list) else []) if _whole(n, MAX_PARAMETERS)]
+    n_weights = sum(o * i for o, i in layer_shapes(dims[0], sizes, dims[1]))
+    if n_weights > MAX_PARAMETERS:
+        raise ValueError(f"{where}: a policy of {n_weights:,} weights is more than ars handles")
     for key in SPACE_KEYS:
         meta[key] = _space_from_json(meta[key], f"{where}: {key}")
     if kind == "policy":
@@ -2782,6 +2879,13 @@ def _check_metadata(meta: Any, where: str) -> dict[str, Any]:
     n_top, n_delta = (meta["hparams"].get(k, DEFAULTS[k]) for k in ("n_top", "n_delta"))
     if is_int(n_top) and is_int(n_delta) and n_top > n_delta:
         raise ValueError(f"{where}: n_top={n_top} is larger than n_delta={n_delta}")
+    counters = meta.get("num_timesteps"), meta.get("n_updates")
+    if not all(map(_whole, counters)):
+        raise ValueError(f"{where}: num_timesteps and n_updates must be integers >= 0: {counters}")
+    episodes = meta.setdefault("ep_info_buffer", [])  # excluded: an empty window
+    pair = lambda e: isinstance(e, list) and len(e) == 2 and _is_number(e[0]) and _whole(e[1])
+    if not (isinstance(episodes, list) and all(map(pair, episodes))):
+        raise ValueError(f"{where}: ep_info_buffer must be a list of [return, length] pairs")
     env_id = meta.get("env_id")
     plain = env_id is None or isinstance(env_id, str) and re.fullmatch(r"[\w./-]{1,200}", env_id)
     what = "an env id such as 'Hopper-v4', or null (never 'module:Env', which imports)"
@@ -2794,21 +2898,33 @@ def _check_metadata(meta: Any, where: str) -> dict[str, Any]:
     extra = meta.get("included", {})  # JSON's keys are strings
     public = isinstance(extra, dict) and all(k.isidentifier() and k[0] != "_" for k in extra)
     need("included", public, "a dict of public extra attributes")
+    if taken := sorted(set(extra) & _own_attributes()):  # a file adds attributes, never replaces
+        raise ValueError(f"{where}: included {taken[0]!r} would replace part of the model")
+    if "vec_normalize" in meta:  # a frozen stand-in for the VecNormalize it learned through
+        shape = meta["observation_space"].shape
+        meta["vec_normalize"] = _normalization_from_file(meta["vec_normalize"], shape, where)
     return meta
 
 
-def _new_policy(meta: dict[str, Any], where: str) -> ARSPolicy:
-    """The policy the metadata describes, built (so checked and capped) as any policy is."""
+def _build_policy(meta: dict, state: dict | None, where: str) -> ARSPolicy:
+    """The policy the metadata describes, built (so checked and capped) as any policy is, with
+    the weights and statistics of ``state``, which ``load_state_dict`` checks as any."""
     try:
         spaces_ = meta["observation_space"], meta["action_space"]
-        return POLICY_CLASSES[meta["policy"]](*spaces_, **meta["policy_kwargs"])
-    except (ValueError, TypeError, NotImplementedError) as error:
+        policy = POLICY_CLASSES[meta["policy"]](*spaces_, **meta["policy_kwargs"])
+        if state is not None:
+            has = "obs_rms.mean" in state  # V2's statistics
+            policy.obs_rms = RunningMeanStd((policy.obs_dim,)) if has else None
+            policy.load_state_dict(state)
+        return policy
+    except (ValueError, TypeError, NotImplementedError, RuntimeError) as error:
         raise ValueError(f"{where}: {error}") from None
 
 
 def _read_arrays(archive: zipfile.ZipFile, names: set[str], meta: dict, where: str) -> dict:
-    """The arrays, each checked against the shape the metadata implies before it is read."""
-    policy = _new_policy(meta, where)
+    """The arrays, each checked against the shape the metadata implies before it is read, as a
+    state dict (sb3-contrib's names; the file keeps ars's flat vector)."""
+    policy = _build_policy(meta, None, where)
     obs_dim, expected = policy.obs_dim, {"parameters": ((policy.n_params,), "f")}
     if "obs_rms_mean.npy" in names:
         rms = {"obs_rms_mean": ((obs_dim,), "f"), "obs_rms_var": ((obs_dim,), "f")}
@@ -2816,81 +2932,10 @@ def _read_arrays(archive: zipfile.ZipFile, names: set[str], meta: dict, where: s
     if {f"{k}.npy" for k in expected} != names - {"metadata.npy"}:
         found = sorted(n[:-4] for n in names - {"metadata.npy"})
         raise ValueError(f"{where}: expected the arrays {sorted(expected)}; the file holds {found}")
-    return {name: _npy(archive, name, *expected[name], where) for name in expected}
-
-
-def _build_policy(meta: dict, arrays: dict, where: str, policy: Any = None) -> ARSPolicy:
-    """The file's policy, built as any policy is, then given its checked weights and statistics."""
-    if policy is None:
-        policy = _new_policy(meta, where)
-        policy.obs_rms = RunningMeanStd((policy.obs_dim,)) if "obs_rms_mean" in arrays else None
-    try:
-        if "state_dict" in arrays:  # sb3-contrib's: checked name by name and shape by shape
-            policy.load_state_dict(arrays["state_dict"])
-            return policy
-        if not np.isfinite(arrays["parameters"]).all():
-            raise ValueError("the policy's parameters hold NaN or infinite values")
-        policy.load_from_vector(arrays["parameters"].astype(np.float64))
-        has = "obs_rms_mean" in arrays
-        if (policy.obs_rms is not None) != has:
-            raise ValueError(
-                f"normalize_obs is {not has} but the file "
-                f"{'holds' if has else 'lacks'} observation statistics"
-            )
-        names = ("mean", "var", "count") if has else ()  # checked as any statistics are
-        policy.load_state_dict({f"obs_rms.{k}": arrays[f"obs_rms_{k}"] for k in names}, False)
-        return policy
-    except (ValueError, TypeError, NotImplementedError, RuntimeError) as error:
-        raise ValueError(f"{where}: {error}") from None
-
-
-def load_model(path: Any, env: Any, device: Any, overrides: dict, print_system_info: bool) -> ARS:
-    """See :meth:`ARS.load`: the model is built by ``ARS(...)`` from the file's settings."""
-    meta, arrays = read_model_file(path, env)
-    where = str(getattr(path, "name", path))
-    if meta["kind"] != "model":
-        raise ValueError(f"{where} holds a policy alone: load it with ARSPolicy.load")
-    if print_system_info:
-        print("== saved with:", meta.get("system_info"), "\n== now:", _system_info())
-    if unknown := sorted(set(overrides) - set(HPARAMS)):
-        raise TypeError(f"ARS.load got settings it does not know: {unknown}")
-    schedules = meta.get("schedules", [])
-    for name in (*schedules, *meta.get("unreadable", [])):
-        if name not in overrides:
-            how = "is a schedule sb3-contrib stored as a pickle, which ars never loads; using"
-            how = "was a schedule, saved as its last value" if name in schedules else how
-            value = meta["hparams"].get(name, DEFAULTS[name])
-            warnings.warn(f"{where}: {name} {how} {value}; pass {name}= to ARS.load", stacklevel=3)
-    counters = meta.get("num_timesteps"), meta.get("n_updates")
-    episodes = meta.get("ep_info_buffer", [])
-    try:
-        if not all(map(_whole, counters)):
-            raise ValueError(f"num_timesteps and n_updates must be integers >= 0; got {counters}")
-        pair = lambda e: isinstance(e, list) and len(e) == 2 and _is_number(e[0]) and _whole(e[1])
-        if not (isinstance(episodes, list) and all(map(pair, episodes))):
-            raise ValueError(
-                f"ep_info_buffer must be a list of [return, length]; got {episodes!r:.100}"
-            )
-        settings = {**meta["hparams"], "policy_kwargs": meta["policy_kwargs"], **overrides}
-        model = ARS(meta["policy"], _init_setup_model=False, device=device, **settings)
-        model.observation_space, model.action_space = (meta[k] for k in SPACE_KEYS)
-        model.env_id = meta.get("env_id")
-        model._setup_model()
-    except (ValueError, TypeError, NotImplementedError) as error:
-        raise ValueError(f"{where}: {error}") from None
-    _build_policy(meta, arrays, where, model.policy)
-    model.num_timesteps, model._n_updates = counters
-    if "vec_normalize" in meta:
-        shape = model.observation_space.shape
-        model._saved_normalization = _normalization_from_file(meta["vec_normalize"], shape, where)
-    model.ep_info_buffer.extend({"r": float(r), "l": int(n)} for r, n in episodes)
-    for name, value in meta.get("included", {}).items():
-        if name in _own_attributes():  # a file adds attributes; never replaces the model's own
-            raise ValueError(f"{where}: included {name!r} would replace part of the model")
-        setattr(model, name, value)
-    if env is not None:
-        model.set_env(env)
-    return model
+    arrays = {name: _npy(archive, name, *expected[name], where) for name in expected}
+    policy.load_from_vector(arrays.pop("parameters"))  # named by its layers; checked when loaded
+    statistics = {k.replace("obs_rms_", "obs_rms."): v for k, v in arrays.items()}
+    return {**policy.state_dict(), **statistics}
 
 
 def load_demonstrations(path: str | os.PathLike) -> tuple[np.ndarray, np.ndarray]:
@@ -2917,61 +2962,6 @@ def load_demonstrations(path: str | os.PathLike) -> tuple[np.ndarray, np.ndarray
         return tuple(np.concatenate(arrays) for arrays in zip(*pairs))
     except ValueError as error:
         raise ValueError(f"the trajectories in {path} do not fit together: {error}") from error
-
-
-def warm_start(model: ARS, demonstrations: Any, ridge: float = 1e-3) -> None:
-    """Fit the model's linear policy to demonstrations in closed form, before training.
-
-    The demonstrations' observations seed the V2 statistics; the policy is then the ridge
-    regression of the actions on the normalised observations. Squashed Box actions are
-    regressed through ``atanh``; Discrete actions through one-hot targets. ``demonstrations``:
-    ``(observations, actions)`` arrays, or an ``.npz`` file or a folder of them; ``ridge``: the
-    L2 penalty of the regression."""
-    policy = model.policy
-    if policy is None or policy.net_arch:
-        raise ValueError(
-            "warm_start fits linear policies (LinearPolicy, or MlpPolicy with net_arch=[])"
-        )
-    if isinstance(demonstrations, (str, os.PathLike)):
-        demonstrations = load_demonstrations(demonstrations)
-    check_number("ridge", ridge, low=0.0)
-    obs, actions = (_as_array(x, None) for x in demonstrations)
-    shape, space = policy.observation_space.shape, policy.action_space
-    if obs.ndim != len(shape) + 1 or obs.shape[1:] != shape or not len(obs):
-        raise ValueError(
-            f"demonstration observations must have shape (n >= 1, *{shape}); got {obs.shape}"
-        )
-    obs = flattener(policy.observation_space)(obs).astype(np.float64)
-    if len(actions) != len(obs):
-        raise ValueError(f"got {len(obs)} observations but {len(actions)} actions")
-    if not np.isfinite(obs).all() or not np.isfinite(actions.astype(np.float64)).all():
-        raise ValueError("the demonstrations hold non-finite values (nan or inf)")
-    if isinstance(space, spaces.Discrete):
-        index = actions.reshape(-1) - int(space.start)
-        if (actions.reshape(-1) % 1 != 0).any() or index.min() < 0 or index.max() >= space.n:
-            raise ValueError(
-                f"demonstration actions must be integers in {space}; got values from "
-                f"{actions.min()} to {actions.max()}"
-            )
-        targets = -np.ones((len(actions), policy.action_dim))
-        targets[np.arange(len(actions)), index.astype(np.int64)] = 1.0
-    else:
-        targets = actions.astype(np.float64).reshape(len(actions), -1)
-        low, high = policy._low, policy._high
-        if targets.shape[1] != policy.action_dim or (targets < low).any() or (targets > high).any():
-            raise ValueError(
-                f"demonstration actions must lie in {space}; got shape "
-                f"{actions.shape} and values from {actions.min()} to {actions.max()}"
-            )
-        if policy.squash_output:
-            targets = np.arctanh(np.clip((2 * targets - high - low) / (high - low), -0.999, 0.999))
-    if policy.obs_rms is not None:  # regress on what the first layer sees: normalised inputs
-        rms = policy.obs_rms = policy.obs_rms.copy().update(obs)
-        obs = (obs - rms.mean) * inverse_std(rms.var)
-    inputs = np.hstack([obs, np.ones((len(obs), int(policy.with_bias)))])  # a column for a bias
-    gram = inputs.T @ inputs + ridge * np.eye(inputs.shape[1])
-    solution, n = np.linalg.solve(gram, inputs.T @ targets).T, obs.shape[1]
-    policy.load_from_vector(np.concatenate([solution[:, :n].ravel(), solution[:, n:].ravel()]))
 
 
 # == Stable-Baselines3 adapters: VecEnvs, VecNormalize, parameter names, sb3-contrib files, torch ==
@@ -3017,9 +3007,8 @@ def observations_seen_by(model: Any) -> Any:
     frozen one its file recorded (None for a policy, or a model of raw observations). An
     evaluation on a raw env passes its observations through it, as SB3's would."""
     live = model.get_vec_normalize_env() if isinstance(model, ARS) else None
-    return (
-        live if live is not None and live.norm_obs else getattr(model, "_saved_normalization", None)
-    )
+    saved = getattr(model, "_saved_normalization", None)  # a loaded file's
+    return live if getattr(live, "norm_obs", False) else saved
 
 
 def _normalization_from_file(data: Any, shape: tuple, where: str) -> Any:
@@ -3055,8 +3044,7 @@ def _read_sb3_zip(archive: zipfile.ZipFile, where: str, env: Any = None) -> tupl
     data = _json(_read_member(archive, "data", MAX_METADATA_BYTES, where), f"{where}: data")
     if not isinstance(data, dict):
         raise ValueError(f"{where}: sb3-contrib's 'data' must be a JSON object")
-    policy_class = data.get("policy_class") if isinstance(data.get("policy_class"), dict) else {}
-    linear = "Linear policy" in str(policy_class.get("__doc__", ""))
+    linear = "Linear policy" in str(data.get("policy_class"))  # its __doc__, in readable text
     given = data.get("policy_kwargs") if isinstance(data.get("policy_kwargs"), dict) else {}
     keys = ("net_arch", "with_bias", "squash_output", "activation_fn")
     kwargs = {k: given[k] for k in keys if k in given}
@@ -3095,8 +3083,7 @@ def _read_sb3_zip(archive: zipfile.ZipFile, where: str, env: Any = None) -> tupl
                     f"{data[key].get('_shape')}; the env's is {space}"
                 )
     meta = _check_metadata(meta, where)
-    budget = _new_policy(meta, where).n_params
-    return meta, {"state_dict": _read_weights(archive, where, budget)}
+    return meta, _read_weights(archive, where, _build_policy(meta, None, where).n_params)
 
 
 def _sb3_space(data: Any) -> dict[str, Any] | None:
@@ -3110,11 +3097,8 @@ def _sb3_space(data: Any) -> dict[str, Any] | None:
     bounds = str(data.get("low")) + str(data.get("high"))
     if "..." in bounds or len(bounds) > 100_000:  # SB3 abbreviates more than 1,000
         return None if "..." in bounds else {"type": "Box", "shape": "bounds too long"}
-    numbers = lambda key: [float(x) for x in re.findall(r"[^][\s]+", str(data[key]))]
-    try:
-        low, high = numbers("low"), numbers("high")
-    except (KeyError, ValueError):
-        low = high = None
+    numbers = lambda key: re.findall(r"[^][\s]+", str(data.get(key)))  # as text: NumPy reads it
+    low, high = numbers("low"), numbers("high")
     return dict(type="Box", low=low, high=high, shape=data.get("_shape"), dtype=data.get("dtype"))
 
 
@@ -3171,19 +3155,13 @@ def _rebuild_tensor(storage: np.ndarray, offset: int, size: tuple, stride: tuple
 def _read_weights(archive: zipfile.ZipFile, where: str, budget: int) -> dict[str, np.ndarray]:
     """sb3-contrib's ``policy.pth`` (a zip written by ``torch.save``): its state dict."""
     try:
-        _check_member(archive, "policy.pth", 8 * budget + (1 << 16), where)
-        with archive.open("policy.pth") as f:
-            end = zipfile._EndRecData(f)  # the directory's size, before Python builds it
-            if not end or end[zipfile._ECD_ENTRIES_TOTAL] > 512:
-                raise ValueError("its directory is missing, or lists over 512 members")
-            inner = zipfile.ZipFile(f)
-            prefix = next(
-                (n[:-8] for n in _member_names(inner, where) if n.endswith("data.pkl")), ""
-            )
-            order = f"{prefix}byteorder"
-            if order in inner.namelist() and _read_member(inner, order, 8, where) != b"little":
-                raise ValueError("it is big-endian")
-            state = _WeightsUnpickler(inner, prefix, budget, where).load()
+        f = io.BytesIO(_read_member(archive, "policy.pth", 8 * budget + (1 << 16), where))
+        inner, names = _open_zip(f, "it", 512)
+        prefix = next((n[:-8] for n in names if n.endswith("data.pkl")), "")
+        order = f"{prefix}byteorder"
+        if order in names and _read_member(inner, order, 8, where) != b"little":
+            raise ValueError("it is big-endian")
+        state = _WeightsUnpickler(inner, prefix, budget, where).load()
         if not (isinstance(state, dict) and all(isinstance(v, np.ndarray) for v in state.values())):
             raise ValueError("it holds something other than a dict of tensors")
         return state
@@ -3192,46 +3170,6 @@ def _read_weights(archive: zipfile.ZipFile, where: str, budget: int) -> dict[str
             f"{where}: policy.pth is not a readable weights file "
             f"({type(error).__name__}: {' '.join(str(error).split())[:300]})"
         ) from None
-
-
-def _policy_to_torch(policy: ARSPolicy) -> Any:
-    """``ARSPolicy.to_torch``: the layers of :meth:`Network.layers` as a torch module."""
-    torch = _require("torch", "pip install torch (ars's 'torch' extra)")
-    if not isinstance(policy.observation_space, spaces.Box):
-        raise NotImplementedError("to_torch supports Box observation spaces")
-    nn, modules = torch.nn, []
-    layers = policy.layers(policy.parameters_to_vector(), policy.obs_rms)
-    activations = {"relu": nn.ReLU, "tanh": nn.Tanh, "sigmoid": nn.Sigmoid, "identity": nn.Identity}
-    for weight, bias in layers:
-        linear = nn.Linear(*weight.shape[::-1], bias=bias is not None, dtype=torch.float64)
-        with torch.no_grad():
-            for parameter, value in zip(linear.parameters(), (weight, bias)):  # bias may be None
-                parameter.copy_(torch.from_numpy(value))
-        modules += [linear, activations[policy.activation_fn]()]  # none after the last: [:-1]
-
-    class TorchARSPolicy(nn.Module):
-        """The ARS policy as a torch module: observations in, actions out."""
-
-        def __init__(self) -> None:
-            super().__init__()
-            self.net = nn.Sequential(*modules[:-1])
-            if isinstance(policy.action_space, spaces.Box):
-                self.register_buffer("low", torch.from_numpy(policy._low))
-                self.register_buffer("high", torch.from_numpy(policy._high))
-
-        def forward(self, obs: Any) -> Any:
-            obs = torch.as_tensor(obs, dtype=torch.float64)
-            n_lead = obs.dim() - len(policy.observation_space.shape)
-            out = self.net(obs.reshape(*obs.shape[:n_lead], policy.obs_dim))
-            if isinstance(policy.action_space, spaces.Discrete):
-                return out.argmax(dim=-1) + int(policy.action_space.start)
-            if policy.squash_output:
-                out = (self.high + self.low) / 2 + (self.high - self.low) / 2 * torch.tanh(out)
-            else:
-                out = torch.clamp(out, self.low, self.high)
-            return out.reshape(*out.shape[:-1], *policy.action_space.shape)
-
-    return TorchARSPolicy()
 
 
 # == Videos =======================================================================================
@@ -3285,10 +3223,8 @@ def _rendering_env(model: Any, env: Any, render_mode: str, size: int | None = No
     if env is None:
         raise ValueError("recording needs an env: pass env='Hopper-v4' (or a model saving it)")
     if not isinstance(env, str):
-        made = env() if callable(env) and not isinstance(env, gym.Env) else env
-        if _is_vec_env(made):  # its first env, which must run in this process
-            made = resolve_env(made)[0]
-            made = (made.envs or [None])[0] if isinstance(made, VecEnvs) else made
+        made = resolve_env(env)[0]  # of a vector env, its first, which must run in this process
+        made = (made.envs or [None])[0] if isinstance(made, VecEnvs) else made
         if made is None:
             raise ValueError("a video needs an env in this process: an id, an env or a DummyVecEnv")
         if getattr(made, "render_mode", None) != render_mode:
@@ -3410,11 +3346,8 @@ class _Parser(argparse.ArgumentParser):
 def _number(kind: type, low: float | None = None) -> Callable[[str], Any]:
     """An argparse type: a finite ``kind`` (int or float) of at least ``low``."""
 
-    def parse(text: str) -> Any:
-        try:
-            value = float(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    def number(text: str) -> Any:  # a ValueError: argparse says "invalid number value"
+        value = float(text)
         if not math.isfinite(value) or (kind is int and value != int(value)):
             what = "finite and whole" if kind is int else "finite"
             raise argparse.ArgumentTypeError(f"{text!r} must be {what}")
@@ -3422,7 +3355,7 @@ def _number(kind: type, low: float | None = None) -> Callable[[str], Any]:
             raise argparse.ArgumentTypeError(f"{text!r} must be at least {low:g}")
         return kind(value)
 
-    return parse
+    return number
 
 
 def _net_arch(text: str) -> list[int]:
@@ -3495,21 +3428,15 @@ def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p = _parser()
     args = p.parse_args(argv)
     video, workers, env = args.video is not None, args.workers or 0, args.env
+    given = {flag for flag in ("resume", "run_dir", "overwrite") if getattr(args, flag)}
     for wrong, message in [  # the first conflict found, in one line
         (not 0 <= workers <= MAX_WORKERS, f"--workers must be from 0 to {MAX_WORKERS}"),
         (env is not None and not env.strip(), "--env needs an env id, e.g. CartPole-v1"),
         ((video or args.render) and not args.eval, "--video and --render: add --eval MODEL"),
         (video and (args.render or not args.video.strip()), "--video needs a file, no --render"),
         (min(args.job_timeout, args.start_timeout) <= 0, "timeouts must be positive"),
-        (
-            args.resume and (args.run_dir or args.overwrite),
-            "--resume goes without --run-dir and --overwrite: it continues the run in its "
-            "own folder",
-        ),
-        (
-            args.eval and (args.resume or args.run_dir or args.overwrite),
-            "--eval goes without --resume, --run-dir and --overwrite: it writes no run",
-        ),
+        (args.resume and given != {"resume"}, "--resume goes without --run-dir and --overwrite"),
+        (args.eval and given, "--eval goes without --resume, --run-dir and --overwrite"),
         (args.overwrite and not args.run_dir, "--overwrite needs the --run-dir it replaces"),
     ]:
         if wrong:
@@ -3551,36 +3478,31 @@ class _Interrupts:
 
 
 class _RunLock:
-    """An exclusive lock on a run folder while the process lives (the kernel frees it after)."""
+    """An exclusive lock on a run folder while the process lives (the kernel frees it after).
+    The lock is on the folder itself, which outlives every holder: a lock on a file that a
+    holder removes could be taken twice. ``.lock`` names the holder, for the message."""
 
     def __init__(self, run_dir: Path):
-        path = run_dir / ".lock"
-        while True:
-            self.file = path.open("a+")
+        self.path, self.fd = run_dir / ".lock", None
+        with contextlib.suppress(ImportError):  # no fcntl (Windows): the folder is not locked
+            fcntl = importlib.import_module("fcntl")
+            self.fd = os.open(run_dir, os.O_RDONLY)
             try:
-                fcntl = importlib.import_module("fcntl")
-                fcntl.flock(self.file, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except ImportError:  # no fcntl (Windows): the folder is not locked
-                return
+                fcntl.flock(self.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except OSError:
-                self.file.seek(0)
-                holder = self.file.read().strip() or "another process"
-                self.file.close()
+                os.close(self.fd)
+                holder = "another process"
+                with contextlib.suppress(OSError):  # unless it has just let go
+                    holder = self.path.read_text().strip() or holder
                 message = f"{run_dir} is in use by {holder}; wait for it, or pick another --run-dir"
                 raise ValueError(message) from None
-            # The holder may have removed the file between our open and lock: then this lock
-            # is on a file nobody else will open; take the new one instead.
-            if path.exists() and os.stat(path).st_ino == os.fstat(self.file.fileno()).st_ino:
-                break
-            self.file.close()
-        self.file.truncate(0)  # "a+": the write goes to the end, now the start
-        self.file.write(f"pid {os.getpid()}")
-        self.file.flush()
+        self.path.write_text(f"pid {os.getpid()}")
 
     def release(self) -> None:
-        """Remove the lock file and free the lock (a killed process frees it too)."""
-        Path(self.file.name).unlink(missing_ok=True)
-        self.file.close()
+        """Remove ``.lock`` and free the lock (a killed process frees it too)."""
+        self.path.unlink(missing_ok=True)
+        if self.fd is not None:
+            os.close(self.fd)
 
 
 def _print_progress(total: int, evaluation: EvalCallback, interrupts: _Interrupts) -> Callable:
@@ -3614,21 +3536,19 @@ RUN_FILES = "config.json progress.csv checkpoint.npz model.npz best_model.npz ev
 
 def _new_run(args: argparse.Namespace) -> tuple[ARS, dict[str, Any], Path]:
     env_id, env = args.env or "CartPole-v1", make_env(args.env or "CartPole-v1")
-    config = settings_for(env_id)
     args.policy = args.policy or ("MlpPolicy" if args.net_arch else None)  # layers: an MLP
+    config = settings_for(env_id)  # the paper's settings, then the flags given
     config.update({k: v for k, v in vars(args).items() if k in config and v is not None})
-    settings = {k: v for k, v in config.items() if k in GENERIC_SETTINGS}
-    mujoco = "mujoco" in str(getattr(env.spec, "entry_point", ""))
-    names = "eval_episodes checkpoint_interval demos job_timeout start_timeout".split()
-    run = {k: getattr(args, k) for k in names + ["normalization_samples", "max_episode_steps"]}
-    eval_freq = args.eval_freq or max(config["total_timesteps"] // 20, 1)
-    workers = (os.cpu_count() or 1) * mujoco if args.workers is None else args.workers
-    config.update(run, env=env_id, eval_freq=eval_freq, workers=workers)
-    extra = {k: run[k] for k in ("normalization_samples", "max_episode_steps")}
-    model = paper_model(env_id, env, **settings, **extra, seed=args.seed, verbose=args.verbose)
+    extra = {k: getattr(args, k) for k in ("normalization_samples", "max_episode_steps")}
+    model = paper_model(env_id, env, **config, **extra, seed=args.seed, verbose=args.verbose)
     if args.demos:
-        warm_start(model, args.demos)
-    config.update(seed=model.seed, n_top=model.n_top, ars_version=__version__)
+        model.warm_start(args.demos)
+    names = "eval_episodes checkpoint_interval demos job_timeout start_timeout".split()
+    mujoco = "mujoco" in str(getattr(env.spec, "entry_point", ""))
+    workers = (os.cpu_count() or 1) * mujoco if args.workers is None else args.workers
+    eval_freq = args.eval_freq or max(config["total_timesteps"] // 20, 1)
+    config.update({k: getattr(args, k) for k in names}, **extra, env=env_id, eval_freq=eval_freq)
+    config.update(workers=workers, seed=model.seed, n_top=model.n_top, ars_version=__version__)
     if args.run_dir is None:  # a folder of its own: mkdir is atomic, so runs never share one
         stem = f"runs/{env_id.replace('/', '_')}-{time.strftime('%Y%m%d-%H%M%S')}-seed{model.seed}"
         Path("runs").mkdir(exist_ok=True)
@@ -3667,9 +3587,8 @@ def _resume(args: argparse.Namespace) -> tuple[ARS, dict[str, Any], Path]:
             f"--total-timesteps {total:,} is below the {model.num_timesteps:,} steps "
             "this run has trained"
         )
-    config["total_timesteps"] = config["total_timesteps"] if total is None else total
-    config["workers"] = config["workers"] if args.workers is None else args.workers
-    config["job_timeout"], config["start_timeout"] = args.job_timeout, args.start_timeout
+    for name in ("total_timesteps", "workers", "job_timeout", "start_timeout"):  # may change
+        config[name] = config[name] if getattr(args, name) is None else getattr(args, name)
     return model, config, run_dir
 
 
@@ -3765,9 +3684,8 @@ def _train(model: ARS, config: dict, run_dir: Path, evaluation: EvalCallback, lo
                 where = f"in {workers} worker processes" if workers else "in this process"
                 print(f"writing to {run_dir}/; rollouts {where}")
                 if workers > 0:
-                    env_fns = [functools.partial(make_env, env_id)] * workers
                     timeouts = {k: config[k] for k in ("job_timeout", "start_timeout")}
-                    async_eval = AsyncEval(env_fns, **timeouts)
+                    async_eval = AsyncEval([env_id] * workers, **timeouts)  # each makes its env
                 model.learn(
                     total - model.num_timesteps,
                     async_eval=async_eval,
