@@ -679,21 +679,31 @@ class ARSPolicy(Network):
         _check_device(device)
         return self
 
+    def _named(self, theta: np.ndarray) -> dict[str, np.ndarray]:
+        """The layers of ``theta`` (views) under sb3-contrib's names (``action_net.0.weight``)."""
+        named = {}
+        for i, (weight, bias) in enumerate(self.layers(theta)):
+            named[f"action_net.{2 * i}.weight"] = weight
+            named.update({} if bias is None else {f"action_net.{2 * i}.bias": bias})
+        return named
+
     def state_dict(self) -> dict[str, np.ndarray]:
         """Parameters under sb3-contrib's names (``action_net.0.weight``...), V2's ``obs_rms.*``."""
-        state, rms = {}, self.obs_rms
-        for i, (weight, bias) in enumerate(self.layers(self.parameters_to_vector())):
-            state.update({f"action_net.{2 * i}.weight": weight, f"action_net.{2 * i}.bias": bias})
+        state, rms = self._named(self.parameters_to_vector()), self.obs_rms
         if rms is not None:
             state.update({"obs_rms.mean": rms.mean.copy(), "obs_rms.var": rms.var.copy()})
             state["obs_rms.count"] = np.array(rms.count)
-        return {key: value for key, value in state.items() if value is not None}
+        return state
 
     def load_state_dict(self, state_dict: dict[str, Any], strict: bool = True) -> None:
-        """Set parameters by :meth:`state_dict`'s names (NumPy or torch): all checked, then set."""
+        """Set parameters by :meth:`state_dict`'s names (NumPy or torch): all checked, then set.
+        Large weights are checked a million at a time and copied once, into the new vector."""
         old = {"action_net.weight": "action_net.0.weight", "action_net.bias": "action_net.0.bias"}
         given = {old.get(k, k): _as_array(v, None) for k, v in state_dict.items()}  # < 1.7's
-        expected = self.state_dict()
+        rms, expected = self.obs_rms, self._named(self._theta)
+        if rms is not None:
+            expected.update({"obs_rms.mean": rms.mean, "obs_rms.var": rms.var})
+            expected["obs_rms.count"] = np.array(rms.count)
         unknown, missing = sorted(set(given) - set(expected)), sorted(set(expected) - set(given))
         if unknown or (strict and missing):  # RuntimeError: torch's load_state_dict, as SB3
             raise RuntimeError(
@@ -703,15 +713,17 @@ class ARSPolicy(Network):
         for key, value in given.items():
             if value.shape != expected[key].shape:
                 raise ValueError(f"{key!r} has shape {value.shape}; expected {expected[key].shape}")
-            if value.dtype.kind not in "fiu" or not np.isfinite(value.astype(float)).all():
+            if value.dtype.kind not in "fiu" or not _finite(value):
                 raise ValueError(f"{key!r} must hold finite real numbers; got {value.dtype}")
         merged = {**expected, **given}
         count = merged.get("obs_rms.count", 0)
         if np.any(merged.get("obs_rms.var", 0) < 0) or count < 0 or count % 1:
             raise ValueError("obs_rms.var must be >= 0, and obs_rms.count a whole number >= 0")
-        layers = [v.astype(float).reshape(-1) for k, v in merged.items() if k[:10] == "action_net"]
-        self.load_from_vector(np.concatenate(layers))
-        if self.obs_rms is not None:
+        theta = np.empty(self.n_params)
+        for key, layer in self._named(theta).items():  # views of theta: each written in place
+            layer[...] = merged[key]
+        self._theta = theta
+        if rms is not None:
             mean, var = (merged[f"obs_rms.{k}"].astype(np.float64) for k in ("mean", "var"))
             self.obs_rms = RunningMeanStd.from_moments(mean, var, int(count))
 
@@ -787,6 +799,12 @@ POLICY_CLASSES = {"LinearPolicy": ARSLinearPolicy, "MlpPolicy": ARSPolicy}
 
 def _is_torch(x: Any) -> bool:
     return type(x).__module__.startswith("torch") and hasattr(x, "detach")
+
+
+def _finite(x: np.ndarray) -> bool:
+    """Whether every entry is finite, checked 262,144 at a time: no copy of a large array."""
+    flat = x.reshape(-1)
+    return all(np.isfinite(flat[i : i + 2**18]).all() for i in range(0, flat.size, 2**18))
 
 
 def _as_array(x: Any, dtype: Any = np.float64) -> np.ndarray:
@@ -999,8 +1017,9 @@ class ARS:
         else:
             object.__setattr__(self, name, value)
 
-    def _setup_model(self) -> None:
-        """Build the policy for the model's spaces (V2 statistics, initial parameters)."""
+    def _setup_model(self, initialize: bool = True) -> None:
+        """Build the policy for the model's spaces (V2 statistics, initial parameters unless
+        ``initialize`` is False: a loaded model's come from its file)."""
         policy, cls = self.policy_class, POLICY_CLASSES.get(self.policy_class, self.policy_class)
         if not isinstance(policy, ARSPolicy):
             if not (isinstance(cls, type) and issubclass(cls, ARSPolicy)):
@@ -1013,8 +1032,8 @@ class ARS:
         if policy is self.policy_class and policy.obs_rms is not None:  # an instance's V2
             self.hparams["normalize_obs"] = True
         self._match_normalization(policy)
-        if self.zero_policy or policy is not self.policy_class:  # an instance keeps its own
-            policy.load_from_vector(initial_parameters(policy, self.zero_policy, self.seed))
+        if initialize and (self.zero_policy or policy is not self.policy_class):  # an instance
+            policy._theta = initial_parameters(policy, self.zero_policy, self.seed)  # keeps its own
         self.policy = policy
 
     def _match_normalization(self, policy: ARSPolicy) -> None:
@@ -1418,7 +1437,7 @@ class ARS:
             model = ARS(meta["policy"], _init_setup_model=False, device=device, **settings)
             model.observation_space, model.action_space = (meta[k] for k in SPACE_KEYS)
             model.env_id = meta.get("env_id")
-            model._setup_model()
+            model._setup_model(initialize=False)
             if model.normalize_obs != ("obs_rms.mean" in state):  # V2 needs the file's statistics
                 what = "lacks" if model.normalize_obs else "holds"
                 raise ValueError(
@@ -2739,43 +2758,54 @@ def save_model(
     return _write_npz(path, _arrays(model.policy, meta))
 
 
-def _read_member(archive: zipfile.ZipFile, name: str, limit: int, where: str) -> bytes:
-    """A member's bytes, refusing more than ``limit`` whatever its header says, and methods but
-    stored and deflated (Python inflates LZMA and bzip2 without a bound)."""
+def _member(archive: zipfile.ZipFile, name: str, limit: int, where: str) -> Any:
+    """A member opened for reading, if its header says at most ``limit`` bytes and it is
+    stored or deflated (Python inflates LZMA and bzip2 without a bound)."""
     info = archive.getinfo(name)
     if info.compress_type not in (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED):
         raise ValueError(
             f"{where}: member {name} is compressed with method "
             f"{info.compress_type}; ars reads stored or deflated members"
         )
-    with archive.open(name) as f:  # nothing if the header says too much; else at most limit + 1
-        data = f.read(limit + 1) if info.file_size <= limit else b""
-    if len(data) > limit or info.file_size > limit:
+    if info.file_size > limit:
+        raise ValueError(f"{where}: member {name} is larger than the metadata allows")
+    return archive.open(name)
+
+
+def _read_member(archive: zipfile.ZipFile, name: str, limit: int, where: str) -> bytes:
+    """A member's bytes, refusing more than ``limit`` whatever its header says."""
+    with _member(archive, name, limit, where) as f:
+        data = f.read(limit + 1)
+    if len(data) > limit:
         raise ValueError(f"{where}: member {name} is larger than the metadata allows")
     return data
 
 
 def _npy(archive: zipfile.ZipFile, name: str, shape: tuple, kinds: str, where: str) -> np.ndarray:
-    """The array ``name.npy``; its header is checked before anything is allocated."""
+    """The array ``name.npy``: its header is checked, then it is read straight into an array
+    of the expected shape (no second copy of a large file in memory)."""
     limit = MAX_METADATA_BYTES if name == "metadata" else 8 * math.prod(shape) + 4096
-    data = _read_member(archive, f"{name}.npy", limit, where)
-    f = io.BytesIO(data)
-    try:
-        version = np.lib.format.read_magic(f)
-        if version not in ((1, 0), (2, 0)):
-            raise ValueError(f"npy format {version}")
-        found, _, dtype = getattr(np.lib.format, f"read_array_header_{version[0]}_0")(f)
-    except (ValueError, TypeError, SyntaxError, EOFError) as error:
-        raise ValueError(f"{where}: {name} is not a valid array ({error})") from error
-    if dtype.hasobject or dtype.kind not in kinds or found != shape:
-        raise ValueError(
-            f"{where}: {name} holds {found} of {dtype}; expected {shape} of kind "
-            f"{kinds!r} (object arrays are never loaded)"
-        )
-    if math.prod(found) * dtype.itemsize > len(data) - f.tell():  # after the header
-        raise ValueError(f"{where}: {name} is truncated")
-    f.seek(0)
-    return np.lib.format.read_array(f, allow_pickle=False)
+    with _member(archive, f"{name}.npy", limit, where) as f:
+        try:
+            version = np.lib.format.read_magic(f)
+            if version not in ((1, 0), (2, 0)):
+                raise ValueError(f"npy format {version}")
+            found, fortran, dtype = getattr(np.lib.format, f"read_array_header_{version[0]}_0")(f)
+        except (ValueError, TypeError, SyntaxError, EOFError) as error:
+            raise ValueError(f"{where}: {name} is not a valid array ({error})") from error
+        if dtype.hasobject or dtype.kind not in kinds or found != shape or fortran:
+            raise ValueError(
+                f"{where}: {name} holds {found} of {dtype}; expected {shape} of kind "
+                f"{kinds!r} in C order (object arrays are never loaded)"
+            )
+        array, done = np.empty(shape, dtype), 0
+        buffer = memoryview(array.reshape(-1)).cast("B")  # filled 256 KB at a time: no copy
+        while done < len(buffer) and (chunk := f.read(min(1 << 18, len(buffer) - done))):
+            buffer[done : done + len(chunk)] = chunk
+            done += len(chunk)
+        if done < len(buffer) or f.read(1):
+            raise ValueError(f"{where}: {name} is truncated, or holds more than its header says")
+    return array
 
 
 def read_model_file(source: Any, env: Any = None) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -2933,9 +2963,8 @@ def _read_arrays(archive: zipfile.ZipFile, names: set[str], meta: dict, where: s
         found = sorted(n[:-4] for n in names - {"metadata.npy"})
         raise ValueError(f"{where}: expected the arrays {sorted(expected)}; the file holds {found}")
     arrays = {name: _npy(archive, name, *expected[name], where) for name in expected}
-    policy.load_from_vector(arrays.pop("parameters"))  # named by its layers; checked when loaded
-    statistics = {k.replace("obs_rms_", "obs_rms."): v for k, v in arrays.items()}
-    return {**policy.state_dict(), **statistics}
+    layers = policy._named(arrays.pop("parameters"))  # views, checked when loaded
+    return {**layers, **{k.replace("obs_rms_", "obs_rms."): v for k, v in arrays.items()}}
 
 
 def load_demonstrations(path: str | os.PathLike) -> tuple[np.ndarray, np.ndarray]:
@@ -3154,14 +3183,14 @@ def _rebuild_tensor(storage: np.ndarray, offset: int, size: tuple, stride: tuple
 
 def _read_weights(archive: zipfile.ZipFile, where: str, budget: int) -> dict[str, np.ndarray]:
     """sb3-contrib's ``policy.pth`` (a zip written by ``torch.save``): its state dict."""
-    try:
-        f = io.BytesIO(_read_member(archive, "policy.pth", 8 * budget + (1 << 16), where))
-        inner, names = _open_zip(f, "it", 512)
-        prefix = next((n[:-8] for n in names if n.endswith("data.pkl")), "")
-        order = f"{prefix}byteorder"
-        if order in names and _read_member(inner, order, 8, where) != b"little":
-            raise ValueError("it is big-endian")
-        state = _WeightsUnpickler(inner, prefix, budget, where).load()
+    try:  # read from the outer zip as it inflates: the whole of it is never in memory
+        with _member(archive, "policy.pth", 8 * budget + (1 << 16), where) as f:
+            inner, names = _open_zip(f, "it", 512)
+            prefix = next((n[:-8] for n in names if n.endswith("data.pkl")), "")
+            order = f"{prefix}byteorder"
+            if order in names and _read_member(inner, order, 8, where) != b"little":
+                raise ValueError("it is big-endian")
+            state = _WeightsUnpickler(inner, prefix, budget, where).load()
         if not (isinstance(state, dict) and all(isinstance(v, np.ndarray) for v in state.values())):
             raise ValueError("it holds something other than a dict of tensors")
         return state

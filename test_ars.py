@@ -3153,6 +3153,50 @@ def test_hostile_sb3_contrib_files_are_refused_cheaply_in_one_line(tmp_path):
     assert len(result.stderr.strip().splitlines()) == 1, result.stderr
 
 
+@pytest.mark.slow
+def test_files_just_under_the_parameter_cap_load_in_twice_their_bytes_or_refuse_in_100_mb(
+    tmp_path,
+):
+    """9.95M parameters (CartPole, net_arch [3150, 3150]), 80 MB as float64, in both formats:
+    genuine, one NaN in the last bias, and (sb3-contrib's) one tensor of the wrong shape."""
+    torch, sb3_contrib = pytest.importorskip("torch"), pytest.importorskip("sb3_contrib")
+    ours = ARS("MlpPolicy", "CartPole-v1", policy_kwargs={"net_arch": [3150, 3150]}, seed=0)
+    ours.save(tmp_path / "ours.npz")
+    params_mb = ours.policy.n_params * 8 / 2**20
+    theta = ours.policy.parameters_to_vector()
+    theta[-1] = np.nan
+    ours.policy._theta = theta
+    ours.save(tmp_path / "ours_nan.npz")
+    peer = sb3_contrib.ARS("MlpPolicy", "CartPole-v1", policy_kwargs={"net_arch": [3150, 3150]})
+    peer.save(tmp_path / "peer.zip")
+    with zipfile.ZipFile(tmp_path / "peer.zip") as archive:  # without "weights", a copy of
+        members = {n: archive.read(n) for n in archive.namelist()}  # policy.pth ars never reads
+    data = json.loads(members["data"])
+    data.pop("weights")
+    members["data"] = json.dumps(data).encode()
+    state = torch.load(io.BytesIO(members["policy.pth"]), weights_only=True)
+    variants = {
+        "peer": state,
+        "peer_nan": {**state, "action_net.4.bias": torch.tensor([0.0, float("nan")])},
+        "peer_shape": {**state, "action_net.2.weight": torch.zeros(3150, 3149)},
+    }
+    for name, weights in variants.items():
+        pth = io.BytesIO()
+        torch.save(weights, pth)
+        with zipfile.ZipFile(tmp_path / f"{name}.zip", "w", zipfile.ZIP_DEFLATED) as out:
+            for member, content in {**members, "policy.pth": pth.getvalue()}.items():
+                out.writestr(member, content)
+    assert (tmp_path / "peer_nan.zip").stat().st_size < 1_000_000  # zeros: it deflates
+    for name in ("ours.npz", "ours_nan.npz", "peer.zip", "peer_nan.zip", "peer_shape.zip"):
+        out = _peak_rss_of(f"ars.ARS.load({str(tmp_path / name)!r})", tmp_path)
+        growth_mb = int(out.split("GROWTH_KB")[1]) / 1024
+        if "nan" in name or "shape" in name:
+            assert "REJECTED" in out and growth_mb < 100, (name, out)
+        else:
+            # two copies at most (the file's array and the policy's), and the reader's 0.2 MB
+            assert "REJECTED" not in out and growth_mb <= 2 * params_mb + 1, (name, out)
+
+
 def test_a_pickle_that_names_anything_else_is_refused_without_running_it(tmp_path):
     import pickle
 
