@@ -3203,7 +3203,7 @@ def _read_weights(archive: zipfile.ZipFile, where: str, budget: int) -> dict[str
 
 # == Videos =======================================================================================
 
-GIF_FPS = 10  # frames per second of a GIF; MP4s keep every frame
+GIF_FPS, MP4_FPS = 10, 30  # a clip's frames per second by default: steps are sampled to it
 
 
 def record_video(
@@ -3213,28 +3213,34 @@ def record_video(
     seed: int | None = None,
     max_steps: int | None = None,
     width: int = 200,
+    fps: float | None = None,
 ) -> tuple[float, int]:
     """Record one deterministic episode of ``model`` (an ARS or a policy) to an MP4 or GIF.
 
     ``env``: an id (default: the model's), or an env (or function) made with
     ``render_mode="rgb_array"``; ``seed``: the episode's env seed (default: the model's first
-    evaluation seed); ``max_steps``: the clip's length at most. The clip plays in real time. An
-    MP4 keeps every frame; a GIF ``GIF_FPS`` a second, ``width`` pixels square (MuJoCo), 48
-    colors and a coarser floor: a few hundred KB for 10 s of a walker. Frames stream to ffmpeg
-    (``pip install imageio-ffmpeg``), so memory stays flat; the file is written whole or not at
-    all. MuJoCo renders without a display (``MUJOCO_GL=egl`` when unset). Returns the return
-    and the number of frames (one per step, and the first)."""
+    evaluation seed); ``max_steps``: the episode's length at most. The clip plays in real time
+    at about ``fps`` frames a second (default ``MP4_FPS``, or ``GIF_FPS``): every k-th step is
+    filmed, k the env's ``render_fps`` over ``fps``, and the steps between are simulated
+    without rendering, which is most of a clip's time. A GIF is ``width`` pixels square
+    (MuJoCo), 48 colors with a coarser floor: a few hundred KB for 10 s of a walker. Frames
+    stream to ffmpeg (``pip install imageio-ffmpeg``), so memory stays flat; the file is
+    written whole or not at all. MuJoCo renders without a display (``MUJOCO_GL=egl`` when
+    unset). Returns the return and the number of frames (the first, then one per k steps)."""
     path = Path(path)
     if path.suffix.lower() not in (".mp4", ".gif") or path.is_dir():
         raise ValueError(f"a video must be an .mp4 or .gif file; got {str(path)!r}")
     ffmpeg = _require("imageio_ffmpeg", "pip install imageio-ffmpeg (ars's 'video' extra)")
     gif = path.suffix.lower() == ".gif"
+    fps = (GIF_FPS if gif else MP4_FPS) if fps is None else fps
+    check_number("fps", fps, positive=True)
     with _atomic_file(path, "wb") as target:  # one that cannot be written fails before rendering
         render_env = _rendering_env(model, env, "rgb_array", width if gif else None)
-        fps = float(render_env.metadata.get("render_fps") or 30)
-        encoder = _Encoder(ffmpeg.get_ffmpeg_exe(), target.name, path, fps)
+        steps_per_second = float(render_env.metadata.get("render_fps") or MP4_FPS)
+        every = max(1, round(steps_per_second / fps))  # the clip keeps every k-th step
+        encoder = _Encoder(ffmpeg.get_ffmpeg_exe(), target.name, path, steps_per_second / every)
         try:
-            total, n_frames = _play(model, render_env, seed, max_steps, encoder)
+            total, n_frames = _play(model, render_env, seed, max_steps, encoder, every)
         except BaseException:
             encoder.close(failed=True)
             raise
@@ -3294,16 +3300,21 @@ def _rendering_env(model: Any, env: Any, render_mode: str, size: int | None = No
         ) from error
 
 
-def _play(model: Any, env: Any, seed: int | None, max_steps: int | None, show: Callable) -> tuple:
-    """One deterministic episode of ``model`` on ``env``, each frame to ``show``: return, frames."""
-    policy, frames = _policy_of(model), [0]
+def _play(
+    model: Any, env: Any, seed: int | None, max_steps: Any, show: Callable, every: int = 1
+) -> tuple:
+    """One deterministic episode of ``model`` on ``env``; the frame of the reset and of every
+    ``every``-th step to ``show`` (only those are rendered). Returns the return and frames."""
+    policy, frames, steps = _policy_of(model), [0], [0]
     _check_same_spaces(_spaces_of(env), _spaces_of(policy), "the env", "the policy")
     seed = int(evaluation_seeds(getattr(model, "seed", 0), 1)[0]) if seed is None else seed
     max_steps = getattr(model, "max_episode_steps", None) if max_steps is None else max_steps
 
     def frame(*_: Any) -> None:
-        show(env.render())
-        frames[0] += 1
+        if steps[0] % every == 0:
+            show(env.render())
+            frames[0] += 1
+        steps[0] += 1
 
     env.reset(seed=seed)
     frame()
@@ -3323,8 +3334,8 @@ class _Encoder:
         if fmt == "mp4":  # H.264 needs even sides
             codec = "-vf pad=ceil(iw/2)*2:ceil(ih/2)*2 -vcodec libx264 -crf 25 -pix_fmt yuv420p"
         else:  # a palette per frame as it comes (one for the clip kept every frame), and only
-            # the changed rectangle of each frame
-            graph = f"fps={min(fps, GIF_FPS)},split[a][b];[a]palettegen=max_colors=48:"
+            # the changed rectangle of each frame; the frames come at the clip's rate
+            graph = "split[a][b];[a]palettegen=max_colors=48:"
             graph += "stats_mode=single[p];[b][p]paletteuse=new=1:dither=none:diff_mode=rectangle"
             codec = f"-filter_complex {graph} -vcodec gif -pix_fmt pal8"
         words = f"-y -v error -f rawvideo -pix_fmt rgb24 -r {rate} -i - {codec} -f {fmt}".split()
@@ -3425,6 +3436,7 @@ FLAGS = [  # flag, argparse keywords, help
     ("--resume", {"metavar": "RUN_DIR"}, "continue an interrupted run from its checkpoint"),
     ("--eval", {"metavar": "MODEL"}, "evaluate a saved model instead of training"),
     ("--video", {"metavar": "FILE"}, "with --eval: record one episode (.mp4 or .gif)"),
+    ("--video-fps", REAL, "the clip's frames per second (30 for MP4, 10 for GIF): steps sampled"),
     ("--render", FLAG, "with --eval: show one episode in a window"),
     ("--verbose", {**COUNT, "default": 0}, "1: print the full log table each iteration"),
 ]
@@ -3463,6 +3475,10 @@ def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         (env is not None and not env.strip(), "--env needs an env id, e.g. CartPole-v1"),
         ((video or args.render) and not args.eval, "--video and --render: add --eval MODEL"),
         (video and (args.render or not args.video.strip()), "--video needs a file, no --render"),
+        (
+            args.video_fps is not None and not (video and args.video_fps > 0),
+            "--video-fps > 0 goes with --video",
+        ),
         (min(args.job_timeout, args.start_timeout) <= 0, "timeouts must be positive"),
         (args.resume and given != {"resume"}, "--resume goes without --run-dir and --overwrite"),
         (args.eval and given, "--eval goes without --resume, --run-dir and --overwrite"),
@@ -3630,8 +3646,8 @@ def _evaluate_saved(args: argparse.Namespace) -> int:
     if args.max_episode_steps is not None:
         model.max_episode_steps = args.max_episode_steps
     if args.video:
-        total, n_frames = record_video(model, args.video, env_id)
-        print(f"{env_id}: return {total:.2f} in {n_frames - 1} steps, recorded in {args.video}")
+        total, n_frames = record_video(model, args.video, env_id, fps=args.video_fps)
+        print(f"{env_id}: return {total:.2f}; {n_frames} frames recorded in {args.video}")
     elif args.render:
         total = _play(model, _rendering_env(model, env_id, "human"), None, None, lambda f: None)[0]
         print(f"{env_id}: return {total:.2f} in one episode")

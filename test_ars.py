@@ -3284,26 +3284,27 @@ def test_videos_film_the_first_env_of_a_vector_env_in_this_process(tmp_path):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("suffix", [".gif", ".mp4"])
-def test_a_clip_has_one_frame_per_step_at_the_envs_rate(tmp_path, suffix):
+@pytest.mark.parametrize("suffix,fps,every", [(".gif", None, 2), (".mp4", None, 1), (".mp4", 5, 5)])
+def test_a_clip_films_every_kth_step_to_play_in_real_time(tmp_path, suffix, fps, every):
+    """InvertedPendulum runs 25 steps a second: a GIF (10 fps) films every 2nd step, an MP4 (30)
+    every step, and fps=5 every 5th; the steps between are simulated, never rendered."""
     pytest.importorskip("mujoco")
     ffmpeg = pytest.importorskip("imageio_ffmpeg")
     model = ARS("LinearPolicy", "InvertedPendulum-v4", n_delta=2, seed=0, zero_policy=False)
-    path = tmp_path / f"clip{suffix}"
-    total, frames = _clip(model, path, "InvertedPendulum-v4", max_steps=50)
+    path, rendered = tmp_path / f"clip{suffix}", []
+    env = ars._rendering_env(model, "InvertedPendulum-v4", "rgb_array", None)
+    render = env.render
+    env.render = lambda: rendered.append(1) or render()
+    total, frames = _clip(model, path, lambda: env, max_steps=50, fps=fps)
     returns, lengths = ars.evaluate_policy(
         model, "InvertedPendulum-v4", 1, return_episode_rewards=True
     )  # the model's own first evaluation episode
-    assert lengths[0] < 50 and frames == lengths[0] + 1  # the first frame, then one per step
+    assert lengths[0] < 50 and frames == 1 + lengths[0] // every == len(rendered)
     assert total == returns[0]  # the same deterministic episode as the first evaluation's
-    assert path.stat().st_size > 1000
     n_frames, seconds = ffmpeg.count_frames_and_secs(str(path))
-    fps = ars.make_env("InvertedPendulum-v4").metadata["render_fps"]
-    if suffix == ".mp4":
-        assert n_frames == frames
-    else:  # a GIF keeps real time with fewer frames a second
-        assert n_frames == pytest.approx(frames * ars.GIF_FPS / fps, abs=2)
-    assert seconds == pytest.approx(frames / fps, abs=0.1)
+    assert n_frames == frames and path.stat().st_size > 1000
+    steps_per_second = env.metadata["render_fps"]
+    assert seconds == pytest.approx(frames * every / steps_per_second, abs=0.1)  # real time
 
 
 @pytest.mark.slow
@@ -3388,7 +3389,7 @@ def test_a_long_gif_streams_its_frames_through_ffmpeg(tmp_path):
     peaks = []
     for steps in (250, 2500):  # 50 and 500 frames kept at 10 a second: 35 MB and 346 MB
         out = _run([str(tmp_path / "gif_probe.py"), str(HERE), str(steps), "c.gif"], tmp_path)
-        assert f"(0.0, {steps + 1})" in out.stdout, out.stdout + out.stderr
+        assert f"(0.0, {steps // 5 + 1})" in out.stdout, out.stdout + out.stderr  # 1 step in 5
         peaks.append(int(out.stdout.split("PEAK_KB")[1]))
     assert peaks[1] < peaks[0] + 60_000, peaks
 
@@ -3398,7 +3399,8 @@ def test_short_gifs_and_envs_that_cannot_render_rgb_frames(tmp_path):
     pytest.importorskip("imageio_ffmpeg")
     model = ARS("LinearPolicy", "InvertedPendulum-v4", seed=0)
     for steps in (1, 3):
-        assert _clip(model, tmp_path / f"s{steps}.gif", None, max_steps=steps)[1] == steps + 1
+        clip = _clip(model, tmp_path / f"s{steps}.gif", None, max_steps=steps)
+        assert clip[1] == 1 + steps // 2  # 25 steps a second, 10 frames: every 2nd step
 
     class HumanOnly(gym.Env):
         metadata = {"render_modes": ["human"]}
