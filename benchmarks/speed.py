@@ -3,6 +3,7 @@
     python benchmarks/speed.py                                  # every case below, 3 repeats
     python benchmarks/speed.py --envs Humanoid-v4 --impls bare bare-2 ars-async
     python benchmarks/speed.py --vector        # k = 1, 4, 16 envs side by side, in one process
+    python benchmarks/speed.py --clip benchmarks/results/models/Hopper-v4-237.npz  # --video
 
 Every measurement runs in this process tree, interleaved (A B C A B C ...) so that drift
 of the machine cancels. Learning is frozen (learning_rate=0 from the zero policy), so each
@@ -28,6 +29,7 @@ import json
 import multiprocessing
 import os
 import statistics
+import sys
 import time
 import warnings
 from pathlib import Path
@@ -305,8 +307,12 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=os.cpu_count())
     parser.add_argument("--out", default=str(Path(__file__).resolve().parent / "results"))
     parser.add_argument("--vector", action="store_true", help="k = 1, 4, 16 envs side by side")
+    parser.add_argument("--clip", metavar="MODEL", help="--video's steps/s beside env.render()'s")
     args = parser.parse_args()
     warnings.filterwarnings("ignore")
+    if args.clip:
+        clip_speed(args.clip)
+        return
     if args.vector:
         cases = [c for c in VECTOR_CASES if not (args.envs and c[0] not in args.envs)]
         cases = [c for c in cases if c[1] in args.policies]
@@ -323,6 +329,33 @@ def main() -> None:
         if not (args.envs and case[0] not in args.envs) and case[1] in args.policies
     ]
     write_results(rows, args)
+
+
+def clip_speed(path: str) -> None:
+    """Steps per second of ``python ars.py --eval MODEL --video clip.mp4`` (the whole command:
+    load, render, encode) beside the frames per second of the env's own render() loop."""
+    import subprocess
+    import tempfile
+
+    model = ars.ARS.load(path)
+    env = ars._rendering_env(model, model.env_id, "rgb_array")
+    env.reset(seed=0)
+    began = time.perf_counter()
+    for _ in range(100):
+        env.step(env.action_space.sample())
+        env.render()
+    render_fps = 100 / (time.perf_counter() - began)
+    with tempfile.TemporaryDirectory() as folder:
+        command = [sys.executable, str(Path(ars.__file__)), "--eval", path, "--video"]
+        began = time.perf_counter()
+        subprocess.run([*command, f"{folder}/clip.mp4"], check=True, capture_output=True)
+        seconds = time.perf_counter() - began
+    steps = ars.evaluate_policy(model, model.env_id, 1, return_episode_rewards=True)[1][0]
+    print(
+        f"{model.env_id}: --video {steps / seconds:.1f} steps/s ({steps} steps in "
+        f"{seconds:.1f} s); env.render() {render_fps:.1f} frames/s; ratio "
+        f"{steps / seconds / render_fps:.2f}"
+    )
 
 
 def run_case(env_id: str, policy: str, net_arch: list | None, args: argparse.Namespace) -> dict:
