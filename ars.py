@@ -2084,23 +2084,20 @@ class AsyncEval(_Evaluator):
     def _next_ready(self) -> int:
         """The index of a worker with a message; a worker late with its job raises."""
         busy = [i for i, batch in enumerate(self._batches) if batch]
-        while True:
-            late = min(busy, key=lambda i: self._deadlines[i])
-            waits = [self.remotes[i] for i in busy] + [self.processes[i].sentinel for i in busy]
-            timeout = max(self._deadlines[late] - time.monotonic(), 0.0)
-            ready = multiprocessing.connection.wait(waits, timeout=timeout)
-            for i in busy:
-                if self.remotes[i] in ready or self.processes[i].sentinel in ready:
-                    return i
-            if time.monotonic() >= self._deadlines[late]:
-                job, pid = self._batches[late][0], self.processes[late].pid
-                raise self._fail(
-                    f"AsyncEval worker {late} (pid {pid}) has not finished candidate "
-                    f"{job.candidate} (env seeds {[int(s) for s in job.seeds]}) in "
-                    f"{self.job_timeout:g} s: is the env stuck? Pass a larger "
-                    f"job_timeout for longer episodes.",
-                    EvaluationTimeout,
-                )
+        late = min(busy, key=lambda i: self._deadlines[i])
+        waits = [self.remotes[i] for i in busy] + [self.processes[i].sentinel for i in busy]
+        timeout = max(self._deadlines[late] - time.monotonic(), 0.0)
+        ready = multiprocessing.connection.wait(waits, timeout)  # nothing only past the timeout
+        for i in busy:
+            if self.remotes[i] in ready or self.processes[i].sentinel in ready:
+                return i
+        job, pid = self._batches[late][0], self.processes[late].pid
+        raise self._fail(
+            f"AsyncEval worker {late} (pid {pid}) has not finished candidate {job.candidate} "
+            f"(env seeds {[int(s) for s in job.seeds]}) in {self.job_timeout:g} s: is the env "
+            "stuck? Pass a larger job_timeout for longer episodes.",
+            EvaluationTimeout,
+        )
 
     def close(self) -> None:
         """Stop the workers and free their resources. Idempotent."""
@@ -2254,9 +2251,7 @@ class _Callbacks:
         self.model, self.items = model, items
         self.per_step = [cb for cb in items if _is_sb3_callback(cb)]
         self.stateful = [c for c in items if hasattr(c, "state_dict") and c not in self.per_step]
-        for cb in items:
-            if hasattr(cb, "init_callback"):
-                cb.init_callback(model)
+        self.hook("init_callback", model)
 
     def hook(self, name: str, *args: Any) -> None:
         """Call ``name`` (``on_training_start``, ``on_rollout_end``, ...) of those that have it."""
