@@ -967,7 +967,7 @@ class ARS:
             )
         self.hparams = check_settings({name: given[name] for name in HPARAMS})
         self.hparams_initial = types.MappingProxyType(dict(self.hparams))
-        self.policy_class, self.policy, self._logger, self._env_view = policy, None, None, None
+        self.policy_class, self.policy, self._logger = policy, None, None
         self.num_timesteps = self._n_updates = self._total_timesteps = 0
         self._current_progress_remaining = 1.0
         self.ep_info_buffer: collections.deque = collections.deque(maxlen=stats_window_size)
@@ -1035,7 +1035,7 @@ class ARS:
             _check_same_spaces(_spaces_of(gym_env), _spaces_of(self), "the env")
         self.observation_space, self.action_space = _spaces_of(gym_env)
         self.gym_env, self._vec_env, self._vec_normalize = gym_env, vec_env, vec_normalize
-        self.env_id, self._env_view = getattr(gym_env.spec, "id", self.env_id), None
+        self.env_id = getattr(gym_env.spec, "id", self.env_id)
         _check_vec_normalize(self)
 
     # -- training -------------------------------------------------------------------------------
@@ -1322,10 +1322,10 @@ class ARS:
     @property
     def env(self) -> Any:
         """The training env as an SB3 VecEnv (else SB3's DummyVecEnv around ``gym_env``)."""
-        if self._vec_env is None and self.gym_env is not None and self._env_view is None:
+        if self._vec_env is None and self.gym_env is not None:  # made once, until set_env
             vec_env = _require("stable_baselines3.common.vec_env", "pip install stable-baselines3")
-            self._env_view = vec_env.DummyVecEnv([lambda env=self.gym_env: env])
-        return self._vec_env if self._vec_env is not None else self._env_view
+            self._vec_env = vec_env.DummyVecEnv([lambda env=self.gym_env: env])
+        return self._vec_env
 
     get_env = env.fget  # SB3's name; ``gym_env`` is the env itself
     n_envs = property(lambda self: getattr(self.gym_env, "num_envs", 1), doc="Envs side by side.")
