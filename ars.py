@@ -874,10 +874,8 @@ def check_learn_arguments(args: dict[str, Any]) -> None:
             f"the env {callback!r:.60} (learn takes it by keyword: env=...)"
         )
     if callable(log_interval):
-        raise TypeError(
-            "log_interval got a function: learn takes the callback second, or by "
-            "keyword (callback=...)"
-        )
+        how = "learn takes the callback second, or by keyword (callback=...)"
+        raise TypeError(f"log_interval got a function: {how}")
     check_number("total_timesteps", args["total_timesteps"], low=0)
     for name in ("log_interval", "log_every_n_steps", "checkpoint_interval"):
         if not (args[name] is None or is_int(args[name]) and args[name] >= 1):
@@ -2223,11 +2221,8 @@ def _tensorboard_writer(folder: Path) -> Any:
             return importlib.import_module(module).SummaryWriter(str(folder))
     if not _TB_WARNED:
         _TB_WARNED.append(True)
-        warnings.warn(
-            "tensorboard_log: no TensorBoard writer is installed, so only progress.csv "
-            "is written (pip install tensorboard)",
-            stacklevel=4,
-        )
+        message = "no TensorBoard writer is installed, so only progress.csv is written"
+        warnings.warn(f"tensorboard_log: {message} (pip install tensorboard)", stacklevel=4)
     return None
 
 
@@ -2244,10 +2239,8 @@ class _Callbacks:
         items = [cb for cb in items if cb is not None] + ([_ProgressBar()] if progress_bar else [])
         for cb in items:
             if not (_is_sb3_callback(cb) or hasattr(cb, "on_iteration") or callable(cb)):
-                raise TypeError(
-                    f"callback must be a function f(locals, globals), an SB3 callback "
-                    f"or ars's EvalCallback; got {cb!r:.100}"
-                )
+                kinds = "a function f(locals, globals), an SB3 callback or ars's EvalCallback"
+                raise TypeError(f"callback must be {kinds}; got {cb!r:.100}")
         self.model, self.items = model, items
         self.per_step = [cb for cb in items if _is_sb3_callback(cb)]
         self.stateful = [c for c in items if hasattr(c, "state_dict") and c not in self.per_step]
@@ -2431,11 +2424,8 @@ class EvalCallback:
         if new_best and self.best_model_save_path is not None:
             model.save(self.best_model_save_path / self.best_model_name)
         if self.verbose >= 1:
-            print(
-                f"Eval num_timesteps={model.num_timesteps}, episode_reward={mean:.2f} +/- "
-                f"{std:.2f}, best {self.best_mean_reward:.2f}",
-                flush=True,
-            )
+            rewards = f"episode_reward={mean:.2f} +/- {std:.2f}, best {self.best_mean_reward:.2f}"
+            print(f"Eval num_timesteps={model.num_timesteps}, {rewards}", flush=True)
         children = [self.callback_on_new_best] * new_best + [self.callback_after_eval]
         keep_going = all([child.on_step() is not False for child in children if child is not None])
         self._mark = time.perf_counter()
