@@ -755,8 +755,6 @@ class ARSPolicy(Network):
             modules += [linear, getattr(nn, name)()]  # none after the last: [:-1]
 
         class TorchARSPolicy(nn.Module):
-            """The ARS policy as a torch module: observations in, actions out."""
-
             def __init__(self) -> None:
                 super().__init__()
                 self.net = nn.Sequential(*modules[:-1])
@@ -832,10 +830,8 @@ HPARAMS = tuple(k for k in DEFAULTS if k != "policy") + tuple(
 )
 # name: (lowest, highest); beyond these a run is a mistake, not a plan
 INTEGERS = dict(n_delta=(1, 10**6), n_top=(1, 10**6), n_eval_episodes=(1, 10**6))
-INTEGERS.update(
-    seed=(0, 2**63 - 1), normalization_samples=(0, 10**12), stats_window_size=(1, 10**7)
-)
-INTEGERS.update(max_episode_steps=(1, 2**63 - 1), verbose=(0, 2))  # max_episode_steps: or None
+INTEGERS.update(normalization_samples=(0, 10**12), stats_window_size=(1, 10**7), verbose=(0, 2))
+INTEGERS.update(seed=(0, 2**63 - 1), max_episode_steps=(1, 2**63 - 1))  # max_episode_steps: or None
 
 
 def check_integer(name: str, value: Any, low: int = 1, high: int | None = None) -> int:
@@ -878,12 +874,11 @@ def check_settings(hp: dict[str, Any]) -> dict[str, Any]:
             check_number(name, hp[name], 0.0, positive=name == "delta_std")
     check_number("alive_bonus_offset", hp["alive_bonus_offset"])
     _check_device(hp["device"])
-    for name, kinds in (("policy_kwargs", dict), ("tensorboard_log", (str, os.PathLike))):
-        if not isinstance(hp[name], (kinds, type(None))):
-            raise ValueError(
-                f"{name} must be a {'dict' if kinds is dict else 'folder'} or None; "
-                f"got {hp[name]!r:.100}"
-            )
+    kwargs, folder = hp["policy_kwargs"], hp["tensorboard_log"]
+    if not isinstance(kwargs, (dict, type(None))):
+        raise ValueError(f"policy_kwargs must be a dict or None; got {kwargs!r:.100}")
+    if not isinstance(folder, (str, os.PathLike, type(None))):
+        raise ValueError(f"tensorboard_log must be a folder or None; got {folder!r:.100}")
     return hp
 
 
@@ -897,10 +892,8 @@ def check_learn_arguments(args: dict[str, Any]) -> None:
             f"the env {callback!r:.60} (learn takes it by keyword: env=...)"
         )
     if callable(log_interval):
-        raise TypeError(
-            "log_interval got a function: learn takes the callback second, or by "
-            "keyword (callback=...)"
-        )
+        how = "learn takes the callback second, or by keyword (callback=...)"
+        raise TypeError(f"log_interval got a function: {how}")
     check_number("total_timesteps", args["total_timesteps"], low=0)
     for name in ("log_interval", "log_every_n_steps", "checkpoint_interval"):
         if not (args[name] is None or is_int(args[name]) and args[name] >= 1):
@@ -990,7 +983,7 @@ class ARS:
             )
         self.hparams = check_settings({name: given[name] for name in HPARAMS})
         self.hparams_initial = types.MappingProxyType(dict(self.hparams))
-        self.policy_class, self.policy, self._logger, self._env_view = policy, None, None, None
+        self.policy_class, self.policy, self._logger = policy, None, None
         self.num_timesteps = self._n_updates = self._total_timesteps = 0
         self._current_progress_remaining = 1.0
         self.ep_info_buffer: collections.deque = collections.deque(maxlen=stats_window_size)
@@ -1059,7 +1052,7 @@ class ARS:
             _check_same_spaces(_spaces_of(gym_env), _spaces_of(self), "the env")
         self.observation_space, self.action_space = _spaces_of(gym_env)
         self.gym_env, self._vec_env, self._vec_normalize = gym_env, vec_env, vec_normalize
-        self.env_id, self._env_view = getattr(gym_env.spec, "id", self.env_id), None
+        self.env_id = getattr(gym_env.spec, "id", self.env_id)
         _check_vec_normalize(self)
 
     # -- training -------------------------------------------------------------------------------
@@ -1215,15 +1208,14 @@ class ARS:
         """What an iteration changes, for :meth:`_restore` to put back if it does not finish."""
         policy, rms = self.policy, getattr(self._vec_normalize, "obs_rms", None)
         theta, counters = policy.parameters_to_vector(), (self.num_timesteps, self._n_updates)
-        episodes, rms = list(self.ep_info_buffer), None if rms is None else rms.copy()
+        episodes, rms = self.ep_info_buffer.copy(), None if rms is None else rms.copy()
         return theta, policy.obs_rms, counters, episodes, rms, callbacks.state_dict()
 
     def _restore(self, state: tuple, callbacks: _Callbacks) -> None:
         theta, self.policy.obs_rms, counters, episodes, rms, callback_states = state
         self.policy.load_from_vector(theta)
         self.num_timesteps, self._n_updates = counters
-        self.ep_info_buffer.clear()
-        self.ep_info_buffer.extend(episodes)
+        self.ep_info_buffer = episodes  # a copy: the window's length kept
         if self._vec_normalize is not None:
             self._vec_normalize.obs_rms = rms
         callbacks.load_state_dict(callback_states)
@@ -1347,19 +1339,15 @@ class ARS:
     @property
     def env(self) -> Any:
         """The training env as an SB3 VecEnv (else SB3's DummyVecEnv around ``gym_env``)."""
-        if self._vec_env is None and self.gym_env is not None and self._env_view is None:
+        if self._vec_env is None and self.gym_env is not None:  # made once, until set_env
             vec_env = _require("stable_baselines3.common.vec_env", "pip install stable-baselines3")
-            self._env_view = vec_env.DummyVecEnv([lambda env=self.gym_env: env])
-        return self._vec_env if self._vec_env is not None else self._env_view
+            self._vec_env = vec_env.DummyVecEnv([lambda env=self.gym_env: env])
+        return self._vec_env
 
+    get_env = env.fget  # SB3's name; ``gym_env`` is the env itself
     n_envs = property(lambda self: getattr(self.gym_env, "num_envs", 1), doc="Envs side by side.")
 
-    def get_env(self) -> Any:
-        """The training env as a VecEnv (SB3's ``reset``/``step``); ``gym_env`` is the env."""
-        return self.env
-
     def get_vec_normalize_env(self) -> Any:
-        """The SB3 ``VecNormalize`` env given by the user, if any."""
         return self._vec_normalize
 
     def set_random_seed(self, seed: int | None = None) -> None:
@@ -1731,9 +1719,8 @@ def run_side_by_side(
                 rows.append(obs)
             if not limits[s] and not (terminated or truncated):
                 raise RuntimeError(
-                    f"an episode ran {NO_LIMIT_STEPS:,} steps without ending (env "
-                    f"seed {seed}), and the env has no time limit: pass "
-                    "max_episode_steps= to ARS"
+                    f"an episode ran {NO_LIMIT_STEPS:,} steps without ending (env seed {seed}), "
+                    "and the env has no time limit: pass max_episode_steps= to ARS"
                 )
             returns[e], lengths[e] = total, steps
         if rows:
@@ -2096,11 +2083,9 @@ class AsyncEval(_Evaluator):
                     for _ in self._receive(i, "finishing an interrupted batch", deadline):
                         batch.popleft()
             it_bytes, queue, results = cloudpickle.dumps(it), collections.deque(jobs), {}
-            sent = [False] * self.n_workers  # whether a worker has this iteration yet
-            for i in range(self.n_workers):
+            for i in range(self.n_workers):  # the iteration goes with each worker's first batch
                 if queue:
                     self._deal(i, queue, it_bytes)
-                    sent[i] = True
             while len(results) < len(jobs):
                 i = self._next_ready()
                 for candidate, result in self._receive(i, "evaluating", time.monotonic() + 1.0):
@@ -2109,31 +2094,27 @@ class AsyncEval(_Evaluator):
                     if record:
                         self._record_visited(i, result)
                 self._deadlines[i] = time.monotonic() + self.job_timeout
-                if not self._batches[i] and queue:
-                    self._deal(i, queue, None if sent[i] else it_bytes)
-                    sent[i] = True
+                if not self._batches[i] and queue:  # a busy worker got its first batch above
+                    self._deal(i, queue, None)
         return [results[job.candidate] for job in jobs]
 
     def _next_ready(self) -> int:
         """The index of a worker with a message; a worker late with its job raises."""
         busy = [i for i, batch in enumerate(self._batches) if batch]
-        while True:
-            late = min(busy, key=lambda i: self._deadlines[i])
-            waits = [self.remotes[i] for i in busy] + [self.processes[i].sentinel for i in busy]
-            timeout = max(self._deadlines[late] - time.monotonic(), 0.0)
-            ready = multiprocessing.connection.wait(waits, timeout=timeout)
-            for i in busy:
-                if self.remotes[i] in ready or self.processes[i].sentinel in ready:
-                    return i
-            if time.monotonic() >= self._deadlines[late]:
-                job, pid = self._batches[late][0], self.processes[late].pid
-                raise self._fail(
-                    f"AsyncEval worker {late} (pid {pid}) has not finished candidate "
-                    f"{job.candidate} (env seeds {[int(s) for s in job.seeds]}) in "
-                    f"{self.job_timeout:g} s: is the env stuck? Pass a larger "
-                    f"job_timeout for longer episodes.",
-                    EvaluationTimeout,
-                )
+        late = min(busy, key=lambda i: self._deadlines[i])
+        waits = [self.remotes[i] for i in busy] + [self.processes[i].sentinel for i in busy]
+        timeout = max(self._deadlines[late] - time.monotonic(), 0.0)
+        ready = multiprocessing.connection.wait(waits, timeout)  # nothing only past the timeout
+        for i in busy:
+            if self.remotes[i] in ready or self.processes[i].sentinel in ready:
+                return i
+        job, pid = self._batches[late][0], self.processes[late].pid
+        raise self._fail(
+            f"AsyncEval worker {late} (pid {pid}) has not finished candidate {job.candidate} "
+            f"(env seeds {[int(s) for s in job.seeds]}) in {self.job_timeout:g} s: is the env "
+            "stuck? Pass a larger job_timeout for longer episodes.",
+            EvaluationTimeout,
+        )
 
     def close(self) -> None:
         """Stop the workers and free their resources. Idempotent."""
@@ -2197,7 +2178,6 @@ class Logger:
     record_mean = record  # SB3's record_mean: here the last value is kept
 
     def get_dir(self) -> str | None:
-        """The log folder (SB3's API)."""
         return None if self.dir is None else str(self.dir)
 
     def dump(self, step: int = 0) -> None:
@@ -2225,7 +2205,6 @@ class Logger:
         self.values = {}
 
     def close(self) -> None:
-        """Close the TensorBoard writer, if any."""
         if self._writer is not None:
             self._writer.close()
 
@@ -2261,11 +2240,8 @@ def _tensorboard_writer(folder: Path) -> Any:
             return importlib.import_module(module).SummaryWriter(str(folder))
     if not _TB_WARNED:
         _TB_WARNED.append(True)
-        warnings.warn(
-            "tensorboard_log: no TensorBoard writer is installed, so only progress.csv "
-            "is written (pip install tensorboard)",
-            stacklevel=4,
-        )
+        message = "no TensorBoard writer is installed, so only progress.csv is written"
+        warnings.warn(f"tensorboard_log: {message} (pip install tensorboard)", stacklevel=4)
     return None
 
 
@@ -2282,16 +2258,12 @@ class _Callbacks:
         items = [cb for cb in items if cb is not None] + ([_ProgressBar()] if progress_bar else [])
         for cb in items:
             if not (_is_sb3_callback(cb) or hasattr(cb, "on_iteration") or callable(cb)):
-                raise TypeError(
-                    f"callback must be a function f(locals, globals), an SB3 callback "
-                    f"or ars's EvalCallback; got {cb!r:.100}"
-                )
+                kinds = "a function f(locals, globals), an SB3 callback or ars's EvalCallback"
+                raise TypeError(f"callback must be {kinds}; got {cb!r:.100}")
         self.model, self.items = model, items
         self.per_step = [cb for cb in items if _is_sb3_callback(cb)]
         self.stateful = [c for c in items if hasattr(c, "state_dict") and c not in self.per_step]
-        for cb in items:
-            if hasattr(cb, "init_callback"):
-                cb.init_callback(model)
+        self.hook("init_callback", model)
 
     def hook(self, name: str, *args: Any) -> None:
         """Call ``name`` (``on_training_start``, ``on_rollout_end``, ...) of those that have it."""
@@ -2318,7 +2290,6 @@ class _Callbacks:
         return {type(cb).__name__: cb.state_dict() for cb in self.stateful}
 
     def load_state_dict(self, states: dict[str, Any]) -> None:
-        """Restore :meth:`state_dict`."""
         for cb in self.stateful:
             if type(cb).__name__ in states:
                 cb.load_state_dict(states[type(cb).__name__])
@@ -2440,7 +2411,6 @@ class EvalCallback:
             self.evaluate()
 
     def on_iteration(self) -> bool:
-        """After each iteration: evaluate when ``eval_freq`` timesteps have passed."""
         return self.model.num_timesteps < self._next or self.evaluate()
 
     def evaluate(self) -> bool:
@@ -2462,14 +2432,9 @@ class EvalCallback:
         while self._next <= model.num_timesteps:  # the schedule: 0, f, 2f, ... as reached
             self._next += self.eval_freq
         if self.log_path is not None:
-            timesteps = [e[0] for e in self.evaluations]
+            arrays = dict(results=self.evaluations_results, ep_lengths=self.evaluations_length)
             with _atomic_file(self.log_path / "evaluations.npz", "wb") as f:
-                np.savez(
-                    f,
-                    timesteps=timesteps,
-                    results=self.evaluations_results,
-                    ep_lengths=self.evaluations_length,
-                )
+                np.savez(f, timesteps=[e[0] for e in self.evaluations], **arrays)
         new_best = mean > self.best_mean_reward
         self.best_mean_reward = max(mean, self.best_mean_reward)
         records = dict(mean_reward=mean, std_reward=std, mean_ep_length=float(np.mean(lengths)))
@@ -2478,11 +2443,8 @@ class EvalCallback:
         if new_best and self.best_model_save_path is not None:
             model.save(self.best_model_save_path / self.best_model_name)
         if self.verbose >= 1:
-            print(
-                f"Eval num_timesteps={model.num_timesteps}, episode_reward={mean:.2f} +/- "
-                f"{std:.2f}, best {self.best_mean_reward:.2f}",
-                flush=True,
-            )
+            rewards = f"episode_reward={mean:.2f} +/- {std:.2f}, best {self.best_mean_reward:.2f}"
+            print(f"Eval num_timesteps={model.num_timesteps}, {rewards}", flush=True)
         children = [self.callback_on_new_best] * new_best + [self.callback_after_eval]
         keep_going = all([child.on_step() is not False for child in children if child is not None])
         self._mark = time.perf_counter()
@@ -2513,9 +2475,8 @@ class EvalCallback:
             and all(numbers(state.get(key)) for key in ("evaluations", "results", "lengths"))
         ):
             raise ValueError(
-                "the EvalCallback state must hold next, train_seconds, "
-                "best_mean_reward and lists of numbers evaluations, results, "
-                f"lengths; got {state!r:.200}"
+                "the EvalCallback state must hold next, train_seconds, best_mean_reward and "
+                f"lists of numbers evaluations, results, lengths; got {state!r:.200}"
             )
         self._next, self._train_seconds = int(state["next"]), float(state["train_seconds"])
         self.best_mean_reward = float(state["best_mean_reward"])
@@ -2561,13 +2522,12 @@ def evaluate_policy(
     policy, max_steps = _policy_of(model), getattr(model, "max_episode_steps", None)
     results = evaluate_episodes(policy, InProcessEval(gym_env), seeds, max_steps, seen, hook)
     returns = [float(r.returns[0]) for r in results]
-    if reward_threshold is not None and np.mean(returns) < reward_threshold:
-        raise AssertionError(
-            f"mean reward below threshold: {np.mean(returns):.2f} < {reward_threshold:.2f}"
-        )
+    mean = float(np.mean(returns))
+    if reward_threshold is not None and mean < reward_threshold:
+        raise AssertionError(f"mean reward below threshold: {mean:.2f} < {reward_threshold:.2f}")
     if return_episode_rewards:
         return returns, [int(r.lengths[0]) for r in results]
-    return float(np.mean(returns)), float(np.std(returns))
+    return mean, float(np.std(returns))
 
 
 # == Files: models as plain arrays and JSON in an .npz (a zip), never pickle; demonstrations ======
