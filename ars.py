@@ -612,6 +612,7 @@ class ARSPolicy(Network):
                 f"({MAX_PARAMETERS:,}): ARS draws that many normals per candidate"
             )
         self._theta, self.obs_rms = np.zeros(self.n_params), None  # obs_rms: V2's statistics
+        self.vec_normalize = None  # the SB3 VecNormalize (or a file's copy) it learned through
 
     def config(self) -> dict[str, Any]:
         """The constructor's arguments beyond the spaces, as plain data."""
@@ -734,11 +735,7 @@ class ARSPolicy(Network):
     @classmethod
     def load(cls, path: str | os.PathLike | io.IOBase, device: Any = "auto") -> ARSPolicy:
         """A policy of :meth:`save`, or a saved model's (``device``: accepted, as in SB3)."""
-        meta, state = read_model_file(path)
-        if "vec_normalize" in meta:  # the model's evaluations apply it; a policy alone cannot
-            message = "this policy learned on VecNormalize observations; load the model"
-            warnings.warn(f"{path}: {message} (ARS.load) to evaluate it with them", stacklevel=2)
-        return _build_policy(meta, state, str(path))
+        return _build_policy(*read_model_file(path), str(path))
 
     def to_torch(self) -> Any:
         """A ``torch.nn.Module`` computing the same actions (normalisation included)."""
@@ -988,7 +985,6 @@ class ARS:
         self._current_progress_remaining = 1.0
         self.ep_info_buffer: collections.deque = collections.deque(maxlen=stats_window_size)
         self.gym_env = self.env_id = self._vec_env = self._vec_normalize = None
-        self._saved_normalization = None  # a loaded file's VecNormalize (observations_seen_by)
         self.observation_space = self.action_space = None
         if isinstance(policy, ARSPolicy):  # an instance brings its spaces
             self.observation_space, self.action_space = _spaces_of(policy)
@@ -1027,6 +1023,8 @@ class ARS:
         self._match_normalization(policy)
         if initialize and (self.zero_policy or policy is not self.policy_class):  # an instance
             policy._theta = initial_parameters(policy, self.zero_policy, self.seed)  # keeps its own
+        if getattr(self._vec_normalize, "norm_obs", False):
+            policy.vec_normalize = self._vec_normalize
         self.policy = policy
 
     def _match_normalization(self, policy: ARSPolicy) -> None:
@@ -1054,6 +1052,8 @@ class ARS:
         self.gym_env, self._vec_env, self._vec_normalize = gym_env, vec_env, vec_normalize
         self.env_id = getattr(gym_env.spec, "id", self.env_id)
         _check_vec_normalize(self)
+        if self.policy is not None and getattr(vec_normalize, "norm_obs", False):
+            self.policy.vec_normalize = vec_normalize  # what it learns through from now on
 
     # -- training -------------------------------------------------------------------------------
     def learn(
@@ -1405,7 +1405,23 @@ class ARS:
         for SB3 compatibility (every rollout resets anyway)."""
         overrides = {**(custom_objects or {}), **kwargs}
         meta, state = read_model_file(path, env)
-        where = str(getattr(path, "name", path))
+        return cls._from_file(
+            meta, state, str(getattr(path, "name", path)), env, device, overrides, print_system_info
+        )
+
+    @classmethod
+    def _from_file(
+        cls,
+        meta: dict,
+        state: dict,
+        where: str,
+        env: Any = None,
+        device: Any = "auto",
+        overrides: dict | None = None,
+        print_system_info: bool = False,
+    ) -> ARS:
+        """:meth:`load`'s model from what :func:`read_model_file` read (the CLI reads once)."""
+        overrides = overrides or {}
         if meta["kind"] != "model":
             raise ValueError(f"{where} holds a policy alone: load it with ARSPolicy.load")
         if print_system_info:
@@ -1435,7 +1451,7 @@ class ARS:
         except (ValueError, TypeError, NotImplementedError, RuntimeError) as error:
             raise ValueError(f"{where}: {error}") from None
         model.num_timesteps, model._n_updates = meta["num_timesteps"], meta["n_updates"]
-        model._saved_normalization = meta.get("vec_normalize")
+        model.policy.vec_normalize = meta.get("vec_normalize")
         model.ep_info_buffer.extend({"r": float(r), "l": int(n)} for r, n in meta["ep_info_buffer"])
         vars(model).update(meta.get("included", {}))  # checked: never one of the model's own
         if env is not None:
@@ -2658,11 +2674,11 @@ def _metadata(model: ARS | ARSPolicy, kind: str = "model") -> dict[str, Any]:
         meta.update(hparams={k: value(k) for k in SAVED}, env_id=model.env_id, **counters)
         episodes = [[e["r"], e["l"]] for e in model.ep_info_buffer]
         meta.update(schedules=schedules, ep_info_buffer=episodes)
-        seen = observations_seen_by(model)
-        if seen is not None:  # what an evaluation on a raw env needs to see what it saw
-            moments = {k: np.ravel(getattr(seen.obs_rms, k)).tolist() for k in ("mean", "var")}
-            scalars = dict(clip_obs=float(seen.clip_obs), epsilon=float(seen.epsilon))
-            meta["vec_normalize"] = {**moments, **scalars}
+    seen = observations_seen_by(model)
+    if seen is not None:  # what an evaluation on a raw env needs to see what it saw
+        moments = {k: np.ravel(getattr(seen.obs_rms, k)).tolist() for k in ("mean", "var")}
+        scalars = dict(clip_obs=float(seen.clip_obs), epsilon=float(seen.epsilon))
+        meta["vec_normalize"] = {**moments, **scalars}
     return meta
 
 
@@ -2860,6 +2876,9 @@ def _check_metadata(meta: Any, where: str) -> dict[str, Any]:
         raise ValueError(f"{where}: a policy of {n_weights:,} weights is more than ars handles")
     for key in SPACE_KEYS:
         meta[key] = _space_from_json(meta[key], f"{where}: {key}")
+    if "vec_normalize" in meta:  # a frozen stand-in for the VecNormalize it learned through
+        shape = meta["observation_space"].shape
+        meta["vec_normalize"] = _normalization_from_file(meta["vec_normalize"], shape, where)
     if kind == "policy":
         return meta
     need("hparams", isinstance(meta.get("hparams"), dict), "a dict")
@@ -2890,9 +2909,6 @@ def _check_metadata(meta: Any, where: str) -> dict[str, Any]:
     need("included", public, "a dict of public extra attributes")
     if taken := sorted(set(extra) & _own_attributes()):  # a file adds attributes, never replaces
         raise ValueError(f"{where}: included {taken[0]!r} would replace part of the model")
-    if "vec_normalize" in meta:  # a frozen stand-in for the VecNormalize it learned through
-        shape = meta["observation_space"].shape
-        meta["vec_normalize"] = _normalization_from_file(meta["vec_normalize"], shape, where)
     return meta
 
 
@@ -2906,6 +2922,7 @@ def _build_policy(meta: dict, state: dict | None, where: str) -> ARSPolicy:
             has = "obs_rms.mean" in state  # V2's statistics
             policy.obs_rms = RunningMeanStd((policy.obs_dim,)) if has else None
             policy.load_state_dict(state)
+            policy.vec_normalize = meta.get("vec_normalize")  # evaluations see what it learned on
         return policy
     except (ValueError, TypeError, NotImplementedError, RuntimeError) as error:
         raise ValueError(f"{where}: {error}") from None
@@ -2992,12 +3009,10 @@ def _update_vec_normalize(vec_normalize: Any, visited: Sequence[RunningMeanStd |
 
 
 def observations_seen_by(model: Any) -> Any:
-    """The VecNormalize whose observations ``model``'s policy learned on: the env's, or the
-    frozen one its file recorded (None for a policy, or a model of raw observations). An
-    evaluation on a raw env passes its observations through it, as SB3's would."""
-    live = model.get_vec_normalize_env() if isinstance(model, ARS) else None
-    saved = getattr(model, "_saved_normalization", None)  # a loaded file's
-    return live if getattr(live, "norm_obs", False) else saved
+    """The VecNormalize whose observations ``model`` (an ARS or a policy) learned on: the
+    env's, or the frozen one its file recorded (None for raw observations). An evaluation on
+    a raw env passes its observations through it, as SB3's would."""
+    return getattr(_policy_of(model), "vec_normalize", None)
 
 
 def _normalization_from_file(data: Any, shape: tuple, where: str) -> Any:
@@ -3585,7 +3600,12 @@ def _resume(args: argparse.Namespace) -> tuple[ARS, dict[str, Any], Path]:
                 f"--{flag.replace('_', '-')} cannot change on --resume (the run has "
                 f"{config.get(flag)!r}); start a new run for other settings"
             )
-    model = ARS.load(run_dir / "checkpoint.npz", env=config["env"], verbose=args.verbose)
+    checkpoint = run_dir / "checkpoint.npz"  # read once: the model and the callbacks' state
+    meta, state = read_model_file(checkpoint, config["env"])
+    model = ARS._from_file(
+        meta, state, str(checkpoint), config["env"], overrides={"verbose": args.verbose}
+    )
+    config["callbacks"] = meta.get("callbacks", {})  # for this process only: never written
     total = args.total_timesteps
     if total is not None and total < model.num_timesteps and total != config["total_timesteps"]:
         raise ValueError(
@@ -3598,8 +3618,11 @@ def _resume(args: argparse.Namespace) -> tuple[ARS, dict[str, Any], Path]:
 
 
 def _evaluate_saved(args: argparse.Namespace) -> int:
-    meta = read_model_file(args.eval, args.env)[0]  # a model, or a policy (ARSPolicy.save)
-    model = ARS.load(args.eval, args.env) if meta["kind"] == "model" else ARSPolicy.load(args.eval)
+    meta, state = read_model_file(args.eval, args.env)  # once: a model, or a policy alone
+    if meta["kind"] == "model":
+        model = ARS._from_file(meta, state, str(args.eval), args.env)
+    else:
+        model = _build_policy(meta, state, str(args.eval))
     env_id = args.env or getattr(model, "env_id", None)
     if env_id is None:
         raise ValueError(f"{args.eval} does not record its env; pass --env")
@@ -3644,8 +3667,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         checkpoint = run_dir / "checkpoint.npz"
         if args.resume:
             try:  # the evaluation schedule and best score where the checkpoint left them
-                saved = read_model_file(checkpoint)[0].get("callbacks", {})
-                evaluation.load_state_dict(saved.get("EvalCallback"))
+                evaluation.load_state_dict(config.pop("callbacks").get("EvalCallback"))
             except ValueError as error:
                 raise ValueError(f"{checkpoint} is not a checkpoint of ars.py ({error})") from None
             for stale in run_dir.glob(".*.tmp"):  # left by a kill in the middle of a write

@@ -3037,8 +3037,9 @@ def test_a_model_trained_in_vec_normalize_is_evaluated_as_it_saw_observations(tm
     weights = model.policy.parameters_to_vector()[None]
     again = ARS.load(path, env="Pendulum-v1")  # trained on: its rollouts see what it learned on
     assert again.evaluate_candidates(weights) == model.evaluate_candidates(weights)
-    with pytest.warns(UserWarning, match="learned on VecNormalize observations; load the model"):
-        ars.ARSPolicy.load(path)
+    model.policy.save(tmp_path / "policy.npz")  # a policy alone records it too (seed 0 as well)
+    for file in (path, tmp_path / "policy.npz"):
+        assert ars.evaluate_policy(ars.ARSPolicy.load(file), "Pendulum-v1", 5) == live
     raw = ARS("LinearPolicy", "Pendulum-v1", seed=0)
     raw.policy.load_from_vector(model.policy.parameters_to_vector())
     assert ars.evaluate_policy(raw, "Pendulum-v1", 5) != live  # without it: another policy
@@ -3898,6 +3899,23 @@ def test_cli_evaluates_a_policy_file_and_checks_the_env(tmp_path):
     assert result.returncode == 0 and f"mean return {mean:.2f}" in result.stdout, result.stderr
     result = _cli(tmp_path, "--eval", "model.npz", "--env", "Pendulum-v1")
     assert result.returncode == 2 and "but the model was built for" in result.stderr
+
+
+def test_cli_reads_each_model_file_once(tmp_path, monkeypatch, capsys):
+    model = ARS("LinearPolicy", "CartPole-v1", seed=3).learn(500)
+    model.policy.save(tmp_path / "policy.npz")
+    model.save(tmp_path / "model.npz")
+    assert _cli(tmp_path, "--total-timesteps", "300", "--run-dir", "run").returncode == 0
+    reads = []
+    real = ars.read_model_file
+    monkeypatch.setattr(ars, "read_model_file", lambda *a, **k: reads.append(a) or real(*a, **k))
+    monkeypatch.chdir(tmp_path)
+    for argv in (["--eval", "policy.npz", "--env", "CartPole-v1"], ["--eval", "model.npz"]):
+        assert ars.main([*argv, "--eval-episodes", "1"]) == 0 and len(reads) == 1, (argv, reads)
+        reads.clear()
+    assert ars.main(["--resume", "run", "--total-timesteps", "600"]) == 0
+    assert [Path(a[0]).name for a in reads] == ["checkpoint.npz"], reads  # not again for the
+    assert "resuming run at" in capsys.readouterr().out  # callbacks' state
 
 
 # === Examples and benchmarks =====================================================================
