@@ -1656,26 +1656,58 @@ class VecEnvs:
         """Env ``i``'s first observation of an episode with env seed ``seed``."""
         if self.steps is not None:
             return self.envs[i].reset(seed=seed, options=options)[0]
-        if self.gymnasium:  # env i alone: gymnasium's reset_mask
-            seeds, mask = [None] * self.num_envs, np.arange(self.num_envs) == i
-            seeds[i], options = seed, {**(options or {}), "reset_mask": mask}
-            return self.vector.reset(seed=seeds, options=options)[0][i]
-        return self.vector.env_method("reset", seed=seed, options=options, indices=[i])[0][0]
+        with self._failures():
+            if self.gymnasium:  # env i alone: gymnasium's reset_mask
+                seeds, mask = [None] * self.num_envs, np.arange(self.num_envs) == i
+                seeds[i], options = seed, {**(options or {}), "reset_mask": mask}
+                return self.vector.reset(seed=seeds, options=options)[0][i]
+            return self.vector.env_method("reset", seed=seed, options=options, indices=[i])[0][0]
 
     def step(self, actions: list, active: list[int]) -> list[tuple[int, tuple]]:
         """``(i, (obs, reward, terminated, truncated, info))`` for each ``active`` env ``i``."""
         if self.steps is not None:
             return [(i, self.steps[i][0](actions[i])) for i in active]
-        if self.gymnasium:  # an episode's final state: in the info where the env reset itself
-            obs, rewards, terminated, truncated, infos = self.vector.step(actions)
-            finals = infos.get("final_obs", [None] * self.num_envs)
-        else:
-            self.vector.step_async(actions)
-            obs, rewards, terminated, infos = self.vector.step_wait()  # SB3's dones: both kinds
-            truncated = np.zeros(self.num_envs, bool)
-            finals = [info.get("terminal_observation") for info in infos]
+        with self._failures():
+            if self.gymnasium:  # an episode's final state: in the info where it reset itself
+                obs, rewards, terminated, truncated, infos = self.vector.step(actions)
+                finals = infos.get("final_obs", [None] * self.num_envs)
+            else:
+                self.vector.step_async(actions)
+                obs, rewards, terminated, infos = self.vector.step_wait()  # SB3's: both kinds
+                truncated = np.zeros(self.num_envs, bool)
+                finals = [info.get("terminal_observation") for info in infos]
         obs = [obs[i] if final is None else final for i, final in enumerate(finals)]
         return [(i, (obs[i], rewards[i], terminated[i], truncated[i], {})) for i in active]
+
+    @contextlib.contextmanager
+    def _failures(self) -> Any:
+        """Calls to envs in other processes: a sub-env that raises, exits or is killed ends them
+        with one line naming it. gymnasium logs the child's traceback as warnings: dropped then,
+        as the line says what failed; kept (shown again) when nothing failed."""
+        try:
+            with warnings.catch_warnings(record=True) as logged:
+                yield
+        except Exception as error:
+            message = self._failure(error)
+            if self.gymnasium:  # broken for good: ended now, not at exit with a traceback
+                for process in getattr(self.vector, "processes", []):
+                    process.terminate()
+                self.vector.closed = True
+            raise RuntimeError(message) from None
+        for w in logged:
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+
+    def _failure(self, error: Exception) -> str:
+        """Which sub-env failed (gymnasium drops its pipe; SB3's process exits), and how."""
+        name, processes = type(self.vector).__name__, getattr(self.vector, "processes", [])
+        gone = [i for i, pipe in enumerate(getattr(self.vector, "parent_pipes", [])) if not pipe]
+        deadline = time.monotonic() + 2.0  # a crashed process may still be exiting
+        while not gone and processes and time.monotonic() < deadline:
+            gone = [i for i, process in enumerate(processes) if not process.is_alive()]
+            time.sleep(0.05)
+        code = processes[gone[0]].exitcode if gone and gone[0] < len(processes) else None
+        what = _one_line(error) if code is None else f"its process ended (exit code {code})"
+        return f"sub-env {gone[0] if gone else '?'} of the {name} failed: {what}"
 
     render, close = (lambda self: self.vector.render()), (lambda self: self.vector.close())
 

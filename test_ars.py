@@ -1692,6 +1692,37 @@ def test_a_non_finite_final_observation_is_detected_everywhere():
             env.close()
 
 
+class StepFailEnv(NoisyWalk):
+    """Raises at its 30th step, in whichever process it runs."""
+
+    def step(self, action):
+        self.n = getattr(self, "n", 0) + 1
+        if self.n == 30:
+            raise RuntimeError("the robot fell off the table")
+        return super().step(action)
+
+
+@pytest.mark.slow
+def test_a_sub_env_that_raises_or_is_killed_ends_learn_in_one_line_naming_it(capfd):
+    from stable_baselines3.common.vec_env import SubprocVecEnv
+
+    kinds = {"SubprocVecEnv": SubprocVecEnv, "AsyncVectorEnv": gym.vector.AsyncVectorEnv}
+    for name, make in kinds.items():
+        capfd.readouterr()  # SB3's own child prints its traceback: ars cannot stop that one
+        env = make([StepFailEnv] * 2)
+        with pytest.raises(RuntimeError, match=rf"^sub-env \d of the {name} failed: ") as error:
+            ARS("LinearPolicy", env, n_delta=2, seed=0).learn(10_000)
+        assert "\n" not in str(error.value)
+        if name == "AsyncVectorEnv":  # its worker sends the error: type and message
+            assert "RuntimeError: the robot fell off the table" in str(error.value)
+            assert "Traceback" not in capfd.readouterr().err  # gymnasium's log of it: dropped
+        env = make([SlowEnv] * 2)
+        threading.Timer(1.0, os.kill, (env.processes[1].pid, signal.SIGKILL)).start()
+        message = rf"^sub-env 1 of the {name} failed: its process ended \(exit code -9\)$"
+        with pytest.raises(RuntimeError, match=message):
+            ARS("LinearPolicy", env, n_delta=2, seed=0).learn(10**6)
+
+
 class Unloadable:
     """An observation filter that pickles, but cannot be rebuilt in a worker."""
 
