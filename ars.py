@@ -1689,10 +1689,9 @@ class VecEnvs:
                 yield
         except Exception as error:
             message = self._failure(error)
-            if self.gymnasium:  # broken for good: ended now, not at exit with a traceback
-                for process in getattr(self.vector, "processes", []):
-                    process.terminate()
-                self.vector.closed = True
+            for process in getattr(self.vector, "processes", []):  # broken for good: ended
+                process.terminate()  # now, so that neither close() nor exit waits on it
+            self.vector.closed = True
             raise RuntimeError(message) from None
         for w in logged:
             warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)

@@ -1723,6 +1723,53 @@ def test_a_sub_env_that_raises_or_is_killed_ends_learn_in_one_line_naming_it(cap
             ARS("LinearPolicy", env, n_delta=2, seed=0).learn(10**6)
 
 
+class TickingWalk(NoisyWalk):
+    """NoisyWalk at 2 ms a step: an iteration lasts long enough to kill a process in it."""
+
+    def step(self, action):
+        time.sleep(0.002)
+        return super().step(action)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("killed", ["AsyncEval worker", "SubprocVecEnv child"])
+def test_a_run_whose_worker_is_killed_resumes_from_its_checkpoint_to_the_same_weights(
+    tmp_path, killed
+):
+    from stable_baselines3.common.vec_env import SubprocVecEnv
+
+    def run(total, folder, kill_after=None, resume=False):
+        env = SubprocVecEnv([TickingWalk] * 2) if "Subproc" in killed else TickingWalk()
+        async_eval = AsyncEval([TickingWalk] * 2) if "AsyncEval" in killed else None
+        if resume:
+            model = ARS.load(folder / "checkpoint.npz", env=env)
+            total -= model.num_timesteps
+        else:
+            model = ARS("LinearPolicy", env, n_delta=4, normalize_obs=True, seed=7)
+        processes = async_eval.processes if async_eval else env.processes
+        if kill_after:
+            threading.Timer(kill_after, os.kill, (processes[1].pid, signal.SIGKILL)).start()
+        try:
+            return model.learn(
+                total,
+                async_eval=async_eval,
+                reset_num_timesteps=not resume,
+                default_root_dir=folder,
+                checkpoint_interval=2,
+            )
+        finally:
+            for closable in (async_eval, env if "Subproc" in killed else None):
+                if closable is not None:
+                    closable.close()
+
+    whole = run(2400, tmp_path / "whole").policy.parameters_to_vector()
+    with pytest.raises(RuntimeError, match=r"(worker|sub-env) 1 .*(died|ended) \(exit code -9\)"):
+        run(2400, tmp_path / "cut", kill_after=1.0)
+    resumed = run(2400, tmp_path / "cut", resume=True)
+    assert 0 < ARS.load(tmp_path / "cut" / "checkpoint.npz").num_timesteps
+    assert np.array_equal(resumed.policy.parameters_to_vector(), whole)
+
+
 class Unloadable:
     """An observation filter that pickles, but cannot be rebuilt in a worker."""
 
