@@ -1693,8 +1693,8 @@ class VecEnvs:
                 process.terminate()  # now, so that neither close() nor exit waits on it
             self.vector.closed = True
             raise RuntimeError(message) from None
-        for w in logged:
-            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+        for w in logged:  # shown once per text, as warnings are
+            warnings.warn(w.message, stacklevel=3)
 
     def _failure(self, error: Exception) -> str:
         """Which sub-env failed (gymnasium drops its pipe; SB3's process exits), and how."""
@@ -2797,13 +2797,13 @@ def _npy(archive: zipfile.ZipFile, name: str, shape: tuple, kinds: str, where: s
             version = np.lib.format.read_magic(f)
             if version not in ((1, 0), (2, 0)):
                 raise ValueError(f"npy format {version}")
-            found, fortran, dtype = getattr(np.lib.format, f"read_array_header_{version[0]}_0")(f)
+            found, _, dtype = getattr(np.lib.format, f"read_array_header_{version[0]}_0")(f)
         except (ValueError, TypeError, SyntaxError, EOFError) as error:
             raise ValueError(f"{where}: {name} is not a valid array ({error})") from error
-        if dtype.hasobject or dtype.kind not in kinds or found != shape or fortran:
-            raise ValueError(
+        if dtype.hasobject or dtype.kind not in kinds or found != shape:  # 0-d or 1-d: any
+            raise ValueError(  # order is the same bytes
                 f"{where}: {name} holds {found} of {dtype}; expected {shape} of kind "
-                f"{kinds!r} in C order (object arrays are never loaded)"
+                f"{kinds!r} (object arrays are never loaded)"
             )
         array, done = np.empty(shape, dtype), 0
         buffer = memoryview(array.reshape(-1)).cast("B")  # filled 256 KB at a time: no copy

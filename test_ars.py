@@ -3276,6 +3276,23 @@ def test_files_just_under_the_parameter_cap_load_in_twice_their_bytes_or_refuse_
             assert "REJECTED" not in out and growth_mb <= 2 * params_mb + 1, (name, out)
 
 
+def test_a_one_dimensional_member_marked_fortran_order_loads(tmp_path):
+    """For 0-d and 1-d arrays the order flag changes no byte: np.load reads them, so does ars."""
+    model = ARS("LinearPolicy", "CartPole-v1", seed=0, zero_policy=False)
+    model.save(tmp_path / "m.npz")
+    with zipfile.ZipFile(tmp_path / "m.npz") as archive:
+        members = {n: archive.read(n) for n in archive.namelist()}
+    theta = model.policy.parameters_to_vector()
+    header = {"descr": "<f8", "fortran_order": True, "shape": theta.shape}
+    member = io.BytesIO()
+    np.lib.format.write_array_header_1_0(member, header)
+    members["parameters.npy"] = member.getvalue() + theta.tobytes()
+    with zipfile.ZipFile(tmp_path / "f.npz", "w") as out:
+        for name, content in members.items():
+            out.writestr(name, content)
+    assert np.array_equal(ARS.load(tmp_path / "f.npz").policy.parameters_to_vector(), theta)
+
+
 def test_a_pickle_that_names_anything_else_is_refused_without_running_it(tmp_path):
     import pickle
 
