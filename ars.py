@@ -575,7 +575,7 @@ class ARSPolicy(Network):
 
     A :class:`Network` with the seed's and SB3's policy API: ``predict``, ``forward`` on
     batches and populations (NumPy or torch in, the same out), ``parameters_to_vector``,
-    ``state_dict`` (sb3-contrib's names), ``save``/``load`` and ``to_torch``. Observations:
+    ``state_dict`` (sb3-contrib's names), ``save`` and ``load``. Observations:
     Box of any shape, Discrete, MultiDiscrete, MultiBinary (flattened). Actions: Box or
     Discrete. ``net_arch``: hidden sizes (``[64, 64]``; ``[]``: linear); ``activation_fn``:
     ``"relu"``, ``"tanh"``, ``"sigmoid"``, ``"identity"`` or torch's class (``nn.ReLU``);
@@ -613,6 +613,9 @@ class ARSPolicy(Network):
             )
         self._theta, self.obs_rms = np.zeros(self.n_params), None  # obs_rms: V2's statistics
         self.vec_normalize = None  # the SB3 VecNormalize (or a file's copy) it learned through
+
+    def __getattr__(self, name: str) -> Any:  # a method that moved out: say where
+        raise _moved(type(self).__name__, name)
 
     def config(self) -> dict[str, Any]:
         """The constructor's arguments beyond the spaces, as plain data."""
@@ -736,42 +739,6 @@ class ARSPolicy(Network):
     def load(cls, path: str | os.PathLike | io.IOBase, device: Any = "auto") -> ARSPolicy:
         """A policy of :meth:`save`, or a saved model's (``device``: accepted, as in SB3)."""
         return _build_policy(*read_model_file(path), str(path))
-
-    def to_torch(self) -> Any:
-        """A ``torch.nn.Module`` computing the same actions (normalisation included)."""
-        torch = _require("torch", "pip install torch (ars's 'torch' extra)")
-        if not isinstance(self.observation_space, spaces.Box):
-            raise NotImplementedError("to_torch supports Box observation spaces")
-        nn, modules, policy = torch.nn, [], self  # policy: self, in the module's methods
-        name = "ReLU" if self.activation_fn == "relu" else self.activation_fn.capitalize()
-        for weight, bias in self.layers(self.parameters_to_vector(), self.obs_rms):
-            linear = nn.Linear(*weight.shape[::-1], bias=bias is not None, dtype=torch.float64)
-            with torch.no_grad():  # bias may be None: zip stops at the weight
-                for parameter, value in zip(linear.parameters(), (weight, bias)):
-                    parameter.copy_(torch.from_numpy(value))
-            modules += [linear, getattr(nn, name)()]  # none after the last: [:-1]
-
-        class TorchARSPolicy(nn.Module):
-            def __init__(self) -> None:
-                super().__init__()
-                self.net = nn.Sequential(*modules[:-1])
-                if isinstance(policy.action_space, spaces.Box):
-                    self.register_buffer("low", torch.from_numpy(policy._low))
-                    self.register_buffer("high", torch.from_numpy(policy._high))
-
-            def forward(self, obs: Any) -> Any:
-                obs = torch.as_tensor(obs, dtype=torch.float64)
-                n_lead = obs.dim() - len(policy.observation_space.shape)
-                out = self.net(obs.reshape(*obs.shape[:n_lead], policy.obs_dim))
-                if isinstance(policy.action_space, spaces.Discrete):
-                    return out.argmax(dim=-1) + int(policy.action_space.start)
-                if policy.squash_output:
-                    out = (self.high + self.low) / 2 + (self.high - self.low) / 2 * torch.tanh(out)
-                else:
-                    out = torch.clamp(out, self.low, self.high)
-                return out.reshape(*out.shape[:-1], *policy.action_space.shape)
-
-        return TorchARSPolicy()
 
 
 class ARSLinearPolicy(ARSPolicy):
@@ -998,7 +965,7 @@ class ARS:
         hparams = self.__dict__.get("hparams", {})
         if name in hparams:
             return hparams[name]
-        raise AttributeError(f"'ARS' object has no attribute {name!r}")
+        raise _moved("ARS", name)
 
     def __setattr__(self, name: str, value: Any) -> None:
         if name in HPARAMS and "hparams" in self.__dict__:
@@ -1247,60 +1214,6 @@ class ARS:
         self.num_timesteps = start + sum(int(r.lengths.sum()) for r in results)  # sb3-contrib's
         returns = np.array([np.mean(r.returns + shift * r.lengths) for r in results])
         return _like(candidate_weights, returns)
-
-    def warm_start(self, demonstrations: Any, ridge: float = 1e-3) -> None:
-        """Fit the model's linear policy to demonstrations in closed form, before training.
-
-        The demonstrations' observations seed the V2 statistics; the policy is then the ridge
-        regression of the actions on the normalised observations. Squashed Box actions are
-        regressed through ``atanh``; Discrete actions through one-hot targets. ``demonstrations``:
-        ``(observations, actions)`` arrays, or an ``.npz`` file or a folder of them; ``ridge``: the
-        L2 penalty of the regression."""
-        policy = self.policy
-        if policy is None or policy.net_arch:
-            raise ValueError(
-                "warm_start fits linear policies (LinearPolicy, or MlpPolicy with net_arch=[])"
-            )
-        if isinstance(demonstrations, (str, os.PathLike)):
-            demonstrations = load_demonstrations(demonstrations)
-        check_number("ridge", ridge, low=0.0)
-        obs, actions = (_as_array(x, None) for x in demonstrations)
-        shape, space = policy.observation_space.shape, policy.action_space
-        if obs.ndim != len(shape) + 1 or obs.shape[1:] != shape or not len(obs):
-            raise ValueError(
-                f"demonstration observations must have shape (n >= 1, *{shape}); got {obs.shape}"
-            )
-        obs = flattener(policy.observation_space)(obs).astype(np.float64)
-        if len(actions) != len(obs):
-            raise ValueError(f"got {len(obs)} observations but {len(actions)} actions")
-        if not np.isfinite(obs).all() or not np.isfinite(actions.astype(np.float64)).all():
-            raise ValueError("the demonstrations hold non-finite values (nan or inf)")
-        if isinstance(space, spaces.Discrete):
-            index = actions.reshape(-1) - int(space.start)
-            if (actions.reshape(-1) % 1 != 0).any() or index.min() < 0 or index.max() >= space.n:
-                raise ValueError(
-                    f"demonstration actions must be integers in {space}; got values from "
-                    f"{actions.min()} to {actions.max()}"
-                )
-            targets = np.where(np.arange(policy.action_dim) == index[:, None], 1.0, -1.0)
-        else:
-            targets = actions.astype(np.float64).reshape(len(actions), -1)
-            low, high = policy._low, policy._high
-            if targets.shape[1:] != low.shape or not ((low <= targets) & (targets <= high)).all():
-                raise ValueError(
-                    f"demonstration actions must lie in {space}; got shape "
-                    f"{actions.shape} and values from {actions.min()} to {actions.max()}"
-                )
-            if policy.squash_output:
-                scaled = (2 * targets - high - low) / (high - low)  # in [-1, 1]
-                targets = np.arctanh(np.clip(scaled, -0.999, 0.999))
-        if policy.obs_rms is not None:  # regress on what the first layer sees: normalised inputs
-            rms = policy.obs_rms = policy.obs_rms.copy().update(obs)
-            obs = (obs - rms.mean) * inverse_std(rms.var)
-        inputs = np.hstack([obs, np.ones((len(obs), int(policy.with_bias)))])  # a column for a bias
-        gram = inputs.T @ inputs + ridge * np.eye(inputs.shape[1])
-        solution, n = np.linalg.solve(gram, inputs.T @ targets).T, obs.shape[1]
-        policy.load_from_vector(np.concatenate([solution[:, :n].ravel(), solution[:, n:].ravel()]))
 
     def dump_logs(self) -> None:
         """Record the rollout and time statistics, and write the log row."""
@@ -2168,19 +2081,27 @@ class AsyncEval(_Evaluator):
         self._closer()
 
 
+COPY = "copy it beside ars.py (or put examples/ on sys.path), then from"
 MOVED = {  # names that left ars.py (issue 32), and where they went
-    "ExecutorEval": "examples/executor_eval.py: copy it beside ars.py, then "
-    "from executor_eval import ExecutorEval",
-    "warm_start": "the method: model.warm_start(demonstrations, ridge)",
+    "ExecutorEval": f"examples/executor_eval.py: {COPY} executor_eval import ExecutorEval",
+    "warm_start": f"examples/warm_start.py: {COPY} warm_start import warm_start; "
+    "warm_start(model, demonstrations, ridge)",
+    "load_demonstrations": f"examples/warm_start.py: {COPY} warm_start import load_demonstrations",
+    "to_torch": f"examples/to_torch.py: {COPY} to_torch import to_torch; to_torch(policy)",
     "load_model": "ARS.load(path, env, ...)",
 }
 
 
+def _moved(owner: str, name: str, kind: type = AttributeError) -> Exception:
+    """The error for a name not found: where it went, if it moved out of ars.py."""
+    if name in MOVED:
+        return kind(f"{owner}.{name} moved to {MOVED[name]}")
+    return AttributeError(f"{owner!r} has no attribute {name!r}")
+
+
 def __getattr__(name: str) -> Any:
     """A name that moved out of ars.py: an ImportError that says where it went."""
-    if name in MOVED:  # ImportError: `from ars import` would hide an AttributeError's message
-        raise ImportError(f"ars.{name} moved to {MOVED[name]}")
-    raise AttributeError(f"module 'ars' has no attribute {name!r}")
+    raise _moved("ars", name, ImportError)  # `from ars import` would hide an AttributeError's
 
 
 def _policy_of(policy: Any) -> ARSPolicy | None:
@@ -2577,7 +2498,7 @@ def evaluate_policy(
     return mean, float(np.std(returns))
 
 
-# == Files: models as plain arrays and JSON in an .npz (a zip), never pickle; demonstrations ======
+# == Files: models as plain arrays and JSON in an .npz (a zip), never pickle ======================
 # Reading checks what is cheap first: the member names, the metadata's size, and every size
 # the metadata implies (spaces, parameters, arrays) against the caps, before anything is
 # decompressed, built or allocated. The model is then built by the constructors that build
@@ -2973,32 +2894,6 @@ def _read_arrays(archive: zipfile.ZipFile, names: set[str], meta: dict, where: s
     arrays = {name: _npy(archive, name, *expected[name], where) for name in expected}
     layers = policy._named(arrays.pop("parameters"))  # views, checked when loaded
     return {**layers, **{k.replace("obs_rms_", "obs_rms."): v for k, v in arrays.items()}}
-
-
-def load_demonstrations(path: str | os.PathLike) -> tuple[np.ndarray, np.ndarray]:
-    """``(observations, actions)`` from a ``.npz`` trajectory or a folder of them (no pickle)."""
-    path = Path(path)
-    files = sorted(path.glob("*.npz")) if path.is_dir() else [path]
-    if not files or not files[0].exists():
-        raise FileNotFoundError(f"no .npz trajectories at {path}")
-    pairs = []
-    for file in files:
-        try:
-            with np.load(file, allow_pickle=False) as data:
-                names = sorted(data.files)
-                pairs.append((data["observations"], data["actions"]))
-        except KeyError:
-            message = f"must hold arrays 'observations' and 'actions'; it has {names}"
-            raise ValueError(f"{file} {message}") from None
-        except (OSError, EOFError, ValueError, zipfile.BadZipFile) as error:  # ValueError: pickles
-            raise ValueError(
-                f"{file} is not a readable .npz trajectory of plain arrays "
-                f"({type(error).__name__}: {error})"
-            ) from error
-    try:
-        return tuple(np.concatenate(arrays) for arrays in zip(*pairs))
-    except ValueError as error:
-        raise ValueError(f"the trajectories in {path} do not fit together: {error}") from error
 
 
 # == Stable-Baselines3 adapters: VecEnvs, VecNormalize, parameter names, sb3-contrib files, torch ==
@@ -3433,7 +3328,7 @@ FLAGS = [  # flag, argparse keywords, help
     ("--eval-freq", POSITIVE, "timesteps between evaluations (default: total / 20)"),
     ("--eval-episodes", {**POSITIVE, "default": 10}, "episodes per evaluation (default 10)"),
     ("--checkpoint-interval", {**POSITIVE, "default": 10}, "iterations between checkpoints"),
-    ("--demos", {"metavar": "PATH"}, "warm start: fit the linear policy to demonstrations"),
+    ("--demos", {"metavar": "PATH"}, "moved to examples/warm_start.py"),
     ("--workers", {"type": _number(int)}, "rollout processes (default: cores for MuJoCo, else 0)"),
     ("--job-timeout", {**REAL, "default": DEFAULT_JOB_TIMEOUT}, "seconds per job (%(default)g)"),
     ("--start-timeout", {**REAL, "default": DEFAULT_START_TIMEOUT}, "worker start (%(default)g s)"),
@@ -3449,7 +3344,7 @@ FLAGS = [  # flag, argparse keywords, help
 RUN_FLAGS = set(  # flags whose value defines a run: on --resume, refused unless unchanged
     "env policy net_arch n_delta n_top learning_rate delta_std alive_bonus_offset normalize_obs "
     "zero_policy common_random_numbers n_eval_episodes seed eval_freq eval_episodes "
-    "checkpoint_interval demos normalization_samples max_episode_steps".split()
+    "checkpoint_interval normalization_samples max_episode_steps".split()
 )
 MAX_WORKERS = 1024  # more processes than this on one machine is a typo
 
@@ -3489,6 +3384,7 @@ def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         (args.resume and given != {"resume"}, "--resume goes without --run-dir and --overwrite"),
         (args.eval and given, "--eval goes without --resume, --run-dir and --overwrite"),
         (args.overwrite and not args.run_dir, "--overwrite needs the --run-dir it replaces"),
+        (args.demos, "--demos moved: python examples/warm_start.py --env ENV --demos PATH"),
     ]:
         if wrong:
             p.error(message)
@@ -3592,9 +3488,7 @@ def _new_run(args: argparse.Namespace) -> tuple[ARS, dict[str, Any], Path]:
     config.update({k: v for k, v in vars(args).items() if k in config and v is not None})
     extra = {k: getattr(args, k) for k in ("normalization_samples", "max_episode_steps")}
     model = paper_model(env_id, env, **config, **extra, seed=args.seed, verbose=args.verbose)
-    if args.demos:
-        model.warm_start(args.demos)
-    names = "eval_episodes checkpoint_interval demos job_timeout start_timeout".split()
+    names = "eval_episodes checkpoint_interval job_timeout start_timeout".split()
     mujoco = "mujoco" in str(getattr(env.spec, "entry_point", ""))
     workers = (os.cpu_count() or 1) * mujoco if args.workers is None else args.workers
     eval_freq = args.eval_freq or max(config["total_timesteps"] // 20, 1)

@@ -31,6 +31,7 @@ from ars import ARS, ARSLinearPolicy, ARSPolicy, AsyncEval, RunningMeanStd
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "examples"))
 from executor_eval import ExecutorEval  # noqa: E402  (moved out of ars.py: issue 32)
+from warm_start import record_demonstrations, warm_start  # noqa: E402  (likewise)
 
 # === Shared envs, fixtures and helpers ===========================================================
 
@@ -235,21 +236,6 @@ class SlowEnv(NoisyWalk):
 
 def _failing_env():
     raise ValueError("no such robot: Hopper-v99")
-
-
-def _demonstrations(env_id, model, episodes=5):
-    env = ars.make_env(env_id)
-    observations, actions = [], []
-    for seed in range(episodes):
-        obs, _ = env.reset(seed=1000 + seed)
-        done = False
-        while not done:
-            action = model.predict(obs)[0]
-            observations.append(obs)
-            actions.append(action)
-            obs, _, terminated, truncated, _ = env.step(action)
-            done = terminated or truncated
-    return np.array(observations), np.array(actions)
 
 
 class CodedWalk(gym.Env):
@@ -2686,21 +2672,21 @@ def test_warm_start_from_demonstrations(env_id, kwargs, budget, tmp_path):
         pytest.importorskip("mujoco")
     expert = ARS("LinearPolicy", env_id, seed=0, **kwargs).learn(budget)
     expert_return, _ = ars.evaluate_policy(expert, env_id, 10, seed=7)
-    observations, actions = _demonstrations(env_id, expert)
+    observations, actions = record_demonstrations(expert, env_id)
     student = ARS("LinearPolicy", env_id, seed=1, **kwargs)
     assert ars.evaluate_policy(student, env_id, 10, seed=7)[0] < 0.5 * expert_return
     np.savez(tmp_path / "a.npz", observations=observations[:300], actions=actions[:300])
     np.savez(tmp_path / "b.npz", observations=observations[300:], actions=actions[300:])
-    student.warm_start(tmp_path)  # a folder of trajectories
+    warm_start(student, tmp_path)  # a folder of trajectories
     student_return, _ = ars.evaluate_policy(student, env_id, 10, seed=7)
     assert student_return >= 0.8 * expert_return, (student_return, expert_return)
     if student.policy.obs_rms is not None:
         assert student.policy.obs_rms.count == len(observations)
     with pytest.raises(ValueError, match="linear policies"):
-        ARS("MlpPolicy", env_id).warm_start((observations, actions))
+        warm_start(ARS("MlpPolicy", env_id), (observations, actions))
     np.savez(tmp_path / "bad.npz", obs=observations)
     with pytest.raises(ValueError, match="'observations' and 'actions'"):
-        student.warm_start(tmp_path / "bad.npz")
+        warm_start(student, tmp_path / "bad.npz")
 
 
 def test_save_and_load_with_or_without_zip_and_file_objects(tmp_path):
@@ -2947,11 +2933,11 @@ def test_bad_demonstrations_are_refused():
     model = ARS("LinearPolicy", "CartPole-v1", seed=0)
     observations, actions = np.zeros((3, 4)), np.array([0, 1, 0])
     with pytest.raises(ValueError, match="non-finite"):
-        model.warm_start((np.full((3, 4), np.nan), actions))
+        warm_start(model, (np.full((3, 4), np.nan), actions))
     with pytest.raises(ValueError, match="actions must be integers in Discrete"):
-        model.warm_start((observations, np.array([0, -1, 1])))
+        warm_start(model, (observations, np.array([0, -1, 1])))
     with pytest.raises(ValueError, match="actions must lie in Box"):
-        ARS("LinearPolicy", "Pendulum-v1").warm_start((np.zeros((2, 3)), np.array([[0.0], [5.0]])))
+        warm_start(ARS("LinearPolicy", "Pendulum-v1"), (np.zeros((2, 3)), np.array([[0.0], [5.0]])))
 
 
 def test_review_fixes_include_exclude_and_small_sb3_habits(tmp_path):
@@ -3009,7 +2995,7 @@ def test_torch_interop(env_id, policy, kwargs):
         seed=0,
     ).learn(600)
     obs = np.stack([model.observation_space.sample() for _ in range(32)])
-    module = model.policy.to_torch()
+    module = pytest.importorskip("to_torch").to_torch(model.policy)  # examples/
     assert isinstance(module, torch.nn.Module)
     expected = model.predict(obs)[0]
     np.testing.assert_allclose(module(torch.as_tensor(obs)).detach().numpy(), expected, atol=1e-6)
@@ -3698,29 +3684,25 @@ def test_cli_survives_sigkill_at_random_moments(tmp_path):
     )  # no row lost or repeated
 
 
-@pytest.mark.slow
-def test_cli_demos_and_best_model(tmp_path):
+def test_warm_start_example_trains_from_demos_and_the_cli_flag_names_it(tmp_path, capsys):
+    import warm_start as example
+
     expert = ARS("LinearPolicy", "CartPole-v1", n_delta=2, seed=0).learn(20_000)
-    observations, actions = _demonstrations("CartPole-v1", expert)
+    observations, actions = record_demonstrations(expert, "CartPole-v1")
     np.savez(tmp_path / "demos.npz", observations=observations, actions=actions)
-    result = _run(
-        [
-            str(HERE / "ars.py"),
-            "--demos",
-            "demos.npz",
-            "--total-timesteps",
-            "1",
-            "--run-dir",
-            "warm",
-            "--seed",
-            "3",
-        ],
-        tmp_path,
-    )
-    assert result.returncode == 0, result.stderr
-    final = float(result.stdout.split("evaluation: mean return ")[1].split()[0])
-    assert final >= 400, result.stdout  # one iteration after the warm start
-    assert (tmp_path / "warm" / "best_model.npz").exists() and "eval" in result.stdout
+    example.main(["--demos", str(tmp_path / "demos.npz"), "--save", str(tmp_path / "m")])
+    final = float(capsys.readouterr().out.split("after training: mean return ")[1].split()[0])
+    assert final >= 400 and ARS.load(tmp_path / "m.zip").num_timesteps > 0  # one iteration
+    (tmp_path / "truncated.npz").write_bytes(b"PK\x03\x04 not a whole file")
+    with pytest.raises(ValueError, match="not a readable .npz"):
+        example.load_demonstrations(tmp_path / "truncated.npz")
+    with pytest.raises(ImportError, match="examples/warm_start.py"):
+        from ars import load_demonstrations  # noqa: F401
+    with pytest.raises(AttributeError, match="examples/to_torch.py"):
+        expert.policy.to_torch()
+    with pytest.raises(SystemExit), contextlib.redirect_stderr(io.StringIO()) as err:
+        ars.main(["--demos", "demos.npz"])
+    assert "--demos moved: python examples/warm_start.py" in err.getvalue()
 
 
 @pytest.mark.slow
@@ -3731,8 +3713,6 @@ def test_cli_demos_and_best_model(tmp_path):
         (["--eval-episodes", "0"], "at least 1"),
         (["--net-arch", "0"], "at least 1"),
         (["--policy", "LinearPolicy", "--net-arch", "8"], "needs policy='MlpPolicy'"),
-        (["--demos", "truncated.npz"], "not a readable .npz"),
-        (["--demos", "bad_action.npz"], "actions must be integers"),
         (["--n-delta", "-3"], "at least 1"),
         (["--resume", "nowhere"], "no config.json"),
         (["--workers", "-1"], "from 0 to 1024"),
@@ -3747,7 +3727,6 @@ def test_cli_demos_and_best_model(tmp_path):
     ],
 )
 def test_cli_mistakes_give_one_error_line_and_status_2(tmp_path, args, message):
-    np.savez(tmp_path / "bad_action.npz", observations=np.zeros((2, 4)), actions=np.array([0, 7]))
     (tmp_path / "truncated.npz").write_bytes(b"PK\x03\x04 not a whole file")
     result = _run(
         [
@@ -4024,6 +4003,7 @@ def test_examples_run_with_a_tiny_budget(example, tmp_path):
         "dask_cluster.py": "distributed",
         "multicore.py": "mujoco",
         "plot_progress.py": "matplotlib",
+        "to_torch.py": "torch",
     }
     if example in needs:
         pytest.importorskip(needs[example])
