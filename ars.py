@@ -2971,7 +2971,7 @@ def _read_sb3_zip(archive: zipfile.ZipFile, where: str, env: Any = None) -> tupl
     """Metadata and arrays in ars's form from sb3-contrib's ``ARS.save``: settings and spaces
     from the JSON's readable fields (``env``'s where SB3 abbreviated bounds), checked as an ars
     file's; the weights from ``policy.pth`` (:class:`_WeightsUnpickler`), within that size."""
-    data = _json(_read_member(archive, "data", MAX_METADATA_BYTES, where), f"{where}: data")
+    data = _json(_sb3_data(archive, where), f"{where}: data")
     if not isinstance(data, dict):
         raise ValueError(f"{where}: sb3-contrib's 'data' must be a JSON object")
     linear = "Linear policy" in str(data.get("policy_class"))  # its __doc__, in readable text
@@ -3014,6 +3014,31 @@ def _read_sb3_zip(archive: zipfile.ZipFile, where: str, env: Any = None) -> tupl
                 )
     meta = _check_metadata(meta, where)
     return meta, _read_weights(archive, where, _build_policy(meta, None, where).n_params)
+
+
+def _sb3_data(archive: zipfile.ZipFile, where: str) -> bytes:
+    """sb3-contrib's ``data`` JSON, streamed, without the text of its pickles (``:serialized:``
+    strings: ars reads none, and ``weights`` holds a copy of the parameters): what is kept
+    stays within the metadata's cap whatever the size of the model."""
+    kept, rest, skipping, marker = bytearray(), b"", False, b'":serialized:": "'
+    with _member(archive, "data", 6 * MAX_PARAMETERS + MAX_METADATA_BYTES, where) as f:
+        while True:
+            new = f.read(1 << 20)
+            chunk, rest = rest + new, b""
+            while chunk:
+                if skipping:  # base64 holds no quote: the next one ends the pickle
+                    end = chunk.find(b'"')
+                    chunk, skipping = (b"", True) if end < 0 else (chunk[end:], False)
+                elif (start := chunk.find(marker)) >= 0:
+                    kept += chunk[: start + len(marker)]
+                    chunk, skipping = chunk[start + len(marker) :], True
+                else:  # its end may begin a marker: kept for the next read
+                    cut = max(len(chunk) - len(marker), 0) if new else len(chunk)
+                    kept, rest, chunk = kept + chunk[:cut], chunk[cut:], b""
+            if len(kept) > MAX_METADATA_BYTES:
+                raise ValueError(f"{where}: sb3-contrib's data holds over 4 MB besides pickles")
+            if not new:
+                return bytes(kept)
 
 
 def _sb3_space(data: Any) -> dict[str, Any] | None:

@@ -3167,6 +3167,24 @@ def test_sb3_contrib_files_load_without_torch(tmp_path, monkeypatch):
     np.testing.assert_allclose(ARS.load(tmp_path / "theirs").predict(obs)[0], expected, atol=1e-6)
 
 
+def test_sb3_contrib_files_load_whatever_the_size_of_their_pickled_weights(tmp_path):
+    sb3_contrib = pytest.importorskip("sb3_contrib")
+    kwargs = dict(net_arch=[1024, 1024])  # 1M parameters: data pickles 5.6 MB of weights
+    theirs = sb3_contrib.ARS("MlpPolicy", "Pendulum-v1", policy_kwargs=kwargs, zero_policy=False)
+    theirs.save(tmp_path / "big")
+    obs = np.stack([theirs.observation_space.sample() for _ in range(8)])
+    expected = theirs.predict(obs, deterministic=True)[0]
+    np.testing.assert_allclose(ARS.load(tmp_path / "big").predict(obs)[0], expected, atol=1e-5)
+    for start in range(2**20 - 18, 2**20 + 2):  # a pickle's marker cut anywhere by a 1 MB read
+        pad = b"p" * (start - 18)  # the marker starts at 9 + len(pad) + 9
+        data = b'{"pad": "' + pad + b'", "w": {":serialized:": "' + b"A" * 99 + b'"}, "x": 3}'
+        with zipfile.ZipFile(tmp_path / "cut.zip", "w") as archive:
+            archive.writestr("data", data)
+        with zipfile.ZipFile(tmp_path / "cut.zip") as archive:
+            kept = json.loads(ars._sb3_data(archive, "cut.zip"))
+        assert kept == {"pad": pad.decode(), "w": {":serialized:": ""}, "x": 3}, start
+
+
 @pytest.mark.slow
 def test_hostile_sb3_contrib_files_are_refused_cheaply_in_one_line(tmp_path):
     sb3_contrib = pytest.importorskip("sb3_contrib")
