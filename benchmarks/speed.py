@@ -10,7 +10,9 @@ of the machine cancels. Learning is frozen (learning_rate=0 from the zero policy
 implementation rolls out the same kind of policies. MuJoCo steps cost more with real
 actions than with zeros, so "bare" replays actions recorded from those frozen policies
 on one core, and "bare-2" runs that loop in one process per core at once: the ceiling
-for rollouts in worker processes. Ratios are medians of the per-repeat ratios. ars's own
+for rollouts in worker processes. "closed" is the minimal closed loop a user would write
+(``env.step(clip(M (obs - mean) / std))`` with a frozen candidate's matrix): what ars's
+rollouts would cost without ars. Ratios are medians of the per-repeat ratios. ars's own
 cost, the time per step spent outside env.step and env.reset, is measured apart. Results go to
 benchmarks/results/speed.json and speed.md; sb3-contrib rows need
 ``pip install -e ".[bench]"``.
@@ -46,7 +48,14 @@ CASES = [  # (env id, policy, net_arch)
     ("Humanoid-v4", "LinearPolicy", None),
     ("Pendulum-v1", "LinearPolicy", None),
 ]
-RATIOS = [("ars", "bare"), ("ars", "sb3"), ("ars-async", "bare-2"), ("ars-async", "sb3-async")]
+RATIOS = [
+    ("ars", "bare"),
+    ("ars", "closed"),
+    ("ars", "sb3"),
+    ("ars-async", "ars"),
+    ("ars-async", "bare-2"),
+    ("ars-async", "sb3-async"),
+]
 VECTOR_CASES = [  # (env id, policy, net_arch, n_delta), each with k envs side by side
     ("Pendulum-v1", "LinearPolicy", None, 8),  # 16 candidates an iteration: 16 envs busy
     ("HalfCheetah-v4", "LinearPolicy", None, None),  # the paper's N = 32
@@ -111,6 +120,28 @@ def bare(env_id: str, steps: int, actions: list | None = None, **_: object) -> f
         _, _, terminated, truncated, _ = env.step(actions[i % n])
         if terminated or truncated:
             env.reset()
+    return steps / (time.perf_counter() - start)
+
+
+def closed_loop(
+    env_id: str, steps: int, policy: str, net_arch: list | None, n_delta: int | None, **_: object
+) -> float:
+    """The minimal closed loop a user would write: ``env.step(clip(M (obs - mean) / std))``
+    with a frozen candidate's matrix ``M`` (ars's own parameters, drawn as ars draws them)
+    and fixed statistics, with resets. Linear policies on Box actions only."""
+    model = _model(env_id, policy, net_arch, n_delta)
+    network = model.policy
+    M = model.delta_std * ars.direction(0, 0, 0, network.n_params)
+    M = M.reshape(network.action_dim, network.obs_dim)
+    mean, std = np.zeros(network.obs_dim), np.ones(network.obs_dim)
+    low, high = network._low, network._high
+    env = ars.make_env(env_id)
+    obs, _ = env.reset(seed=0)
+    start = time.perf_counter()
+    for _ in range(steps):
+        obs, _, terminated, truncated, _ = env.step(np.clip(M @ ((obs - mean) / std), low, high))
+        if terminated or truncated:
+            obs, _ = env.reset()
     return steps / (time.perf_counter() - start)
 
 
@@ -297,7 +328,9 @@ def main() -> None:
     parser.add_argument("--envs", nargs="*", help="restrict to these env ids")
     parser.add_argument("--policies", nargs="*", default=["LinearPolicy", "MlpPolicy"])
     parser.add_argument(
-        "--impls", nargs="*", default=["bare", "bare-2", "ars", "ars-async", "sb3", "sb3-async"]
+        "--impls",
+        nargs="*",
+        default=["bare", "closed", "bare-2", "ars", "ars-async", "sb3", "sb3-async"],
     )
     parser.add_argument(
         "--n-delta", type=int, help="directions per iteration (default: the paper's)"
@@ -308,10 +341,16 @@ def main() -> None:
     parser.add_argument("--out", default=str(Path(__file__).resolve().parent / "results"))
     parser.add_argument("--vector", action="store_true", help="k = 1, 4, 16 envs side by side")
     parser.add_argument("--clip", metavar="MODEL", help="--video's steps/s beside env.render()'s")
+    parser.add_argument("--profile", action="store_true", help="where ars's time goes (cProfile)")
     args = parser.parse_args()
     warnings.filterwarnings("ignore")
     if args.clip:
         clip_speed(args.clip)
+        return
+    if args.profile:
+        for case in CASES:
+            if not (args.envs and case[0] not in args.envs) and case[1] in args.policies:
+                profile_case(*case, args)
         return
     if args.vector:
         cases = [c for c in VECTOR_CASES if not (args.envs and c[0] not in args.envs)]
@@ -329,6 +368,29 @@ def main() -> None:
         if not (args.envs and case[0] not in args.envs) and case[1] in args.policies
     ]
     write_results(rows, args)
+
+
+def profile_case(env_id: str, policy: str, net_arch: list | None, args: argparse.Namespace) -> None:
+    """ars's learn() (learning frozen) under cProfile: the functions that take the most time
+    of their own, with their share of the whole."""
+    import cProfile
+    import pstats
+
+    model = _model(env_id, policy, net_arch, args.n_delta)
+    profiler = cProfile.Profile()
+    profiler.runcall(model.learn, args.steps)
+    stats = pstats.Stats(profiler)
+    total = sum(row[2] for row in stats.stats.values())  # tottime: each second counted once
+    print(f"\n== {env_id} {policy}{net_arch or ''}: {total:.2f} s profiled, own time per function")
+    for (file, line, name), row in sorted(stats.stats.items(), key=lambda kv: -kv[1][2])[:12]:
+        where = f"{Path(file).name}:{line}" if line else file
+        print(f"  {row[2] / total:6.1%}  {row[1]:>9,} calls  {name} ({where})")
+    groups: dict[str, float] = {}
+    for (file, _, name), row in stats.stats.items():
+        group = "ars.py" if file.endswith("ars.py") else "numpy" if "numpy" in file else None
+        group = group or ("the env" if "gymnasium" in file or "mujoco" in name else "other")
+        groups[group] = groups.get(group, 0.0) + row[2]
+    print("  by place: " + ", ".join(f"{g} {t / total:.1%}" for g, t in sorted(groups.items())))
 
 
 def clip_speed(path: str) -> None:
@@ -376,6 +438,7 @@ def run_case(env_id: str, policy: str, net_arch: list | None, args: argparse.Nam
     actions = policy_actions(env_id, policy, net_arch, args.n_delta)
     runners = {
         "bare": functools.partial(bare, **common, actions=actions),
+        "closed": functools.partial(closed_loop, **common),
         "bare-2": functools.partial(bare_parallel, **common, actions=actions, workers=args.workers),
         "ars": functools.partial(ars_run, **common),
         "ars-async": functools.partial(ars_run, **common, async_eval=async_eval),
@@ -383,6 +446,8 @@ def run_case(env_id: str, policy: str, net_arch: list | None, args: argparse.Nam
         "sb3-async": functools.partial(sb3_run, **common, sb3_workers=args.workers),
     }
     impls = [i for i in args.impls if i in runners]
+    if policy != "LinearPolicy":  # the closed loop is the paper's linear policy
+        impls = [i for i in impls if i != "closed"]
     samples: dict[str, list[float]] = {i: [] for i in impls}
     for repeat in range(args.repeats):
         for impl in impls:
