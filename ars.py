@@ -1120,7 +1120,7 @@ class ARS:
         if self.normalization_samples and getattr(self.policy.obs_rms, "count", 1) == 0:
             self._warm_up(evaluator)
         if checkpoint and self._n_updates == 0:  # a run killed early can resume too
-            save_model(self, checkpoint, callbacks=callbacks)
+            self.save(checkpoint, callbacks=callbacks)
         start = dict(locals(), total_timesteps=self._total_timesteps)  # SB3's: the absolute target
         callbacks.hook("on_training_start", start, globals())
         while self.num_timesteps < self._total_timesteps:
@@ -1128,9 +1128,9 @@ class ARS:
             if not self._step(evaluator, callbacks, log_interval):
                 break
             if checkpoint and self._n_updates % checkpoint_interval == 0:
-                save_model(self, checkpoint, callbacks=callbacks)
+                self.save(checkpoint, callbacks=callbacks)
         if checkpoint:
-            save_model(self, checkpoint, callbacks=callbacks)
+            self.save(checkpoint, callbacks=callbacks)
         callbacks.hook("on_training_end")
         return self
 
@@ -1379,14 +1379,37 @@ class ARS:
         policy.load_state_dict(params["policy"], strict=exact_match)
 
     def save(
-        self, path: Any, exclude: Sequence[str] | None = None, include: Sequence[str] | None = None
+        self,
+        path: Any,
+        exclude: Sequence[str] | None = None,
+        include: Sequence[str] | None = None,
+        callbacks: Any = None,
     ) -> Path | None:
         """Write the model as plain arrays and JSON (an ``.npz``, itself a zip), atomically.
 
         A path without a suffix gets ``.zip``, as in SB3. ``exclude`` drops settings (they
         load as their defaults) or the episode window (``"ep_info_buffer"``); ``include``
-        adds attributes with JSON values."""
-        return save_model(self, path, exclude=exclude, include=include)
+        adds attributes with JSON values; a checkpoint adds the ``callbacks``' state."""
+        self._need_policy()
+        meta, included = _metadata(self), {}
+        for name in set(exclude or ()) - set(include or ()):  # as in SB3: include wins; excluded
+            meta["hparams"].pop(name, None)  # settings load as their defaults
+            if name == "ep_info_buffer":
+                meta.pop(name)
+        for name in include or ():
+            if name in HPARAMS or name in meta:  # saved anyway
+                continue
+            if name in _own_attributes():
+                raise ValueError(f"include={name!r}: it is part of every ARS model, not an extra")
+            value = included[name] = getattr(self, name)
+            try:
+                json.dumps(value)
+            except TypeError:
+                kind = type(value).__name__
+                raise ValueError(f"include={name!r}: {kind} is not plain data (JSON)") from None
+        meta.update({"included": included} if included else {})
+        meta.update({"callbacks": callbacks.state_dict()} if callbacks is not None else {})
+        return _write_npz(path, _arrays(self.policy, meta))
 
     @classmethod
     def load(
@@ -2735,34 +2758,7 @@ def _own_attributes() -> frozenset[str]:
     return frozenset(dir(ARS)) | frozenset(vars(ARS("LinearPolicy", seed=0))) | frozenset(HPARAMS)
 
 
-def save_model(
-    model: ARS,
-    path: Any,
-    exclude: Sequence[str] | None = None,
-    include: Sequence[str] | None = None,
-    callbacks: Any = None,
-) -> Path | None:
-    """Write ``model`` (see :meth:`ARS.save`); a checkpoint adds the ``callbacks``' state."""
-    model._need_policy()
-    meta, included = _metadata(model), {}
-    for name in set(exclude or ()) - set(include or ()):  # as in SB3: include wins; excluded
-        meta["hparams"].pop(name, None)  # settings load as their defaults
-        if name == "ep_info_buffer":
-            meta.pop(name)
-    for name in include or ():
-        if name in HPARAMS or name in meta:  # saved anyway
-            continue
-        if name in _own_attributes():
-            raise ValueError(f"include={name!r}: it is part of every ARS model, not an extra")
-        value = included[name] = getattr(model, name)
-        try:
-            json.dumps(value)
-        except TypeError:
-            kind = type(value).__name__
-            raise ValueError(f"include={name!r}: {kind} is not plain data (JSON)") from None
-    meta.update({"included": included} if included else {})
-    meta.update({"callbacks": callbacks.state_dict()} if callbacks is not None else {})
-    return _write_npz(path, _arrays(model.policy, meta))
+save_model = ARS.save  # the function form: save_model(model, path, ...)
 
 
 def _member(archive: zipfile.ZipFile, name: str, limit: int, where: str) -> Any:
@@ -3763,8 +3759,8 @@ def _train(model: ARS, config: dict, run_dir: Path, evaluation: EvalCallback, lo
             interrupts.training = False  # from here a signal waits until the files are written
             if async_eval is not None:
                 async_eval.close()
-        save_model(model, run_dir / "checkpoint.npz", callbacks=_Callbacks([evaluation], model))
-        path = save_model(model, run_dir / "model.npz")
+        model.save(run_dir / "checkpoint.npz", callbacks=_Callbacks([evaluation], model))
+        path = model.save(run_dir / "model.npz")
         interrupts.restore()
         if status or interrupts.requested:
             how = "discarded the unfinished" if interrupts.discarded else "finished the current"
