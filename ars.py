@@ -2446,6 +2446,7 @@ class EvalCallback:
         seed: int | None = None,
         best_model_name: str = "best_model.zip",
     ):
+        vars(self).update((k, v) for k, v in locals().items() if k != "self")  # the arguments
         for name in ("n_eval_episodes", "eval_freq", "eval_concurrency"):
             check_integer(name, locals()[name])
         if eval_concurrency > 1 and (isinstance(eval_env, gym.Env) or render):
@@ -2453,13 +2454,8 @@ class EvalCallback:
                 "eval_concurrency > 1 needs the eval env as an id or a function, to "
                 "build it in each worker, and cannot render"
             )
-        self.eval_env, self.eval_freq, self.n_eval_episodes = eval_env, eval_freq, n_eval_episodes
-        self.callback_on_new_best, self.eval_concurrency = callback_on_new_best, eval_concurrency
-        self.callback_after_eval = callback_after_eval
         self.log_path = None if log_path is None else Path(log_path)
         self.best_model_save_path = best_model_save_path and Path(best_model_save_path)
-        self.best_model_name, self.verbose, self.seed = best_model_name, verbose, seed
-        self.deterministic, self.warn, self.render = deterministic, warn, render
         self.evaluations, self.evaluations_results, self.evaluations_length = [], [], []
         self.best_mean_reward = self.last_mean_reward = -np.inf
         self._next, self._train_seconds, self._evaluator = 0, 0.0, None
@@ -3477,10 +3473,7 @@ def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         (env is not None and not env.strip(), "--env needs an env id, e.g. CartPole-v1"),
         ((video or args.render) and not args.eval, "--video and --render: add --eval MODEL"),
         (video and (args.render or not args.video.strip()), "--video needs a file, no --render"),
-        (
-            args.video_fps is not None and not (video and args.video_fps > 0),
-            "--video-fps > 0 goes with --video",
-        ),
+        (args.video_fps is not None and not video, "--video-fps goes with --video"),  # > 0: checked
         (min(args.job_timeout, args.start_timeout) <= 0, "timeouts must be positive"),
         (args.resume and given != {"resume"}, "--resume goes without --run-dir and --overwrite"),
         (args.eval and given, "--eval goes without --resume, --run-dir and --overwrite"),
