@@ -1006,9 +1006,8 @@ class ARS:
         else:
             object.__setattr__(self, name, value)
 
-    def _setup_model(self, initialize: bool = True) -> None:
-        """Build the policy for the model's spaces (V2 statistics, initial parameters unless
-        ``initialize`` is False: a loaded model's come from its file)."""
+    def _setup_model(self) -> None:
+        """Build the policy for the model's spaces, with V2's statistics and initial parameters."""
         policy, cls = self.policy_class, POLICY_CLASSES.get(self.policy_class, self.policy_class)
         if not isinstance(policy, ARSPolicy):
             if not (isinstance(cls, type) and issubclass(cls, ARSPolicy)):
@@ -1021,8 +1020,8 @@ class ARS:
         if policy is self.policy_class and policy.obs_rms is not None:  # an instance's V2
             self.hparams["normalize_obs"] = True
         self._match_normalization(policy)
-        if initialize and (self.zero_policy or policy is not self.policy_class):  # an instance
-            policy._theta = initial_parameters(policy, self.zero_policy, self.seed)  # keeps its own
+        if self.zero_policy or policy is not self.policy_class:  # an instance keeps its own
+            policy._theta = initial_parameters(policy, self.zero_policy, self.seed)
         if getattr(self._vec_normalize, "norm_obs", False):
             policy.vec_normalize = self._vec_normalize
         self.policy = policy
@@ -1462,19 +1461,18 @@ class ARS:
         try:
             settings = {**meta["hparams"], "policy_kwargs": meta["policy_kwargs"], **overrides}
             model = ARS(meta["policy"], _init_setup_model=False, device=device, **settings)
-            model.observation_space, model.action_space = (meta[k] for k in SPACE_KEYS)
-            model.env_id = meta.get("env_id")
-            model._setup_model(initialize=False)
             if model.normalize_obs != ("obs_rms.mean" in state):  # V2 needs the file's statistics
                 what = "lacks" if model.normalize_obs else "holds"
                 raise ValueError(
                     f"normalize_obs is {model.normalize_obs} but the file {what} V2's statistics"
                 )
-            model.policy.load_state_dict(state)
-        except (ValueError, TypeError, NotImplementedError, RuntimeError) as error:
+        except (ValueError, TypeError) as error:
             raise ValueError(f"{where}: {error}") from None
+        meta["policy_kwargs"] = model.policy_kwargs or {}  # the file's, or those given
+        model.policy = _build_policy(meta, state, where)  # and the VecNormalize it learned through
+        model.observation_space, model.action_space = _spaces_of(model.policy)
+        model.env_id = meta.get("env_id")
         model.num_timesteps, model._n_updates = meta["num_timesteps"], meta["n_updates"]
-        model.policy.vec_normalize = meta.get("vec_normalize")
         model.ep_info_buffer.extend({"r": float(r), "l": int(n)} for r, n in meta["ep_info_buffer"])
         vars(model).update(meta.get("included", {}))  # checked: never one of the model's own
         if env is not None:
