@@ -2700,10 +2700,7 @@ def _space_from_json(data: dict[str, Any], where: str) -> spaces.Space:
         bound = lambda v: np.array(v, dtype).reshape(shape) if isinstance(v, list) else v
         return spaces.Box(bound(data["low"]), bound(data["high"]), shape=shape, dtype=dtype)
     except (KeyError, TypeError, ValueError, OverflowError, AssertionError) as error:
-        raise ValueError(
-            f"{where} is not a valid space ({type(error).__name__}: "
-            f"{' '.join(str(error).split())[:200]})"
-        ) from error
+        raise ValueError(f"{where} is not a valid space ({_one_line(error)})") from error
 
 
 def _metadata(model: ARS | ARSPolicy, kind: str = "model") -> dict[str, Any]:
@@ -3191,10 +3188,8 @@ def _read_weights(archive: zipfile.ZipFile, where: str, budget: int) -> dict[str
             raise ValueError("it holds something other than a dict of tensors")
         return state
     except Exception as error:  # a damaged pickle raises anything; never torch's advice
-        raise ValueError(
-            f"{where}: policy.pth is not a readable weights file "
-            f"({type(error).__name__}: {' '.join(str(error).split())[:300]})"
-        ) from None
+        message = f"policy.pth is not a readable weights file ({_one_line(error)})"
+        raise ValueError(f"{where}: {message}") from None
 
 
 # == Videos =======================================================================================
