@@ -1865,8 +1865,7 @@ class _Evaluator:
         """Later ``send_jobs`` use ``policy``'s structure and a copy of its statistics."""
         policy = _policy_of(policy)
         self._network = None if policy is None else policy.network()
-        self._obs_rms = None if policy is None or policy.obs_rms is None else policy.obs_rms.copy()
-        self._visited = [self._no_statistics() for _ in range(self.n_workers)]
+        self.sync_obs_rms(getattr(policy, "obs_rms", None))
 
     def send_jobs(
         self, candidate_weights: Any, pop_size: int | None = None, episode_seeds: Any = None
@@ -1912,15 +1911,11 @@ class _Evaluator:
         return [rms.copy() for rms in self._visited]
 
     def sync_obs_rms(self, obs_rms: RunningMeanStd | None) -> None:
-        """Normalise with ``obs_rms`` from now on (V2); resets the visited-state statistics."""
-        if self._network is None:
-            raise ValueError(f"this {type(self).__name__} has no policy to normalise for")
+        """Normalise with a copy of ``obs_rms`` from now on (V2); resets the visited states'."""
         moments = [np.array(getattr(obs_rms, k, 0), float).reshape(-1) for k in ("mean", "var")]
         self._obs_rms = obs_rms and RunningMeanStd.from_moments(*moments, obs_rms.count)
-        self._visited = [self._no_statistics() for _ in range(self.n_workers)]
-
-    def _no_statistics(self) -> RunningMeanStd:
-        return RunningMeanStd((0 if self._network is None else self._network.obs_dim,))
+        dim = 0 if self._network is None else self._network.obs_dim  # 0: sized by the first
+        self._visited = [RunningMeanStd((dim,)) for _ in range(self.n_workers)]
 
     def seed(self, seed: int | None = None) -> list:
         """Seed the env seeds of later ``send_jobs``; as sb3-contrib, ``None`` does nothing."""
