@@ -3063,14 +3063,12 @@ def _read_sb3_zip(archive: zipfile.ZipFile, where: str, env: Any = None) -> tupl
         raise ValueError(f"{where}: sb3-contrib's 'data' must be a JSON object")
     linear = "Linear policy" in str(data.get("policy_class"))  # its __doc__, in readable text
     given = data.get("policy_kwargs") if isinstance(data.get("policy_kwargs"), dict) else {}
-    keys = ("net_arch", "with_bias", "squash_output", "activation_fn")
+    keys = ("with_bias", "squash_output") + ("net_arch", "activation_fn") * (not linear)
     kwargs = {k: given[k] for k in keys if k in given}
     if "activation_fn" in kwargs:  # a pickled class: its name is in the readable text
         name = re.search(r"\.(\w+)'>", str(kwargs["activation_fn"]))
         kwargs["activation_fn"] = name.group(1).lower() if name else kwargs["activation_fn"]
     kwargs.setdefault("with_bias", not linear)  # sb3-contrib's defaults
-    if linear:
-        kwargs = {k: kwargs[k] for k in ("with_bias", "squash_output") if k in kwargs}
     names = ("n_delta", "n_top", "n_eval_episodes", "zero_policy", "alive_bonus_offset", "seed")
     hparams, unreadable = {k: data[k] for k in names if k in data}, []
     for name, key in (("learning_rate", "lr_schedule"), ("delta_std", "delta_std_schedule")):
