@@ -1016,11 +1016,10 @@ class ARS:
                     f"class or instance; got {policy!r:.100}"
                 )
             policy = cls(self.observation_space, self.action_space, **(self.policy_kwargs or {}))
-        _check_same_spaces(_spaces_of(policy), _spaces_of(self))
         if policy is self.policy_class and policy.obs_rms is not None:  # an instance's V2
             self.hparams["normalize_obs"] = True
         self._match_normalization(policy)
-        if self.zero_policy or policy is not self.policy_class:  # an instance keeps its own
+        if self.zero_policy or policy is not self.policy_class:  # else an instance keeps its own
             policy._theta = initial_parameters(policy, self.zero_policy, self.seed)
         if getattr(self._vec_normalize, "norm_obs", False):
             policy.vec_normalize = self._vec_normalize
@@ -1043,8 +1042,7 @@ class ARS:
 
     def set_env(self, env: Any, force_reset: bool = True) -> None:
         """Train on ``env`` (id, env, vector env or function) of the model's spaces."""
-        gym_env, vec_env, vec_normalize = resolve_env(env)
-        check_spaces(*_spaces_of(gym_env))
+        gym_env, vec_env, vec_normalize = resolve_env(env)  # its spaces: checked by the policy
         if self.observation_space is not None:
             _check_same_spaces(_spaces_of(gym_env), _spaces_of(self), "the env")
         self.observation_space, self.action_space = _spaces_of(gym_env)
