@@ -1145,7 +1145,7 @@ class ARS:
             policy.load_from_vector(theta)
             policy.obs_rms = obs_rms
             _update_vec_normalize(self._vec_normalize, [r.visited for r in info["results"]])
-            self.num_timesteps = start + info["timesteps"]  # as the step reporter counted
+            self.num_timesteps = start + info["timesteps"]  # as on_step counted
             for r in info["results"]:
                 episodes = zip(r.returns.tolist(), r.lengths.tolist())
                 self.ep_info_buffer.extend({"r": x, "l": n} for x, n in episodes)
@@ -1169,11 +1169,11 @@ class ARS:
 
         def evaluate(it: Iteration, jobs: Sequence[Job]) -> list[Result]:
             callbacks.hook("on_rollout_start")
-            reporter = callbacks.step_reporter()  # below: the observations the policy learns on
-            it = _observed_through(observations_seen_by(self), it)
+            reporter = callbacks.on_step if callbacks.per_step else None  # None: the fast path
+            it = _observed_through(observations_seen_by(self), it)  # what the policy learns on
             results = evaluator.evaluate(it, jobs, reporter)
             if reporter is not None and not isinstance(evaluator, InProcessEval):
-                reporter.after(results)
+                callbacks.after(results)  # workers' steps, told afterwards
             callbacks.hook("on_rollout_end")
             return results
 
@@ -2332,10 +2332,6 @@ class _Callbacks:
             if hasattr(cb, name):
                 getattr(cb, name)(*args)
 
-    def step_reporter(self) -> _StepReporter | None:
-        """What evaluators tell about env steps; None (the fast path) without SB3 callbacks."""
-        return _StepReporter(self.model, self.per_step) if self.per_step else None
-
     def on_iteration(self, locals_: dict) -> bool:
         """Call the per-iteration callbacks; False when one of them asks to stop."""
         keep_going = True
@@ -2355,15 +2351,9 @@ class _Callbacks:
             if type(cb).__name__ in states:
                 cb.load_state_dict(states[type(cb).__name__])
 
-
-class _StepReporter:
-    """SB3 callbacks' ``on_step`` as SB3 calls it: after each step, ``num_timesteps`` up to it."""
-
-    def __init__(self, model: ARS, callbacks: list[Any]):
-        self.model, self.callbacks = model, callbacks
-
-    def __call__(self, action: Any, transition: tuple) -> None:
-        """After one env step in this process."""
+    def on_step(self, action: Any, transition: tuple) -> None:
+        """SB3 callbacks' ``on_step`` as SB3 calls it: after each env step in this process,
+        ``num_timesteps`` counted up to it."""
         obs, reward, terminated, truncated, info = transition
         self.model.num_timesteps += 1
         done, rewards = np.array([terminated or truncated]), np.array([reward])
@@ -2381,7 +2371,7 @@ class _StepReporter:
             self._step(dict(dones=batch, infos=[{} for _ in batch]))
 
     def _step(self, extra: dict[str, Any]) -> None:
-        for cb in self.callbacks:
+        for cb in self.per_step:
             if hasattr(cb, "update_locals"):
                 cb.update_locals({"self": self.model, **extra})
             if cb.on_step() is False:
