@@ -1446,8 +1446,6 @@ class ARS:
             raise ValueError(f"{where} holds a policy alone: load it with ARSPolicy.load")
         if print_system_info:
             print("== saved with:", meta.get("system_info"), "\n== now:", _system_info())
-        if unknown := sorted(set(overrides) - set(HPARAMS)):
-            raise TypeError(f"ARS.load got settings it does not know: {unknown}")
         schedules = meta.get("schedules", [])
         for name in (*schedules, *meta.get("unreadable", [])):
             if name not in overrides:
@@ -1464,7 +1462,7 @@ class ARS:
                 raise ValueError(
                     f"normalize_obs is {model.normalize_obs} but the file {what} V2's statistics"
                 )
-        except (ValueError, TypeError) as error:
+        except ValueError as error:  # not TypeError: ARS() names an override it does not take
             raise ValueError(f"{where}: {error}") from None
         meta["policy_kwargs"] = model.policy_kwargs or {}  # the file's, or those given
         model.policy = _build_policy(meta, state, where)  # and the VecNormalize it learned through
