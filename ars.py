@@ -1423,11 +1423,9 @@ class ARS:
         continues from it. ``custom_objects`` and ``kwargs`` override saved settings.
         ``device`` falls back to the CPU as in the constructor; ``force_reset`` is accepted
         for SB3 compatibility (every rollout resets anyway)."""
-        overrides = {**(custom_objects or {}), **kwargs}
         meta, state = read_model_file(path, env)
-        return cls._from_file(
-            meta, state, str(getattr(path, "name", path)), env, device, overrides, print_system_info
-        )
+        overrides, where = {**(custom_objects or {}), **kwargs}, str(getattr(path, "name", path))
+        return cls._from_file(meta, state, where, env, device, print_system_info, **overrides)
 
     @classmethod
     def _from_file(
@@ -1437,11 +1435,10 @@ class ARS:
         where: str,
         env: Any = None,
         device: Any = "auto",
-        overrides: dict | None = None,
         print_system_info: bool = False,
+        **overrides: Any,
     ) -> ARS:
         """:meth:`load`'s model from what :func:`read_model_file` read (the CLI reads once)."""
-        overrides = overrides or {}
         if meta["kind"] != "model":
             raise ValueError(f"{where} holds a policy alone: load it with ARSPolicy.load")
         if print_system_info:
@@ -3582,9 +3579,7 @@ def _resume(args: argparse.Namespace) -> tuple[ARS, dict[str, Any], Path]:
             )
     checkpoint = run_dir / "checkpoint.npz"  # read once: the model and the callbacks' state
     meta, state = read_model_file(checkpoint, config["env"])
-    model = ARS._from_file(
-        meta, state, str(checkpoint), config["env"], overrides={"verbose": args.verbose}
-    )
+    model = ARS._from_file(meta, state, str(checkpoint), config["env"], verbose=args.verbose)
     config["callbacks"] = meta.get("callbacks", {})  # for this process only: never written
     total = args.total_timesteps
     if total is not None and total < model.num_timesteps and total != config["total_timesteps"]:
