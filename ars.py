@@ -3594,10 +3594,8 @@ def _resume(args: argparse.Namespace) -> tuple[ARS, dict[str, Any], Path]:
 
 def _evaluate_saved(args: argparse.Namespace) -> int:
     meta, state = read_model_file(args.eval, args.env)  # once: a model, or a policy alone
-    if meta["kind"] == "model":
-        model = ARS._from_file(meta, state, str(args.eval), args.env)
-    else:
-        model = _build_policy(meta, state, str(args.eval))
+    build = ARS._from_file if meta["kind"] == "model" else _build_policy  # spaces: checked at use
+    model = build(meta, state, str(args.eval))
     env_id = args.env or getattr(model, "env_id", None)
     if env_id is None:
         raise ValueError(f"{args.eval} does not record its env; pass --env")
@@ -3610,8 +3608,8 @@ def _evaluate_saved(args: argparse.Namespace) -> int:
         total = _play(model, _rendering_env(model, env_id, "human"), None, None, lambda f: None)[0]
         print(f"{env_id}: return {total:.2f} in one episode")
     else:
-        env, where = make_env(env_id), str(args.eval)
-        _check_same_spaces(_spaces_of(env), _spaces_of(_policy_of(model)), env_id, where)
+        env = make_env(env_id)
+        _check_same_spaces(_spaces_of(env), _spaces_of(_policy_of(model)), env_id, "the model")
         mean, std = evaluate_policy(model, env, n := args.eval_episodes)  # the model's own seeds
         print(f"{env_id}: mean return {mean:.2f} +/- {std:.2f} over {n} episodes ({args.eval})")
     return 0
