@@ -1238,9 +1238,8 @@ class ARS:
         episodes, index, n = range(self.n_eval_episodes), self._n_updates, len(weights)
         seeds = [[env_seed(self.seed, ENV_SEEDS, index, c, e) for e in episodes] for c in range(n)]
         it, jobs = fixed_jobs(policy.network(), policy.obs_rms, weights, seeds, max_steps)
-        callbacks = callback if isinstance(callback, _Callbacks) else _Callbacks(callback, self)
         start, shift = self.num_timesteps, self.alive_bonus_offset
-        results = self._rollouts(evaluator, callbacks)(it, jobs)
+        results = self._rollouts(evaluator, _Callbacks(callback, self))(it, jobs)
         self.num_timesteps = start + sum(int(r.lengths.sum()) for r in results)  # sb3-contrib's
         returns = np.array([np.mean(r.returns + shift * r.lengths) for r in results])
         return _like(candidate_weights, returns)
