@@ -1135,7 +1135,10 @@ class ARS:
         """One iteration of the core, its callbacks and its log row, or nothing at all: on
         Ctrl+C, an error or a callback's stop, the model and the callbacks are left as they
         were. Returns False to stop training."""
-        saved, policy, start = self._state(callbacks), self.policy, self.num_timesteps
+        policy, start, n_updates = self.policy, self.num_timesteps, self._n_updates
+        saved = policy.parameters_to_vector(), policy.obs_rms, self.ep_info_buffer.copy()
+        rms, callback_states = getattr(self._vec_normalize, "obs_rms", None), callbacks.state_dict()
+        rms = None if rms is None else rms.copy()  # VecNormalize's, updated in place
         try:
             hp = dict(self.hparams, learning_rate=self._schedule_value("learning_rate"))
             hp["delta_std"] = self._schedule_value("delta_std")
@@ -1158,8 +1161,14 @@ class ARS:
             if log_interval and self._n_updates % log_interval == 0:
                 self.dump_logs()
             return keep_going
-        except BaseException as error:
-            self._restore(saved, callbacks)
+        except BaseException as error:  # all put back as it was
+            policy.load_from_vector(saved[0])
+            policy.obs_rms, self.ep_info_buffer = saved[1:]  # a copy: the window's length kept
+            self.num_timesteps, self._n_updates = start, n_updates
+            if self._vec_normalize is not None:
+                self._vec_normalize.obs_rms = rms
+            callbacks.load_state_dict(callback_states)
+            getattr(self.logger, "values", {}).clear()
             if isinstance(error, StopTraining):
                 return False
             raise
@@ -1200,23 +1209,6 @@ class ARS:
             episode += WARM_UP_BATCH
         self.num_timesteps += steps
         policy.obs_rms = merge_statistics(policy.obs_rms, visited)
-
-    def _state(self, callbacks: _Callbacks) -> tuple:
-        """What an iteration changes, for :meth:`_restore` to put back if it does not finish."""
-        policy, rms = self.policy, getattr(self._vec_normalize, "obs_rms", None)
-        theta, counters = policy.parameters_to_vector(), (self.num_timesteps, self._n_updates)
-        episodes, rms = self.ep_info_buffer.copy(), None if rms is None else rms.copy()
-        return theta, policy.obs_rms, counters, episodes, rms, callbacks.state_dict()
-
-    def _restore(self, state: tuple, callbacks: _Callbacks) -> None:
-        theta, self.policy.obs_rms, counters, episodes, rms, callback_states = state
-        self.policy.load_from_vector(theta)
-        self.num_timesteps, self._n_updates = counters
-        self.ep_info_buffer = episodes  # a copy: the window's length kept
-        if self._vec_normalize is not None:
-            self._vec_normalize.obs_rms = rms
-        callbacks.load_state_dict(callback_states)
-        getattr(self.logger, "values", {}).clear()
 
     # -- the policy, and SB3's methods ----------------------------------------------------------
     def predict(self, observation: Any, *args: Any, **kwargs: Any) -> tuple[Any, None]:
