@@ -1415,8 +1415,10 @@ class ARS:
         ``device`` falls back to the CPU as in the constructor; ``force_reset`` is accepted
         for SB3 compatibility (every rollout resets anyway)."""
         meta, state = read_model_file(path, env)
+        if print_system_info:
+            print("== saved with:", meta.get("system_info"), "\n== now:", _system_info())
         overrides, where = {**(custom_objects or {}), **kwargs}, str(getattr(path, "name", path))
-        return cls._from_file(meta, state, where, env, device, print_system_info, **overrides)
+        return cls._from_file(meta, state, where, env, device, **overrides)
 
     @classmethod
     def _from_file(
@@ -1426,14 +1428,11 @@ class ARS:
         where: str,
         env: Any = None,
         device: Any = "auto",
-        print_system_info: bool = False,
         **overrides: Any,
     ) -> ARS:
         """:meth:`load`'s model from what :func:`read_model_file` read (the CLI reads once)."""
         if meta["kind"] != "model":
             raise ValueError(f"{where} holds a policy alone: load it with ARSPolicy.load")
-        if print_system_info:
-            print("== saved with:", meta.get("system_info"), "\n== now:", _system_info())
         schedules = meta.get("schedules", [])
         for name in (*schedules, *meta.get("unreadable", [])):
             if name not in overrides:
