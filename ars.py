@@ -973,9 +973,8 @@ class ARS:
         else:
             object.__setattr__(self, name, value)
 
-    def _setup_model(self, initialize: bool = True) -> None:
-        """Build the policy for the model's spaces (V2 statistics, initial parameters unless
-        ``initialize`` is False: a loaded model's come from its file)."""
+    def _setup_model(self) -> None:
+        """Build the policy for the model's spaces, with V2's statistics and initial parameters."""
         policy, cls = self.policy_class, POLICY_CLASSES.get(self.policy_class, self.policy_class)
         if not isinstance(policy, ARSPolicy):
             if not (isinstance(cls, type) and issubclass(cls, ARSPolicy)):
@@ -984,12 +983,11 @@ class ARS:
                     f"class or instance; got {policy!r:.100}"
                 )
             policy = cls(self.observation_space, self.action_space, **(self.policy_kwargs or {}))
-        _check_same_spaces(_spaces_of(policy), _spaces_of(self))
         if policy is self.policy_class and policy.obs_rms is not None:  # an instance's V2
             self.hparams["normalize_obs"] = True
         self._match_normalization(policy)
-        if initialize and (self.zero_policy or policy is not self.policy_class):  # an instance
-            policy._theta = initial_parameters(policy, self.zero_policy, self.seed)  # keeps its own
+        if self.zero_policy or policy is not self.policy_class:  # else an instance keeps its own
+            policy._theta = initial_parameters(policy, self.zero_policy, self.seed)
         if getattr(self._vec_normalize, "norm_obs", False):
             policy.vec_normalize = self._vec_normalize
         self.policy = policy
@@ -1011,8 +1009,7 @@ class ARS:
 
     def set_env(self, env: Any, force_reset: bool = True) -> None:
         """Train on ``env`` (id, env, vector env or function) of the model's spaces."""
-        gym_env, vec_env, vec_normalize = resolve_env(env)
-        check_spaces(*_spaces_of(gym_env))
+        gym_env, vec_env, vec_normalize = resolve_env(env)  # its spaces: checked by the policy
         if self.observation_space is not None:
             _check_same_spaces(_spaces_of(gym_env), _spaces_of(self), "the env")
         self.observation_space, self.action_space = _spaces_of(gym_env)
@@ -1087,7 +1084,7 @@ class ARS:
         if self.normalization_samples and getattr(self.policy.obs_rms, "count", 1) == 0:
             self._warm_up(evaluator)
         if checkpoint and self._n_updates == 0:  # a run killed early can resume too
-            save_model(self, checkpoint, callbacks=callbacks)
+            self.save(checkpoint, callbacks=callbacks)
         start = dict(locals(), total_timesteps=self._total_timesteps)  # SB3's: the absolute target
         callbacks.hook("on_training_start", start, globals())
         while self.num_timesteps < self._total_timesteps:
@@ -1095,9 +1092,9 @@ class ARS:
             if not self._step(evaluator, callbacks, log_interval):
                 break
             if checkpoint and self._n_updates % checkpoint_interval == 0:
-                save_model(self, checkpoint, callbacks=callbacks)
+                self.save(checkpoint, callbacks=callbacks)
         if checkpoint:
-            save_model(self, checkpoint, callbacks=callbacks)
+            self.save(checkpoint, callbacks=callbacks)
         callbacks.hook("on_training_end")
         return self
 
@@ -1105,7 +1102,10 @@ class ARS:
         """One iteration of the core, its callbacks and its log row, or nothing at all: on
         Ctrl+C, an error or a callback's stop, the model and the callbacks are left as they
         were. Returns False to stop training."""
-        saved, policy, start = self._state(callbacks), self.policy, self.num_timesteps
+        policy, start, n_updates = self.policy, self.num_timesteps, self._n_updates
+        saved = policy.parameters_to_vector(), policy.obs_rms, self.ep_info_buffer.copy()
+        rms, callback_states = getattr(self._vec_normalize, "obs_rms", None), callbacks.state_dict()
+        rms = None if rms is None else rms.copy()  # VecNormalize's, updated in place
         try:
             hp = dict(self.hparams, learning_rate=self._schedule_value("learning_rate"))
             hp["delta_std"] = self._schedule_value("delta_std")
@@ -1115,7 +1115,7 @@ class ARS:
             policy.load_from_vector(theta)
             policy.obs_rms = obs_rms
             _update_vec_normalize(self._vec_normalize, [r.visited for r in info["results"]])
-            self.num_timesteps = start + info["timesteps"]  # as the step reporter counted
+            self.num_timesteps = start + info["timesteps"]  # as on_step counted
             for r in info["results"]:
                 episodes = zip(r.returns.tolist(), r.lengths.tolist())
                 self.ep_info_buffer.extend({"r": x, "l": n} for x, n in episodes)
@@ -1128,8 +1128,14 @@ class ARS:
             if log_interval and self._n_updates % log_interval == 0:
                 self.dump_logs()
             return keep_going
-        except BaseException as error:
-            self._restore(saved, callbacks)
+        except BaseException as error:  # all put back as it was
+            policy.load_from_vector(saved[0])
+            policy.obs_rms, self.ep_info_buffer = saved[1:]  # a copy: the window's length kept
+            self.num_timesteps, self._n_updates = start, n_updates
+            if self._vec_normalize is not None:
+                self._vec_normalize.obs_rms = rms
+            callbacks.load_state_dict(callback_states)
+            getattr(self.logger, "values", {}).clear()
             if isinstance(error, StopTraining):
                 return False
             raise
@@ -1139,11 +1145,11 @@ class ARS:
 
         def evaluate(it: Iteration, jobs: Sequence[Job]) -> list[Result]:
             callbacks.hook("on_rollout_start")
-            reporter = callbacks.step_reporter()  # below: the observations the policy learns on
-            it = _observed_through(observations_seen_by(self), it)
+            reporter = callbacks.on_step if callbacks.per_step else None  # None: the fast path
+            it = _observed_through(observations_seen_by(self), it)  # what the policy learns on
             results = evaluator.evaluate(it, jobs, reporter)
             if reporter is not None and not isinstance(evaluator, InProcessEval):
-                reporter.after(results)
+                callbacks.after(results)  # workers' steps, told afterwards
             callbacks.hook("on_rollout_end")
             return results
 
@@ -1171,23 +1177,6 @@ class ARS:
         self.num_timesteps += steps
         policy.obs_rms = merge_statistics(policy.obs_rms, visited)
 
-    def _state(self, callbacks: _Callbacks) -> tuple:
-        """What an iteration changes, for :meth:`_restore` to put back if it does not finish."""
-        policy, rms = self.policy, getattr(self._vec_normalize, "obs_rms", None)
-        theta, counters = policy.parameters_to_vector(), (self.num_timesteps, self._n_updates)
-        episodes, rms = self.ep_info_buffer.copy(), None if rms is None else rms.copy()
-        return theta, policy.obs_rms, counters, episodes, rms, callbacks.state_dict()
-
-    def _restore(self, state: tuple, callbacks: _Callbacks) -> None:
-        theta, self.policy.obs_rms, counters, episodes, rms, callback_states = state
-        self.policy.load_from_vector(theta)
-        self.num_timesteps, self._n_updates = counters
-        self.ep_info_buffer = episodes  # a copy: the window's length kept
-        if self._vec_normalize is not None:
-            self._vec_normalize.obs_rms = rms
-        callbacks.load_state_dict(callback_states)
-        getattr(self.logger, "values", {}).clear()
-
     # -- the policy, and SB3's methods ----------------------------------------------------------
     def predict(self, observation: Any, *args: Any, **kwargs: Any) -> tuple[Any, None]:
         """``(action, None)``: :meth:`ARSPolicy.predict`, SB3's signature and shapes."""
@@ -1208,9 +1197,8 @@ class ARS:
         episodes, index, n = range(self.n_eval_episodes), self._n_updates, len(weights)
         seeds = [[env_seed(self.seed, ENV_SEEDS, index, c, e) for e in episodes] for c in range(n)]
         it, jobs = fixed_jobs(policy.network(), policy.obs_rms, weights, seeds, max_steps)
-        callbacks = callback if isinstance(callback, _Callbacks) else _Callbacks(callback, self)
         start, shift = self.num_timesteps, self.alive_bonus_offset
-        results = self._rollouts(evaluator, callbacks)(it, jobs)
+        results = self._rollouts(evaluator, _Callbacks(callback, self))(it, jobs)
         self.num_timesteps = start + sum(int(r.lengths.sum()) for r in results)  # sb3-contrib's
         returns = np.array([np.mean(r.returns + shift * r.lengths) for r in results])
         return _like(candidate_weights, returns)
@@ -1292,14 +1280,37 @@ class ARS:
         policy.load_state_dict(params["policy"], strict=exact_match)
 
     def save(
-        self, path: Any, exclude: Sequence[str] | None = None, include: Sequence[str] | None = None
+        self,
+        path: Any,
+        exclude: Sequence[str] | None = None,
+        include: Sequence[str] | None = None,
+        callbacks: Any = None,
     ) -> Path | None:
         """Write the model as plain arrays and JSON (an ``.npz``, itself a zip), atomically.
 
         A path without a suffix gets ``.zip``, as in SB3. ``exclude`` drops settings (they
         load as their defaults) or the episode window (``"ep_info_buffer"``); ``include``
-        adds attributes with JSON values."""
-        return save_model(self, path, exclude=exclude, include=include)
+        adds attributes with JSON values; a checkpoint adds the ``callbacks``' state."""
+        self._need_policy()
+        meta, included = _metadata(self), {}
+        for name in set(exclude or ()) - set(include or ()):  # as in SB3: include wins; excluded
+            meta["hparams"].pop(name, None)  # settings load as their defaults
+            if name == "ep_info_buffer":
+                meta.pop(name)
+        for name in include or ():
+            if name in HPARAMS or name in meta:  # saved anyway
+                continue
+            if name in _own_attributes():
+                raise ValueError(f"include={name!r}: it is part of every ARS model, not an extra")
+            value = included[name] = getattr(self, name)
+            try:
+                json.dumps(value)
+            except TypeError:
+                kind = type(value).__name__
+                raise ValueError(f"include={name!r}: {kind} is not plain data (JSON)") from None
+        meta.update({"included": included} if included else {})
+        meta.update({"callbacks": callbacks.state_dict()} if callbacks is not None else {})
+        return _write_npz(path, _arrays(self.policy, meta))
 
     @classmethod
     def load(
@@ -1316,11 +1327,11 @@ class ARS:
         continues from it. ``custom_objects`` and ``kwargs`` override saved settings.
         ``device`` falls back to the CPU as in the constructor; ``force_reset`` is accepted
         for SB3 compatibility (every rollout resets anyway)."""
-        overrides = {**(custom_objects or {}), **kwargs}
         meta, state = read_model_file(path, env)
-        return cls._from_file(
-            meta, state, str(getattr(path, "name", path)), env, device, overrides, print_system_info
-        )
+        if print_system_info:
+            print("== saved with:", meta.get("system_info"), "\n== now:", _system_info())
+        overrides, where = {**(custom_objects or {}), **kwargs}, str(getattr(path, "name", path))
+        return cls._from_file(meta, state, where, env, device, **overrides)
 
     @classmethod
     def _from_file(
@@ -1330,17 +1341,11 @@ class ARS:
         where: str,
         env: Any = None,
         device: Any = "auto",
-        overrides: dict | None = None,
-        print_system_info: bool = False,
+        **overrides: Any,
     ) -> ARS:
         """:meth:`load`'s model from what :func:`read_model_file` read (the CLI reads once)."""
-        overrides = overrides or {}
         if meta["kind"] != "model":
             raise ValueError(f"{where} holds a policy alone: load it with ARSPolicy.load")
-        if print_system_info:
-            print("== saved with:", meta.get("system_info"), "\n== now:", _system_info())
-        if unknown := sorted(set(overrides) - set(HPARAMS)):
-            raise TypeError(f"ARS.load got settings it does not know: {unknown}")
         schedules = meta.get("schedules", [])
         for name in (*schedules, *meta.get("unreadable", [])):
             if name not in overrides:
@@ -1352,19 +1357,18 @@ class ARS:
         try:
             settings = {**meta["hparams"], "policy_kwargs": meta["policy_kwargs"], **overrides}
             model = ARS(meta["policy"], _init_setup_model=False, device=device, **settings)
-            model.observation_space, model.action_space = (meta[k] for k in SPACE_KEYS)
-            model.env_id = meta.get("env_id")
-            model._setup_model(initialize=False)
             if model.normalize_obs != ("obs_rms.mean" in state):  # V2 needs the file's statistics
                 what = "lacks" if model.normalize_obs else "holds"
                 raise ValueError(
                     f"normalize_obs is {model.normalize_obs} but the file {what} V2's statistics"
                 )
-            model.policy.load_state_dict(state)
-        except (ValueError, TypeError, NotImplementedError, RuntimeError) as error:
+        except ValueError as error:  # not TypeError: ARS() names an override it does not take
             raise ValueError(f"{where}: {error}") from None
+        meta["policy_kwargs"] = model.policy_kwargs or {}  # the file's, or those given
+        model.policy = _build_policy(meta, state, where)  # and the VecNormalize it learned through
+        model.observation_space, model.action_space = _spaces_of(model.policy)
+        model.env_id = meta.get("env_id")
         model.num_timesteps, model._n_updates = meta["num_timesteps"], meta["n_updates"]
-        model.policy.vec_normalize = meta.get("vec_normalize")
         model.ep_info_buffer.extend({"r": float(r), "l": int(n)} for r, n in meta["ep_info_buffer"])
         vars(model).update(meta.get("included", {}))  # checked: never one of the model's own
         if env is not None:
@@ -1757,8 +1761,7 @@ class _Evaluator:
         """Later ``send_jobs`` use ``policy``'s structure and a copy of its statistics."""
         policy = _policy_of(policy)
         self._network = None if policy is None else policy.network()
-        self._obs_rms = None if policy is None or policy.obs_rms is None else policy.obs_rms.copy()
-        self._visited = [self._no_statistics() for _ in range(self.n_workers)]
+        self.sync_obs_rms(getattr(policy, "obs_rms", None))
 
     def send_jobs(
         self, candidate_weights: Any, pop_size: int | None = None, episode_seeds: Any = None
@@ -1804,15 +1807,11 @@ class _Evaluator:
         return [rms.copy() for rms in self._visited]
 
     def sync_obs_rms(self, obs_rms: RunningMeanStd | None) -> None:
-        """Normalise with ``obs_rms`` from now on (V2); resets the visited-state statistics."""
-        if self._network is None:
-            raise ValueError(f"this {type(self).__name__} has no policy to normalise for")
+        """Normalise with a copy of ``obs_rms`` from now on (V2); resets the visited states'."""
         moments = [np.array(getattr(obs_rms, k, 0), float).reshape(-1) for k in ("mean", "var")]
         self._obs_rms = obs_rms and RunningMeanStd.from_moments(*moments, obs_rms.count)
-        self._visited = [self._no_statistics() for _ in range(self.n_workers)]
-
-    def _no_statistics(self) -> RunningMeanStd:
-        return RunningMeanStd((0 if self._network is None else self._network.obs_dim,))
+        dim = 0 if self._network is None else self._network.obs_dim  # 0: sized by the first
+        self._visited = [RunningMeanStd((dim,)) for _ in range(self.n_workers)]
 
     def seed(self, seed: int | None = None) -> list:
         """Seed the env seeds of later ``send_jobs``; as sb3-contrib, ``None`` does nothing."""
@@ -1967,10 +1966,8 @@ class AsyncEval(_Evaluator):
             raise ValueError("envs_fn must hold at least one env function (one per worker)")
         check_number("job_timeout", job_timeout, positive=True)
         check_number("start_timeout", start_timeout, positive=True)
-        methods = multiprocessing.get_all_start_methods()
+        methods = multiprocessing.get_all_start_methods()  # another: get_context says so
         start_method = start_method or ("forkserver" if "forkserver" in methods else "spawn")
-        if start_method not in methods:
-            raise ValueError(f"start_method must be one of {methods}; got {start_method!r}")
         self.n_workers, self.job_timeout = len(envs_fn), float(job_timeout)
         self._setup(train_policy, n_eval_episodes)
         self.remotes, self.processes = [], []
@@ -2239,10 +2236,6 @@ class _Callbacks:
             if hasattr(cb, name):
                 getattr(cb, name)(*args)
 
-    def step_reporter(self) -> _StepReporter | None:
-        """What evaluators tell about env steps; None (the fast path) without SB3 callbacks."""
-        return _StepReporter(self.model, self.per_step) if self.per_step else None
-
     def on_iteration(self, locals_: dict) -> bool:
         """Call the per-iteration callbacks; False when one of them asks to stop."""
         keep_going = True
@@ -2262,15 +2255,9 @@ class _Callbacks:
             if type(cb).__name__ in states:
                 cb.load_state_dict(states[type(cb).__name__])
 
-
-class _StepReporter:
-    """SB3 callbacks' ``on_step`` as SB3 calls it: after each step, ``num_timesteps`` up to it."""
-
-    def __init__(self, model: ARS, callbacks: list[Any]):
-        self.model, self.callbacks = model, callbacks
-
-    def __call__(self, action: Any, transition: tuple) -> None:
-        """After one env step in this process."""
+    def on_step(self, action: Any, transition: tuple) -> None:
+        """SB3 callbacks' ``on_step`` as SB3 calls it: after each env step in this process,
+        ``num_timesteps`` counted up to it."""
         obs, reward, terminated, truncated, info = transition
         self.model.num_timesteps += 1
         done, rewards = np.array([terminated or truncated]), np.array([reward])
@@ -2288,7 +2275,7 @@ class _StepReporter:
             self._step(dict(dones=batch, infos=[{} for _ in batch]))
 
     def _step(self, extra: dict[str, Any]) -> None:
-        for cb in self.callbacks:
+        for cb in self.per_step:
             if hasattr(cb, "update_locals"):
                 cb.update_locals({"self": self.model, **extra})
             if cb.on_step() is False:
@@ -2344,6 +2331,7 @@ class EvalCallback:
         seed: int | None = None,
         best_model_name: str = "best_model.zip",
     ):
+        vars(self).update((k, v) for k, v in locals().items() if k != "self")  # the arguments
         for name in ("n_eval_episodes", "eval_freq", "eval_concurrency"):
             check_integer(name, locals()[name])
         if eval_concurrency > 1 and (isinstance(eval_env, gym.Env) or render):
@@ -2351,13 +2339,8 @@ class EvalCallback:
                 "eval_concurrency > 1 needs the eval env as an id or a function, to "
                 "build it in each worker, and cannot render"
             )
-        self.eval_env, self.eval_freq, self.n_eval_episodes = eval_env, eval_freq, n_eval_episodes
-        self.callback_on_new_best, self.eval_concurrency = callback_on_new_best, eval_concurrency
-        self.callback_after_eval = callback_after_eval
         self.log_path = None if log_path is None else Path(log_path)
         self.best_model_save_path = best_model_save_path and Path(best_model_save_path)
-        self.best_model_name, self.verbose, self.seed = best_model_name, verbose, seed
-        self.deterministic, self.warn, self.render = deterministic, warn, render
         self.evaluations, self.evaluations_results, self.evaluations_length = [], [], []
         self.best_mean_reward = self.last_mean_reward = -np.inf
         self._next, self._train_seconds, self._evaluator = 0, 0.0, None
@@ -2604,10 +2587,7 @@ def _space_from_json(data: dict[str, Any], where: str) -> spaces.Space:
         bound = lambda v: np.array(v, dtype).reshape(shape) if isinstance(v, list) else v
         return spaces.Box(bound(data["low"]), bound(data["high"]), shape=shape, dtype=dtype)
     except (KeyError, TypeError, ValueError, OverflowError, AssertionError) as error:
-        raise ValueError(
-            f"{where} is not a valid space ({type(error).__name__}: "
-            f"{' '.join(str(error).split())[:200]})"
-        ) from error
+        raise ValueError(f"{where} is not a valid space ({_one_line(error)})") from error
 
 
 def _metadata(model: ARS | ARSPolicy, kind: str = "model") -> dict[str, Any]:
@@ -2656,34 +2636,7 @@ def _own_attributes() -> frozenset[str]:
     return frozenset(dir(ARS)) | frozenset(vars(ARS("LinearPolicy", seed=0))) | frozenset(HPARAMS)
 
 
-def save_model(
-    model: ARS,
-    path: Any,
-    exclude: Sequence[str] | None = None,
-    include: Sequence[str] | None = None,
-    callbacks: Any = None,
-) -> Path | None:
-    """Write ``model`` (see :meth:`ARS.save`); a checkpoint adds the ``callbacks``' state."""
-    model._need_policy()
-    meta, included = _metadata(model), {}
-    for name in set(exclude or ()) - set(include or ()):  # as in SB3: include wins; excluded
-        meta["hparams"].pop(name, None)  # settings load as their defaults
-        if name == "ep_info_buffer":
-            meta.pop(name)
-    for name in include or ():
-        if name in HPARAMS or name in meta:  # saved anyway
-            continue
-        if name in _own_attributes():
-            raise ValueError(f"include={name!r}: it is part of every ARS model, not an extra")
-        value = included[name] = getattr(model, name)
-        try:
-            json.dumps(value)
-        except TypeError:
-            kind = type(value).__name__
-            raise ValueError(f"include={name!r}: {kind} is not plain data (JSON)") from None
-    meta.update({"included": included} if included else {})
-    meta.update({"callbacks": callbacks.state_dict()} if callbacks is not None else {})
-    return _write_npz(path, _arrays(model.policy, meta))
+save_model = ARS.save  # the function form: save_model(model, path, ...)
 
 
 def _member(archive: zipfile.ZipFile, name: str, limit: int, where: str) -> Any:
@@ -2701,12 +2654,9 @@ def _member(archive: zipfile.ZipFile, name: str, limit: int, where: str) -> Any:
 
 
 def _read_member(archive: zipfile.ZipFile, name: str, limit: int, where: str) -> bytes:
-    """A member's bytes, refusing more than ``limit`` whatever its header says."""
+    """A member's bytes: at most ``limit``, as zipfile reads no more than the size checked."""
     with _member(archive, name, limit, where) as f:
-        data = f.read(limit + 1)
-    if len(data) > limit:
-        raise ValueError(f"{where}: member {name} is larger than the metadata allows")
-    return data
+        return f.read()
 
 
 def _npy(archive: zipfile.ZipFile, name: str, shape: tuple, kinds: str, where: str) -> np.ndarray:
@@ -2976,14 +2926,12 @@ def _read_sb3_zip(archive: zipfile.ZipFile, where: str, env: Any = None) -> tupl
         raise ValueError(f"{where}: sb3-contrib's 'data' must be a JSON object")
     linear = "Linear policy" in str(data.get("policy_class"))  # its __doc__, in readable text
     given = data.get("policy_kwargs") if isinstance(data.get("policy_kwargs"), dict) else {}
-    keys = ("net_arch", "with_bias", "squash_output", "activation_fn")
+    keys = ("with_bias", "squash_output") + ("net_arch", "activation_fn") * (not linear)
     kwargs = {k: given[k] for k in keys if k in given}
     if "activation_fn" in kwargs:  # a pickled class: its name is in the readable text
         name = re.search(r"\.(\w+)'>", str(kwargs["activation_fn"]))
         kwargs["activation_fn"] = name.group(1).lower() if name else kwargs["activation_fn"]
     kwargs.setdefault("with_bias", not linear)  # sb3-contrib's defaults
-    if linear:
-        kwargs = {k: kwargs[k] for k in ("with_bias", "squash_output") if k in kwargs}
     names = ("n_delta", "n_top", "n_eval_episodes", "zero_policy", "alive_bonus_offset", "seed")
     hparams, unreadable = {k: data[k] for k in names if k in data}, []
     for name, key in (("learning_rate", "lr_schedule"), ("delta_std", "delta_std_schedule")):
@@ -3121,10 +3069,8 @@ def _read_weights(archive: zipfile.ZipFile, where: str, budget: int) -> dict[str
             raise ValueError("it holds something other than a dict of tensors")
         return state
     except Exception as error:  # a damaged pickle raises anything; never torch's advice
-        raise ValueError(
-            f"{where}: policy.pth is not a readable weights file "
-            f"({type(error).__name__}: {' '.join(str(error).split())[:300]})"
-        ) from None
+        message = f"policy.pth is not a readable weights file ({_one_line(error)})"
+        raise ValueError(f"{where}: {message}") from None
 
 
 # == Videos =======================================================================================
@@ -3401,10 +3347,7 @@ def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         (env is not None and not env.strip(), "--env needs an env id, e.g. CartPole-v1"),
         ((video or args.render) and not args.eval, "--video and --render: add --eval MODEL"),
         (video and (args.render or not args.video.strip()), "--video needs a file, no --render"),
-        (
-            args.video_fps is not None and not (video and args.video_fps > 0),
-            "--video-fps > 0 goes with --video",
-        ),
+        (args.video_fps is not None and not video, "--video-fps goes with --video"),  # > 0: checked
         (min(args.job_timeout, args.start_timeout) <= 0, "timeouts must be positive"),
         (args.resume and given != {"resume"}, "--resume goes without --run-dir and --overwrite"),
         (args.eval and given, "--eval goes without --resume, --run-dir and --overwrite"),
@@ -3552,9 +3495,7 @@ def _resume(args: argparse.Namespace) -> tuple[ARS, dict[str, Any], Path]:
             )
     checkpoint = run_dir / "checkpoint.npz"  # read once: the model and the callbacks' state
     meta, state = read_model_file(checkpoint, config["env"])
-    model = ARS._from_file(
-        meta, state, str(checkpoint), config["env"], overrides={"verbose": args.verbose}
-    )
+    model = ARS._from_file(meta, state, str(checkpoint), config["env"], verbose=args.verbose)
     config["callbacks"] = meta.get("callbacks", {})  # for this process only: never written
     total = args.total_timesteps
     if total is not None and total < model.num_timesteps and total != config["total_timesteps"]:
@@ -3569,10 +3510,8 @@ def _resume(args: argparse.Namespace) -> tuple[ARS, dict[str, Any], Path]:
 
 def _evaluate_saved(args: argparse.Namespace) -> int:
     meta, state = read_model_file(args.eval, args.env)  # once: a model, or a policy alone
-    if meta["kind"] == "model":
-        model = ARS._from_file(meta, state, str(args.eval), args.env)
-    else:
-        model = _build_policy(meta, state, str(args.eval))
+    build = ARS._from_file if meta["kind"] == "model" else _build_policy  # spaces: checked at use
+    model = build(meta, state, str(args.eval))
     env_id = args.env or getattr(model, "env_id", None)
     if env_id is None:
         raise ValueError(f"{args.eval} does not record its env; pass --env")
@@ -3585,8 +3524,8 @@ def _evaluate_saved(args: argparse.Namespace) -> int:
         total = _play(model, _rendering_env(model, env_id, "human"), None, None, lambda f: None)[0]
         print(f"{env_id}: return {total:.2f} in one episode")
     else:
-        env, where = make_env(env_id), str(args.eval)
-        _check_same_spaces(_spaces_of(env), _spaces_of(_policy_of(model)), env_id, where)
+        env = make_env(env_id)
+        _check_same_spaces(_spaces_of(env), _spaces_of(_policy_of(model)), env_id, "the model")
         mean, std = evaluate_policy(model, env, n := args.eval_episodes)  # the model's own seeds
         print(f"{env_id}: mean return {mean:.2f} +/- {std:.2f} over {n} episodes ({args.eval})")
     return 0
@@ -3682,8 +3621,8 @@ def _train(model: ARS, config: dict, run_dir: Path, evaluation: EvalCallback, lo
             interrupts.training = False  # from here a signal waits until the files are written
             if async_eval is not None:
                 async_eval.close()
-        save_model(model, run_dir / "checkpoint.npz", callbacks=_Callbacks([evaluation], model))
-        path = save_model(model, run_dir / "model.npz")
+        model.save(run_dir / "checkpoint.npz", callbacks=_Callbacks([evaluation], model))
+        path = model.save(run_dir / "model.npz")
         interrupts.restore()
         if status or interrupts.requested:
             how = "discarded the unfinished" if interrupts.discarded else "finished the current"
