@@ -1478,14 +1478,7 @@ def resolve_env(env: Any) -> tuple[gym.Env | VecEnvs, Any, Any]:
     if isinstance(env, str):
         with warnings.catch_warnings():  # v4 MuJoCo ids still work; don't bury the output
             warnings.filterwarnings("ignore", message=".*is out of date.*")
-            try:
-                return gym.make(env), None, None
-            except gym.error.DependencyNotInstalled as error:
-                if "mujoco" not in str(error).lower():
-                    raise
-                raise ModuleNotFoundError(
-                    f"{env} needs MuJoCo: pip install 'gymnasium[mujoco]' (ars's 'mujoco' extra)"
-                ) from error
+            return gym.make(env), None, None  # no MuJoCo: gymnasium's error names the pip install
     made = env
     if callable(env) and not isinstance(env, (gym.Env, VecEnvs)) and not _is_vec_env(env):
         made = env()

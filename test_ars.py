@@ -3612,7 +3612,7 @@ def test_cli_without_mujoco_prints_the_install_line(tmp_path):
         [str(HERE / "ars.py"), "--env", "Hopper-v4"], tmp_path, env=_blocker(tmp_path, ["mujoco"])
     )
     assert result.returncode == 2
-    assert "pip install 'gymnasium[mujoco]'" in result.stderr and "Traceback" not in result.stderr
+    assert 'pip install "gymnasium[mujoco]"' in result.stderr and "Traceback" not in result.stderr
 
 
 @pytest.mark.slow
