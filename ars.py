@@ -1331,17 +1331,11 @@ class ARS:
         if print_system_info:
             print("== saved with:", meta.get("system_info"), "\n== now:", _system_info())
         overrides, where = {**(custom_objects or {}), **kwargs}, str(getattr(path, "name", path))
-        return cls._from_file(meta, state, where, env, device, **overrides)
+        return cls._from_file(meta, state, where, env, device=device, **overrides)
 
     @classmethod
     def _from_file(
-        cls,
-        meta: dict,
-        state: dict,
-        where: str,
-        env: Any = None,
-        device: Any = "auto",
-        **overrides: Any,
+        cls, meta: dict, state: dict, where: str, env: Any = None, **overrides: Any
     ) -> ARS:
         """:meth:`load`'s model from what :func:`read_model_file` read (the CLI reads once)."""
         if meta["kind"] != "model":
@@ -1356,7 +1350,7 @@ class ARS:
                 warnings.warn(warning, stacklevel=2)
         try:
             settings = {**meta["hparams"], "policy_kwargs": meta["policy_kwargs"], **overrides}
-            model = ARS(meta["policy"], _init_setup_model=False, device=device, **settings)
+            model = ARS(meta["policy"], _init_setup_model=False, **settings)
             if model.normalize_obs != ("obs_rms.mean" in state):  # V2 needs the file's statistics
                 what = "lacks" if model.normalize_obs else "holds"
                 raise ValueError(
