@@ -683,31 +683,27 @@ class ARSPolicy(Network):
         _check_device(device)
         return self
 
-    def _named(self, theta: np.ndarray) -> dict[str, np.ndarray]:
-        """The layers of ``theta`` (views) under sb3-contrib's names (``action_net.0.weight``)."""
+    def _named(self, theta: np.ndarray, rms: Any = None) -> dict[str, np.ndarray]:
+        """``theta``'s layers (views) and ``rms``'s moments under sb3-contrib's names."""
         named = {}
         for i, (weight, bias) in enumerate(self.layers(theta)):
             named[f"action_net.{2 * i}.weight"] = weight
             named.update({} if bias is None else {f"action_net.{2 * i}.bias": bias})
+        if rms is not None:
+            named.update({"obs_rms.mean": rms.mean, "obs_rms.var": rms.var})
+            named["obs_rms.count"] = np.array(rms.count)
         return named
 
     def state_dict(self) -> dict[str, np.ndarray]:
         """Parameters under sb3-contrib's names (``action_net.0.weight``...), V2's ``obs_rms.*``."""
-        state, rms = self._named(self.parameters_to_vector()), self.obs_rms
-        if rms is not None:
-            state.update({"obs_rms.mean": rms.mean.copy(), "obs_rms.var": rms.var.copy()})
-            state["obs_rms.count"] = np.array(rms.count)
-        return state
+        return {k: np.array(v) for k, v in self._named(self._theta, self.obs_rms).items()}
 
     def load_state_dict(self, state_dict: dict[str, Any], strict: bool = True) -> None:
         """Set parameters by :meth:`state_dict`'s names (NumPy or torch): all checked, then set.
         Large weights are checked a million at a time and copied once, into the new vector."""
         old = {"action_net.weight": "action_net.0.weight", "action_net.bias": "action_net.0.bias"}
         given = {old.get(k, k): _as_array(v, None) for k, v in state_dict.items()}  # < 1.7's
-        rms, expected = self.obs_rms, self._named(self._theta)
-        if rms is not None:
-            expected.update({"obs_rms.mean": rms.mean, "obs_rms.var": rms.var})
-            expected["obs_rms.count"] = np.array(rms.count)
+        rms, expected = self.obs_rms, self._named(self._theta, self.obs_rms)
         unknown, missing = sorted(set(given) - set(expected)), sorted(set(expected) - set(given))
         if unknown or (strict and missing):  # RuntimeError: torch's load_state_dict, as SB3
             raise RuntimeError(
