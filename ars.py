@@ -2740,20 +2740,17 @@ def _check_metadata(meta: Any, where: str) -> dict[str, Any]:
     policy options) is left to them."""
     if not isinstance(meta, dict) or meta.get("format") != FORMAT:
         raise ValueError(f"{where} is an .npz file but not one written by ars (ARS.save)")
+
+    def need(field: str, ok: bool, what: str) -> None:
+        if not ok:
+            raise ValueError(f"{where}: {field!r} must be {what}; got {meta.get(field)!r:.200}")
+
     version = meta.get("format_version")
-    if not is_int(version) or version < 1:
-        raise ValueError(f"{where}: format_version must be a positive integer; got {version!r}")
+    need("format_version", is_int(version) and version >= 1, "a positive integer")
     if version > FORMAT_VERSION:
         raise ValueError(f"{where} was written by a newer ars (format {version}); upgrade ars")
     if unknown := sorted(set(meta) - METADATA_FIELDS):
         raise ValueError(f"{where}: the metadata holds fields ars does not know: {unknown}")
-
-    def need(field: str, ok: bool, what: str) -> None:
-        if not ok:
-            raise ValueError(
-                f"{where}: metadata field {field!r} must be {what}; got {meta.get(field)!r:.200}"
-            )
-
     kind, kwargs = meta.setdefault("kind", "model"), meta.get("policy_kwargs")
     need("kind", kind in ("model", "policy"), '"model" or "policy"')
     need("policy", meta.get("policy") in POLICY_CLASSES, f"one of {list(POLICY_CLASSES)}")
@@ -2780,17 +2777,15 @@ def _check_metadata(meta: Any, where: str) -> dict[str, Any]:
     n_top, n_delta = (meta["hparams"].get(k, DEFAULTS[k]) for k in ("n_top", "n_delta"))
     if is_int(n_top) and is_int(n_delta) and n_top > n_delta:
         raise ValueError(f"{where}: n_top={n_top} is larger than n_delta={n_delta}")
-    counters = meta.get("num_timesteps"), meta.get("n_updates")
-    if not all(map(_whole, counters)):
-        raise ValueError(f"{where}: num_timesteps and n_updates must be integers >= 0: {counters}")
+    for field in ("num_timesteps", "n_updates"):
+        need(field, _whole(meta.get(field)), "an integer >= 0")
     episodes = meta.setdefault("ep_info_buffer", [])  # excluded: an empty window
     pair = lambda e: isinstance(e, list) and len(e) == 2 and _is_number(e[0]) and _whole(e[1])
     if not (isinstance(episodes, list) and all(map(pair, episodes))):
         raise ValueError(f"{where}: ep_info_buffer must be a list of [return, length] pairs")
     env_id = meta.get("env_id")
     plain = env_id is None or isinstance(env_id, str) and re.fullmatch(r"[\w./-]{1,200}", env_id)
-    what = "an env id such as 'Hopper-v4', or null (never 'module:Env', which imports)"
-    need("env_id", plain, what)
+    need("env_id", plain, "an env id ('Hopper-v4') or null, never 'module:Env' (which imports)")
     for field in ("schedules", "unreadable"):  # the settings saved as a value, or not at all
         names = meta.get(field, [])
         ok = isinstance(names, list) and all(n in ("learning_rate", "delta_std") for n in names)
@@ -2798,9 +2793,8 @@ def _check_metadata(meta: Any, where: str) -> dict[str, Any]:
     need("callbacks", isinstance(meta.get("callbacks", {}), dict), "a dict")
     extra = meta.get("included", {})  # JSON's keys are strings
     public = isinstance(extra, dict) and all(k.isidentifier() and k[0] != "_" for k in extra)
-    need("included", public, "a dict of public extra attributes")
-    if taken := sorted(set(extra) & _own_attributes()):  # a file adds attributes, never replaces
-        raise ValueError(f"{where}: included {taken[0]!r} would replace part of the model")
+    new = public and not set(extra) & _own_attributes()  # a file adds attributes, never replaces
+    need("included", new, "a dict of public attributes the model lacks (never its own)")
     return meta
 
 
