@@ -2702,10 +2702,8 @@ def read_model_file(source: Any, env: Any = None) -> tuple[dict[str, Any], dict[
             meta = _check_metadata(meta, where)
             return meta, _read_arrays(archive, names, meta, where)
     except (zipfile.BadZipFile, OSError, EOFError, zlib.error, UnicodeDecodeError) as error:
-        raise ValueError(
-            f"{where} is not a readable ars model file ({type(error).__name__}: "
-            f"{error}); is it truncated, or written by another program?"
-        ) from error
+        how = f"({_one_line(error)}); is it truncated, or written by another program?"
+        raise ValueError(f"{where} is not a readable ars model file {how}") from error
     finally:
         if not hasattr(source, "read"):
             f.close()
