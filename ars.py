@@ -2668,9 +2668,8 @@ def _npy(archive: zipfile.ZipFile, name: str, shape: tuple, kinds: str, where: s
             )
         array, done = np.empty(shape, dtype), 0
         buffer = memoryview(array.reshape(-1)).cast("B")  # filled 256 KB at a time: no copy
-        while done < len(buffer) and (chunk := f.read(min(1 << 18, len(buffer) - done))):
-            buffer[done : done + len(chunk)] = chunk
-            done += len(chunk)
+        while done < len(buffer) and (n := f.readinto(buffer[done : done + (1 << 18)])):
+            done += n
         if done < len(buffer) or f.read(1):
             raise ValueError(f"{where}: {name} is truncated, or holds more than its header says")
     return array
