@@ -845,15 +845,14 @@ def check_settings(hp: dict[str, Any]) -> dict[str, Any]:
 def check_learn_arguments(args: dict[str, Any]) -> None:
     """``learn``'s arguments, checked before anything runs; one given in the seed's order
     (``learn(total, env, callback)``) is refused with the keyword to use."""
-    callback, log_interval = args["callback"], args["log_interval"]
+    callback, log_interval, evaluator = args["callback"], args["log_interval"], args["async_eval"]
     if isinstance(callback, (str, gym.Env)) or _is_vec_env(callback):
         raise TypeError(
             f"callback must be a function, an SB3 callback or a list of them; got "
             f"the env {callback!r:.60} (learn takes it by keyword: env=...)"
         )
     if callable(log_interval):
-        how = "learn takes the callback second, or by keyword (callback=...)"
-        raise TypeError(f"log_interval got a function: {how}")
+        raise TypeError("log_interval got a function: pass it second, or as callback=...")
     check_number("total_timesteps", args["total_timesteps"], low=0)
     for name in ("log_interval", "log_every_n_steps", "checkpoint_interval"):
         if not (args[name] is None or is_int(args[name]) and args[name] >= 1):
@@ -861,10 +860,8 @@ def check_learn_arguments(args: dict[str, Any]) -> None:
     for name in ("reset_num_timesteps", "progress_bar"):
         if not isinstance(args[name], (bool, np.bool_)):
             raise ValueError(f"{name} must be True or False; got {args[name]!r:.60}")
-    if not (args["async_eval"] is None or hasattr(args["async_eval"], "evaluate")):
-        raise TypeError(
-            f"async_eval must be an AsyncEval or ExecutorEval; got {args['async_eval']!r:.60}"
-        )
+    if not (evaluator is None or hasattr(evaluator, "evaluate")):
+        raise TypeError(f"async_eval must be an AsyncEval or ExecutorEval; got {evaluator!r:.60}")
 
 
 class ARS:

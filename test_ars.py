@@ -1347,7 +1347,7 @@ def test_one_honest_signature_and_positional_mistakes_name_the_keyword():
     before = seed_style.num_timesteps
     with pytest.raises(TypeError, match=r"got the env 'CartPole-v1' \(learn takes it by keyword"):
         seed_style.learn(300, "CartPole-v1")  # the seed's positional env
-    with pytest.raises(TypeError, match=r"learn takes the callback second, or by keyword"):
+    with pytest.raises(TypeError, match=r"log_interval got a function: pass it second"):
         seed_style.learn(300, None, lambda locals_, globals_: None)  # the seed's (total, env, cb)
     for bad in (
         dict(log_interval="a"),
