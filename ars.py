@@ -2334,10 +2334,9 @@ class EvalCallback:
 
     def init_callback(self, model: ARS) -> None:
         self.model = model
-        if self._evaluator is None and self.eval_concurrency > 1:  # an id is built in each worker
-            self._evaluator = AsyncEval([self.eval_env] * self.eval_concurrency)
-        elif self._evaluator is None:
-            self._evaluator = InProcessEval(self.eval_env)
+        if self._evaluator is None:  # with workers, an id is built in each
+            n, env = self.eval_concurrency, self.eval_env
+            self._evaluator = AsyncEval([env] * n) if n > 1 else InProcessEval(env)
         for child in (self.callback_on_new_best, self.callback_after_eval):
             if child is not None:
                 child.parent = self
