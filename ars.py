@@ -3154,7 +3154,7 @@ def _play(
 ) -> tuple:
     """One deterministic episode of ``model`` on ``env``; the frame of the reset and of every
     ``every``-th step to ``show`` (only those are rendered). Returns the return and frames."""
-    policy, frames, steps = _policy_of(model), [0], [0]
+    policy, steps = _policy_of(model), [0]
     _check_same_spaces(_spaces_of(env), _spaces_of(policy), "the env", "the policy")
     seed = int(evaluation_seeds(getattr(model, "seed", 0), 1)[0]) if seed is None else seed
     max_steps = getattr(model, "max_episode_steps", None) if max_steps is None else max_steps
@@ -3162,7 +3162,6 @@ def _play(
     def frame(*_: Any) -> None:
         if steps[0] % every == 0:
             show(env.render())
-            frames[0] += 1
         steps[0] += 1
 
     env.reset(seed=seed)
@@ -3170,7 +3169,7 @@ def _play(
     vec_normalize = observations_seen_by(model)  # as it saw observations in training
     result = evaluate_episodes(policy, InProcessEval(env), [seed], max_steps, vec_normalize, frame)
     env.close()
-    return float(result[0].returns[0]), frames[0]
+    return float(result[0].returns[0]), -(-steps[0] // every)  # the frames: steps 0, k, 2k...
 
 
 class _Encoder:
