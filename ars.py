@@ -3402,13 +3402,12 @@ def _print_progress(total: int, evaluation: EvalCallback, interrupts: _Interrupt
 
     def callback(locals_: dict[str, Any], globals_: dict[str, Any]) -> bool:
         model, now = locals_["self"], time.perf_counter()
-        done = model.num_timesteps >= model._total_timesteps
-        if now - last[0] >= 2.0 or done or interrupts.requested:
+        if now - last[0] >= 2.0 or model.num_timesteps >= total or interrupts.requested:
             last[0], episodes, evaluations = now, model.ep_info_buffer, evaluation.evaluations
             fps = (model.num_timesteps - model._start_steps) / max(now - model._start_time, 1e-9)
             reward = np.mean([e["r"] for e in episodes]) if episodes else float("nan")
             latest = evaluations[-1][2] if evaluations else float("nan")
-            eta = max(model._total_timesteps - model.num_timesteps, 0) / max(fps, 1e-9) / 60
+            eta = max(total - model.num_timesteps, 0) / max(fps, 1e-9) / 60
             print(
                 f"{model.num_timesteps:>12,} / {total:,} steps | iter {model._n_updates:>6} | "
                 f"train return {reward:10.2f} | eval {latest:10.2f} (best "
