@@ -773,12 +773,10 @@ def _as_array(x: Any, dtype: Any = np.float64) -> np.ndarray:
 
 
 def _like(reference: Any, array: Any) -> Any:
-    """``array`` as a torch tensor when ``reference`` is one: torch in, torch out."""
     return sys.modules["torch"].as_tensor(np.asarray(array)) if _is_torch(reference) else array
 
 
 def _cpu_device() -> Any:
-    """``torch.device("cpu")`` when torch is already imported, else the string ``"cpu"``."""
     torch = sys.modules.get("torch")
     return torch.device("cpu") if torch is not None and hasattr(torch, "device") else "cpu"
 
@@ -967,7 +965,6 @@ class ARS:
             object.__setattr__(self, name, value)
 
     def _setup_model(self) -> None:
-        """Build the policy for the model's spaces, with V2's statistics and initial parameters."""
         policy, cls = self.policy_class, POLICY_CLASSES.get(self.policy_class, self.policy_class)
         if not isinstance(policy, ARSPolicy):
             if not (isinstance(cls, type) and issubclass(cls, ARSPolicy)):
@@ -1149,7 +1146,6 @@ class ARS:
         return evaluate
 
     def _schedule_value(self, name: str) -> float:
-        """A hyper-parameter's current value: a float, or its schedule's value now."""
         value, progress = self.hparams[name], self._current_progress_remaining
         if callable(value):
             value, where = value(progress), f"{name} (its schedule at progress {progress:.3f})"
@@ -1372,7 +1368,6 @@ def _spaces_of(holder: Any) -> tuple[spaces.Space, spaces.Space]:
 
 
 def _check_same_spaces(found, expected, what="the policy", built_for="the model") -> None:
-    """A ValueError unless ``what``'s (observation, action) spaces are those expected."""
     if found != expected:
         raise ValueError(
             f"{what} has observation space {found[0]} and action space {found[1]}, "
@@ -2089,7 +2084,6 @@ def __getattr__(name: str) -> Any:
 
 
 def _policy_of(policy: Any) -> ARSPolicy | None:
-    """The ARSPolicy of a model or policy (None stays None)."""
     policy = policy if isinstance(policy, ARSPolicy) else getattr(policy, "policy", policy)
     if policy is not None and not isinstance(policy, ARSPolicy):
         raise TypeError(f"expected an ARSPolicy or an ARS model; got {type(policy).__name__}")
@@ -2186,7 +2180,6 @@ _TB_WARNED: list[bool] = []
 
 
 def _tensorboard_writer(folder: Path) -> Any:
-    """A TensorBoard SummaryWriter (torch's or tensorboardX), or None with a note once."""
     for module in ("torch.utils.tensorboard", "tensorboardX"):
         with contextlib.suppress(ImportError):
             return importlib.import_module(module).SummaryWriter(str(folder))
@@ -2218,13 +2211,11 @@ class _Callbacks:
         self.hook("init_callback", model)
 
     def hook(self, name: str, *args: Any) -> None:
-        """Call ``name`` (``on_training_start``, ``on_rollout_end``, ...) of those that have it."""
         for cb in self.items:
             if hasattr(cb, name):
                 getattr(cb, name)(*args)
 
     def on_iteration(self, locals_: dict) -> bool:
-        """Call the per-iteration callbacks; False when one of them asks to stop."""
         keep_going = True
         for cb in self.items:
             if hasattr(cb, "on_iteration"):
@@ -2488,7 +2479,6 @@ def _is_number(value: Any) -> bool:
 
 
 def _whole(value: Any, high: int = 2**63 - 1) -> bool:
-    """An integer from 0 to ``high`` (a count, a size, a length)."""
     return is_int(value) and 0 <= value <= high
 
 
@@ -2618,7 +2608,6 @@ def _arrays(policy: ARSPolicy, meta: dict[str, Any]) -> dict[str, np.ndarray]:
 
 @functools.cache
 def _own_attributes() -> frozenset[str]:
-    """The names every ARS model has: its methods, properties and settings."""
     return frozenset(dir(ARS)) | frozenset(vars(ARS("LinearPolicy", seed=0))) | frozenset(HPARAMS)
 
 
@@ -2829,7 +2818,6 @@ def _read_arrays(archive: zipfile.ZipFile, names: set[str], meta: dict, where: s
 
 
 def _is_vec_env(env: Any) -> bool:
-    """An SB3 VecEnv (by its methods) or a gymnasium vector env."""
     return isinstance(env, gym.vector.VectorEnv) or all(
         hasattr(env, name) for name in ("num_envs", "step_async", "step_wait", "env_method")
     )
@@ -3232,8 +3220,6 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _number(kind: type, low: float | None = None) -> Callable[[str], Any]:
-    """An argparse type: a finite ``kind`` (int or float) of at least ``low``."""
-
     def number(text: str) -> Any:  # a ValueError: argparse says "invalid number value"
         value = float(text)
         if not math.isfinite(value) or (kind is int and value != int(value)):
