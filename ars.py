@@ -1295,8 +1295,7 @@ class ARS:
             try:
                 json.dumps(value)
             except TypeError:
-                kind = type(value).__name__
-                raise ValueError(f"include={name!r}: {kind} is not plain data (JSON)") from None
+                raise ValueError(f"include={name!r}: {type(value).__name__} is not JSON") from None
         meta.update({"included": included} if included else {})
         meta.update({"callbacks": callbacks.state_dict()} if callbacks is not None else {})
         return _write_npz(path, _arrays(self.policy, meta))
@@ -1330,13 +1329,11 @@ class ARS:
         if meta["kind"] != "model":
             raise ValueError(f"{where} holds a policy alone: load it with ARSPolicy.load")
         schedules = meta.get("schedules", [])
-        for name in (*schedules, *meta.get("unreadable", [])):
-            if name not in overrides:
-                how = "is a schedule sb3-contrib stored as a pickle, which ars never loads; using"
-                how = "was a schedule, saved as its last value" if name in schedules else how
-                value = meta["hparams"].get(name, DEFAULTS[name])
-                warning = f"{where}: {name} {how} {value}; pass {name}= to ARS.load"
-                warnings.warn(warning, stacklevel=2)
+        for name in [n for n in (*schedules, *meta.get("unreadable", [])) if n not in overrides]:
+            how = "is a schedule sb3-contrib stored as a pickle, which ars never loads; using"
+            how = "was a schedule, saved as its last value" if name in schedules else how
+            value = meta["hparams"].get(name, DEFAULTS[name])
+            warnings.warn(f"{where}: {name} {how} {value}; pass {name}= to ARS.load", stacklevel=2)
         try:
             settings = {**meta["hparams"], "policy_kwargs": meta["policy_kwargs"], **overrides}
             model = ARS(meta["policy"], _init_setup_model=False, **settings)
