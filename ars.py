@@ -1282,10 +1282,8 @@ class ARS:
         adds attributes with JSON values; a checkpoint adds the ``callbacks``' state."""
         self._need_policy()
         meta, included = _metadata(self), {}
-        for name in set(exclude or ()) - set(include or ()):  # as in SB3: include wins; excluded
-            meta["hparams"].pop(name, None)  # settings load as their defaults
-            if name == "ep_info_buffer":
-                meta.pop(name)
+        for name in set(exclude or ()) - set(include or ()):  # as in SB3: include wins
+            (meta if name == "ep_info_buffer" else meta["hparams"]).pop(name, None)
         for name in include or ():
             if name in HPARAMS or name in meta:  # saved anyway
                 continue
