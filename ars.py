@@ -2265,9 +2265,8 @@ class _ProgressBar:
         self.start = self.model.num_timesteps
         self.bar = self.tqdm.tqdm(total=locals_["total_timesteps"] - self.start, unit="steps")
 
-    def on_iteration(self) -> bool:
+    def on_iteration(self) -> None:  # only a False return stops training
         self.bar.update(self.model.num_timesteps - self.start - self.bar.n)
-        return True
 
     def on_training_end(self) -> None:
         self.bar.total = max(self.bar.total, self.bar.n)  # the last iteration may overshoot
@@ -2595,8 +2594,7 @@ def _system_info() -> dict[str, str]:
 def _arrays(policy: ARSPolicy, meta: dict[str, Any]) -> dict[str, np.ndarray]:
     """What a file holds: the parameters, V2's statistics, and the metadata as JSON."""
     arrays = {"parameters": policy.parameters_to_vector(), "metadata": np.array(json.dumps(meta))}
-    if policy.obs_rms is not None:
-        rms = policy.obs_rms
+    if (rms := policy.obs_rms) is not None:
         arrays.update(obs_rms_mean=rms.mean, obs_rms_var=rms.var, obs_rms_count=np.array(rms.count))
     return arrays
 
