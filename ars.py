@@ -983,7 +983,6 @@ class ARS:
         self.policy = policy
 
     def _match_normalization(self, policy: ARSPolicy) -> None:
-        """V2 exactly when ``normalize_obs``: the policy gets statistics if it lacks them."""
         if self.normalize_obs and policy.obs_rms is None:
             policy.obs_rms = RunningMeanStd((policy.obs_dim,))
         if not self.normalize_obs and policy.obs_rms is not None:
@@ -2850,7 +2849,6 @@ def observations_seen_by(model: Any) -> Any:
 
 
 def _normalization_from_file(data: Any, shape: tuple, where: str) -> Any:
-    """A frozen stand-in for the VecNormalize a file recorded, checked."""
     ok = isinstance(data, dict) and set(data) == {"mean", "var", "clip_obs", "epsilon"}
     lists = [data[k] if ok and isinstance(data[k], list) else [] for k in ("mean", "var")]
     mean, var = (np.array(values, float).reshape(-1) for values in lists)
@@ -3369,7 +3367,6 @@ class _RunLock:
         self.path.write_text(f"pid {os.getpid()}")
 
     def release(self) -> None:
-        """Remove ``.lock`` and free the lock (a killed process frees it too)."""
         self.path.unlink(missing_ok=True)
         if self.fd is not None:
             os.close(self.fd)
