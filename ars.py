@@ -683,31 +683,27 @@ class ARSPolicy(Network):
         _check_device(device)
         return self
 
-    def _named(self, theta: np.ndarray) -> dict[str, np.ndarray]:
-        """The layers of ``theta`` (views) under sb3-contrib's names (``action_net.0.weight``)."""
+    def _named(self, theta: np.ndarray, rms: Any = None) -> dict[str, np.ndarray]:
+        """``theta``'s layers (views) and ``rms``'s moments under sb3-contrib's names."""
         named = {}
         for i, (weight, bias) in enumerate(self.layers(theta)):
             named[f"action_net.{2 * i}.weight"] = weight
             named.update({} if bias is None else {f"action_net.{2 * i}.bias": bias})
+        if rms is not None:
+            named.update({"obs_rms.mean": rms.mean, "obs_rms.var": rms.var})
+            named["obs_rms.count"] = np.array(rms.count)
         return named
 
     def state_dict(self) -> dict[str, np.ndarray]:
         """Parameters under sb3-contrib's names (``action_net.0.weight``...), V2's ``obs_rms.*``."""
-        state, rms = self._named(self.parameters_to_vector()), self.obs_rms
-        if rms is not None:
-            state.update({"obs_rms.mean": rms.mean.copy(), "obs_rms.var": rms.var.copy()})
-            state["obs_rms.count"] = np.array(rms.count)
-        return state
+        return {k: np.array(v) for k, v in self._named(self._theta, self.obs_rms).items()}
 
     def load_state_dict(self, state_dict: dict[str, Any], strict: bool = True) -> None:
         """Set parameters by :meth:`state_dict`'s names (NumPy or torch): all checked, then set.
         Large weights are checked a million at a time and copied once, into the new vector."""
         old = {"action_net.weight": "action_net.0.weight", "action_net.bias": "action_net.0.bias"}
         given = {old.get(k, k): _as_array(v, None) for k, v in state_dict.items()}  # < 1.7's
-        rms, expected = self.obs_rms, self._named(self._theta)
-        if rms is not None:
-            expected.update({"obs_rms.mean": rms.mean, "obs_rms.var": rms.var})
-            expected["obs_rms.count"] = np.array(rms.count)
+        rms, expected = self.obs_rms, self._named(self._theta, self.obs_rms)
         unknown, missing = sorted(set(given) - set(expected)), sorted(set(expected) - set(given))
         if unknown or (strict and missing):  # RuntimeError: torch's load_state_dict, as SB3
             raise RuntimeError(
@@ -777,12 +773,10 @@ def _as_array(x: Any, dtype: Any = np.float64) -> np.ndarray:
 
 
 def _like(reference: Any, array: Any) -> Any:
-    """``array`` as a torch tensor when ``reference`` is one: torch in, torch out."""
     return sys.modules["torch"].as_tensor(np.asarray(array)) if _is_torch(reference) else array
 
 
 def _cpu_device() -> Any:
-    """``torch.device("cpu")`` when torch is already imported, else the string ``"cpu"``."""
     torch = sys.modules.get("torch")
     return torch.device("cpu") if torch is not None and hasattr(torch, "device") else "cpu"
 
@@ -849,15 +843,14 @@ def check_settings(hp: dict[str, Any]) -> dict[str, Any]:
 def check_learn_arguments(args: dict[str, Any]) -> None:
     """``learn``'s arguments, checked before anything runs; one given in the seed's order
     (``learn(total, env, callback)``) is refused with the keyword to use."""
-    callback, log_interval = args["callback"], args["log_interval"]
+    callback, log_interval, evaluator = args["callback"], args["log_interval"], args["async_eval"]
     if isinstance(callback, (str, gym.Env)) or _is_vec_env(callback):
         raise TypeError(
             f"callback must be a function, an SB3 callback or a list of them; got "
             f"the env {callback!r:.60} (learn takes it by keyword: env=...)"
         )
     if callable(log_interval):
-        how = "learn takes the callback second, or by keyword (callback=...)"
-        raise TypeError(f"log_interval got a function: {how}")
+        raise TypeError("log_interval got a function: pass it second, or as callback=...")
     check_number("total_timesteps", args["total_timesteps"], low=0)
     for name in ("log_interval", "log_every_n_steps", "checkpoint_interval"):
         if not (args[name] is None or is_int(args[name]) and args[name] >= 1):
@@ -865,10 +858,8 @@ def check_learn_arguments(args: dict[str, Any]) -> None:
     for name in ("reset_num_timesteps", "progress_bar"):
         if not isinstance(args[name], (bool, np.bool_)):
             raise ValueError(f"{name} must be True or False; got {args[name]!r:.60}")
-    if not (args["async_eval"] is None or hasattr(args["async_eval"], "evaluate")):
-        raise TypeError(
-            f"async_eval must be an AsyncEval or ExecutorEval; got {args['async_eval']!r:.60}"
-        )
+    if not (evaluator is None or hasattr(evaluator, "evaluate")):
+        raise TypeError(f"async_eval must be an AsyncEval or ExecutorEval; got {evaluator!r:.60}")
 
 
 class ARS:
@@ -974,7 +965,6 @@ class ARS:
             object.__setattr__(self, name, value)
 
     def _setup_model(self) -> None:
-        """Build the policy for the model's spaces, with V2's statistics and initial parameters."""
         policy, cls = self.policy_class, POLICY_CLASSES.get(self.policy_class, self.policy_class)
         if not isinstance(policy, ARSPolicy):
             if not (isinstance(cls, type) and issubclass(cls, ARSPolicy)):
@@ -993,7 +983,6 @@ class ARS:
         self.policy = policy
 
     def _match_normalization(self, policy: ARSPolicy) -> None:
-        """V2 exactly when ``normalize_obs``: the policy gets statistics if it lacks them."""
         if self.normalize_obs and policy.obs_rms is None:
             policy.obs_rms = RunningMeanStd((policy.obs_dim,))
         if not self.normalize_obs and policy.obs_rms is not None:
@@ -1156,7 +1145,6 @@ class ARS:
         return evaluate
 
     def _schedule_value(self, name: str) -> float:
-        """A hyper-parameter's current value: a float, or its schedule's value now."""
         value, progress = self.hparams[name], self._current_progress_remaining
         if callable(value):
             value, where = value(progress), f"{name} (its schedule at progress {progress:.3f})"
@@ -1293,10 +1281,8 @@ class ARS:
         adds attributes with JSON values; a checkpoint adds the ``callbacks``' state."""
         self._need_policy()
         meta, included = _metadata(self), {}
-        for name in set(exclude or ()) - set(include or ()):  # as in SB3: include wins; excluded
-            meta["hparams"].pop(name, None)  # settings load as their defaults
-            if name == "ep_info_buffer":
-                meta.pop(name)
+        for name in set(exclude or ()) - set(include or ()):  # as in SB3: include wins
+            (meta if name == "ep_info_buffer" else meta["hparams"]).pop(name, None)
         for name in include or ():
             if name in HPARAMS or name in meta:  # saved anyway
                 continue
@@ -1306,8 +1292,7 @@ class ARS:
             try:
                 json.dumps(value)
             except TypeError:
-                kind = type(value).__name__
-                raise ValueError(f"include={name!r}: {kind} is not plain data (JSON)") from None
+                raise ValueError(f"include={name!r}: {type(value).__name__} is not JSON") from None
         meta.update({"included": included} if included else {})
         meta.update({"callbacks": callbacks.state_dict()} if callbacks is not None else {})
         return _write_npz(path, _arrays(self.policy, meta))
@@ -1331,32 +1316,24 @@ class ARS:
         if print_system_info:
             print("== saved with:", meta.get("system_info"), "\n== now:", _system_info())
         overrides, where = {**(custom_objects or {}), **kwargs}, str(getattr(path, "name", path))
-        return cls._from_file(meta, state, where, env, device, **overrides)
+        return cls._from_file(meta, state, where, env, device=device, **overrides)
 
     @classmethod
     def _from_file(
-        cls,
-        meta: dict,
-        state: dict,
-        where: str,
-        env: Any = None,
-        device: Any = "auto",
-        **overrides: Any,
+        cls, meta: dict, state: dict, where: str, env: Any = None, **overrides: Any
     ) -> ARS:
         """:meth:`load`'s model from what :func:`read_model_file` read (the CLI reads once)."""
         if meta["kind"] != "model":
             raise ValueError(f"{where} holds a policy alone: load it with ARSPolicy.load")
         schedules = meta.get("schedules", [])
-        for name in (*schedules, *meta.get("unreadable", [])):
-            if name not in overrides:
-                how = "is a schedule sb3-contrib stored as a pickle, which ars never loads; using"
-                how = "was a schedule, saved as its last value" if name in schedules else how
-                value = meta["hparams"].get(name, DEFAULTS[name])
-                warning = f"{where}: {name} {how} {value}; pass {name}= to ARS.load"
-                warnings.warn(warning, stacklevel=2)
+        for name in [n for n in (*schedules, *meta.get("unreadable", [])) if n not in overrides]:
+            how = "is a schedule sb3-contrib stored as a pickle, which ars never loads; using"
+            how = "was a schedule, saved as its last value" if name in schedules else how
+            value = meta["hparams"].get(name, DEFAULTS[name])
+            warnings.warn(f"{where}: {name} {how} {value}; pass {name}= to ARS.load", stacklevel=2)
         try:
             settings = {**meta["hparams"], "policy_kwargs": meta["policy_kwargs"], **overrides}
-            model = ARS(meta["policy"], _init_setup_model=False, device=device, **settings)
+            model = ARS(meta["policy"], _init_setup_model=False, **settings)
             if model.normalize_obs != ("obs_rms.mean" in state):  # V2 needs the file's statistics
                 what = "lacks" if model.normalize_obs else "holds"
                 raise ValueError(
@@ -1385,7 +1362,6 @@ def _spaces_of(holder: Any) -> tuple[spaces.Space, spaces.Space]:
 
 
 def _check_same_spaces(found, expected, what="the policy", built_for="the model") -> None:
-    """A ValueError unless ``what``'s (observation, action) spaces are those expected."""
     if found != expected:
         raise ValueError(
             f"{what} has observation space {found[0]} and action space {found[1]}, "
@@ -2095,7 +2071,6 @@ def __getattr__(name: str) -> Any:
 
 
 def _policy_of(policy: Any) -> ARSPolicy | None:
-    """The ARSPolicy of a model or policy (None stays None)."""
     policy = policy if isinstance(policy, ARSPolicy) else getattr(policy, "policy", policy)
     if policy is not None and not isinstance(policy, ARSPolicy):
         raise TypeError(f"expected an ARSPolicy or an ARS model; got {type(policy).__name__}")
@@ -2192,7 +2167,6 @@ _TB_WARNED: list[bool] = []
 
 
 def _tensorboard_writer(folder: Path) -> Any:
-    """A TensorBoard SummaryWriter (torch's or tensorboardX), or None with a note once."""
     for module in ("torch.utils.tensorboard", "tensorboardX"):
         with contextlib.suppress(ImportError):
             return importlib.import_module(module).SummaryWriter(str(folder))
@@ -2224,13 +2198,11 @@ class _Callbacks:
         self.hook("init_callback", model)
 
     def hook(self, name: str, *args: Any) -> None:
-        """Call ``name`` (``on_training_start``, ``on_rollout_end``, ...) of those that have it."""
         for cb in self.items:
             if hasattr(cb, name):
                 getattr(cb, name)(*args)
 
     def on_iteration(self, locals_: dict) -> bool:
-        """Call the per-iteration callbacks; False when one of them asks to stop."""
         keep_going = True
         for cb in self.items:
             if hasattr(cb, "on_iteration"):
@@ -2285,9 +2257,8 @@ class _ProgressBar:
         self.start = self.model.num_timesteps
         self.bar = self.tqdm.tqdm(total=locals_["total_timesteps"] - self.start, unit="steps")
 
-    def on_iteration(self) -> bool:
+    def on_iteration(self) -> None:  # only a False return stops training
         self.bar.update(self.model.num_timesteps - self.start - self.bar.n)
-        return True
 
     def on_training_end(self) -> None:
         self.bar.total = max(self.bar.total, self.bar.n)  # the last iteration may overshoot
@@ -2340,10 +2311,9 @@ class EvalCallback:
 
     def init_callback(self, model: ARS) -> None:
         self.model = model
-        if self._evaluator is None and self.eval_concurrency > 1:  # an id is built in each worker
-            self._evaluator = AsyncEval([self.eval_env] * self.eval_concurrency)
-        elif self._evaluator is None:
-            self._evaluator = InProcessEval(self.eval_env)
+        if self._evaluator is None:  # with workers, an id is built in each
+            n, env = self.eval_concurrency, self.eval_env
+            self._evaluator = AsyncEval([env] * n) if n > 1 else InProcessEval(env)
         for child in (self.callback_on_new_best, self.callback_after_eval):
             if child is not None:
                 child.parent = self
@@ -2495,7 +2465,6 @@ def _is_number(value: Any) -> bool:
 
 
 def _whole(value: Any, high: int = 2**63 - 1) -> bool:
-    """An integer from 0 to ``high`` (a count, a size, a length)."""
     return is_int(value) and 0 <= value <= high
 
 
@@ -2617,15 +2586,13 @@ def _system_info() -> dict[str, str]:
 def _arrays(policy: ARSPolicy, meta: dict[str, Any]) -> dict[str, np.ndarray]:
     """What a file holds: the parameters, V2's statistics, and the metadata as JSON."""
     arrays = {"parameters": policy.parameters_to_vector(), "metadata": np.array(json.dumps(meta))}
-    if policy.obs_rms is not None:
-        rms = policy.obs_rms
+    if (rms := policy.obs_rms) is not None:
         arrays.update(obs_rms_mean=rms.mean, obs_rms_var=rms.var, obs_rms_count=np.array(rms.count))
     return arrays
 
 
 @functools.cache
 def _own_attributes() -> frozenset[str]:
-    """The names every ARS model has: its methods, properties and settings."""
     return frozenset(dir(ARS)) | frozenset(vars(ARS("LinearPolicy", seed=0))) | frozenset(HPARAMS)
 
 
@@ -2671,9 +2638,8 @@ def _npy(archive: zipfile.ZipFile, name: str, shape: tuple, kinds: str, where: s
             )
         array, done = np.empty(shape, dtype), 0
         buffer = memoryview(array.reshape(-1)).cast("B")  # filled 256 KB at a time: no copy
-        while done < len(buffer) and (chunk := f.read(min(1 << 18, len(buffer) - done))):
-            buffer[done : done + len(chunk)] = chunk
-            done += len(chunk)
+        while done < len(buffer) and (n := f.readinto(buffer[done : done + (1 << 18)])):
+            done += n
         if done < len(buffer) or f.read(1):
             raise ValueError(f"{where}: {name} is truncated, or holds more than its header says")
     return array
@@ -2705,10 +2671,8 @@ def read_model_file(source: Any, env: Any = None) -> tuple[dict[str, Any], dict[
             meta = _check_metadata(meta, where)
             return meta, _read_arrays(archive, names, meta, where)
     except (zipfile.BadZipFile, OSError, EOFError, zlib.error, UnicodeDecodeError) as error:
-        raise ValueError(
-            f"{where} is not a readable ars model file ({type(error).__name__}: "
-            f"{error}); is it truncated, or written by another program?"
-        ) from error
+        how = f"({_one_line(error)}); is it truncated, or written by another program?"
+        raise ValueError(f"{where} is not a readable ars model file {how}") from error
     finally:
         if not hasattr(source, "read"):
             f.close()
@@ -2743,20 +2707,17 @@ def _check_metadata(meta: Any, where: str) -> dict[str, Any]:
     policy options) is left to them."""
     if not isinstance(meta, dict) or meta.get("format") != FORMAT:
         raise ValueError(f"{where} is an .npz file but not one written by ars (ARS.save)")
+
+    def need(field: str, ok: bool, what: str) -> None:
+        if not ok:
+            raise ValueError(f"{where}: {field!r} must be {what}; got {meta.get(field)!r:.200}")
+
     version = meta.get("format_version")
-    if not is_int(version) or version < 1:
-        raise ValueError(f"{where}: format_version must be a positive integer; got {version!r}")
+    need("format_version", is_int(version) and version >= 1, "a positive integer")
     if version > FORMAT_VERSION:
         raise ValueError(f"{where} was written by a newer ars (format {version}); upgrade ars")
     if unknown := sorted(set(meta) - METADATA_FIELDS):
         raise ValueError(f"{where}: the metadata holds fields ars does not know: {unknown}")
-
-    def need(field: str, ok: bool, what: str) -> None:
-        if not ok:
-            raise ValueError(
-                f"{where}: metadata field {field!r} must be {what}; got {meta.get(field)!r:.200}"
-            )
-
     kind, kwargs = meta.setdefault("kind", "model"), meta.get("policy_kwargs")
     need("kind", kind in ("model", "policy"), '"model" or "policy"')
     need("policy", meta.get("policy") in POLICY_CLASSES, f"one of {list(POLICY_CLASSES)}")
@@ -2783,17 +2744,15 @@ def _check_metadata(meta: Any, where: str) -> dict[str, Any]:
     n_top, n_delta = (meta["hparams"].get(k, DEFAULTS[k]) for k in ("n_top", "n_delta"))
     if is_int(n_top) and is_int(n_delta) and n_top > n_delta:
         raise ValueError(f"{where}: n_top={n_top} is larger than n_delta={n_delta}")
-    counters = meta.get("num_timesteps"), meta.get("n_updates")
-    if not all(map(_whole, counters)):
-        raise ValueError(f"{where}: num_timesteps and n_updates must be integers >= 0: {counters}")
+    for field in ("num_timesteps", "n_updates"):
+        need(field, _whole(meta.get(field)), "an integer >= 0")
     episodes = meta.setdefault("ep_info_buffer", [])  # excluded: an empty window
     pair = lambda e: isinstance(e, list) and len(e) == 2 and _is_number(e[0]) and _whole(e[1])
     if not (isinstance(episodes, list) and all(map(pair, episodes))):
         raise ValueError(f"{where}: ep_info_buffer must be a list of [return, length] pairs")
     env_id = meta.get("env_id")
     plain = env_id is None or isinstance(env_id, str) and re.fullmatch(r"[\w./-]{1,200}", env_id)
-    what = "an env id such as 'Hopper-v4', or null (never 'module:Env', which imports)"
-    need("env_id", plain, what)
+    need("env_id", plain, "an env id ('Hopper-v4') or null, never 'module:Env' (which imports)")
     for field in ("schedules", "unreadable"):  # the settings saved as a value, or not at all
         names = meta.get(field, [])
         ok = isinstance(names, list) and all(n in ("learning_rate", "delta_std") for n in names)
@@ -2801,9 +2760,8 @@ def _check_metadata(meta: Any, where: str) -> dict[str, Any]:
     need("callbacks", isinstance(meta.get("callbacks", {}), dict), "a dict")
     extra = meta.get("included", {})  # JSON's keys are strings
     public = isinstance(extra, dict) and all(k.isidentifier() and k[0] != "_" for k in extra)
-    need("included", public, "a dict of public extra attributes")
-    if taken := sorted(set(extra) & _own_attributes()):  # a file adds attributes, never replaces
-        raise ValueError(f"{where}: included {taken[0]!r} would replace part of the model")
+    new = public and not set(extra) & _own_attributes()  # a file adds attributes, never replaces
+    need("included", new, "a dict of public attributes the model lacks (never its own)")
     return meta
 
 
@@ -2845,7 +2803,6 @@ def _read_arrays(archive: zipfile.ZipFile, names: set[str], meta: dict, where: s
 
 
 def _is_vec_env(env: Any) -> bool:
-    """An SB3 VecEnv (by its methods) or a gymnasium vector env."""
     return isinstance(env, gym.vector.VectorEnv) or all(
         hasattr(env, name) for name in ("num_envs", "step_async", "step_wait", "env_method")
     )
@@ -2885,7 +2842,6 @@ def observations_seen_by(model: Any) -> Any:
 
 
 def _normalization_from_file(data: Any, shape: tuple, where: str) -> Any:
-    """A frozen stand-in for the VecNormalize a file recorded, checked."""
     ok = isinstance(data, dict) and set(data) == {"mean", "var", "clip_obs", "epsilon"}
     lists = [data[k] if ok and isinstance(data[k], list) else [] for k in ("mean", "var")]
     mean, var = (np.array(values, float).reshape(-1) for values in lists)
@@ -3170,7 +3126,7 @@ def _play(
 ) -> tuple:
     """One deterministic episode of ``model`` on ``env``; the frame of the reset and of every
     ``every``-th step to ``show`` (only those are rendered). Returns the return and frames."""
-    policy, frames, steps = _policy_of(model), [0], [0]
+    policy, steps = _policy_of(model), [0]
     _check_same_spaces(_spaces_of(env), _spaces_of(policy), "the env", "the policy")
     seed = int(evaluation_seeds(getattr(model, "seed", 0), 1)[0]) if seed is None else seed
     max_steps = getattr(model, "max_episode_steps", None) if max_steps is None else max_steps
@@ -3178,7 +3134,6 @@ def _play(
     def frame(*_: Any) -> None:
         if steps[0] % every == 0:
             show(env.render())
-            frames[0] += 1
         steps[0] += 1
 
     env.reset(seed=seed)
@@ -3186,7 +3141,7 @@ def _play(
     vec_normalize = observations_seen_by(model)  # as it saw observations in training
     result = evaluate_episodes(policy, InProcessEval(env), [seed], max_steps, vec_normalize, frame)
     env.close()
-    return float(result[0].returns[0]), frames[0]
+    return float(result[0].returns[0]), -(-steps[0] // every)  # the frames: steps 0, k, 2k...
 
 
 class _Encoder:
@@ -3249,8 +3204,6 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _number(kind: type, low: float | None = None) -> Callable[[str], Any]:
-    """An argparse type: a finite ``kind`` (int or float) of at least ``low``."""
-
     def number(text: str) -> Any:  # a ValueError: argparse says "invalid number value"
         value = float(text)
         if not math.isfinite(value) or (kind is int and value != int(value)):
@@ -3407,7 +3360,6 @@ class _RunLock:
         self.path.write_text(f"pid {os.getpid()}")
 
     def release(self) -> None:
-        """Remove ``.lock`` and free the lock (a killed process frees it too)."""
         self.path.unlink(missing_ok=True)
         if self.fd is not None:
             os.close(self.fd)
@@ -3419,13 +3371,12 @@ def _print_progress(total: int, evaluation: EvalCallback, interrupts: _Interrupt
 
     def callback(locals_: dict[str, Any], globals_: dict[str, Any]) -> bool:
         model, now = locals_["self"], time.perf_counter()
-        done = model.num_timesteps >= model._total_timesteps
-        if now - last[0] >= 2.0 or done or interrupts.requested:
+        if now - last[0] >= 2.0 or model.num_timesteps >= total or interrupts.requested:
             last[0], episodes, evaluations = now, model.ep_info_buffer, evaluation.evaluations
             fps = (model.num_timesteps - model._start_steps) / max(now - model._start_time, 1e-9)
             reward = np.mean([e["r"] for e in episodes]) if episodes else float("nan")
             latest = evaluations[-1][2] if evaluations else float("nan")
-            eta = max(model._total_timesteps - model.num_timesteps, 0) / max(fps, 1e-9) / 60
+            eta = max(total - model.num_timesteps, 0) / max(fps, 1e-9) / 60
             print(
                 f"{model.num_timesteps:>12,} / {total:,} steps | iter {model._n_updates:>6} | "
                 f"train return {reward:10.2f} | eval {latest:10.2f} (best "
