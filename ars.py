@@ -1990,9 +1990,9 @@ class AsyncEval(_Evaluator):
         self._deadlines[i] = time.monotonic() + self.job_timeout
         try:
             self.remotes[i].send(("run", (it_bytes, self._options[i], batch)))
-        except (OSError, ValueError) as error:
-            message = f"AsyncEval worker {i} (pid {self.processes[i].pid}) cannot be reached"
-            raise self._fail(f"{message} ({error!r})") from error
+        except (OSError, ValueError) as error:  # a killed worker: _receive says how it ended
+            self._receive(i, "evaluating", time.monotonic() + 1.0)
+            raise self._fail(f"AsyncEval worker {i} cannot be reached ({error!r})") from error
 
     closed = property(lambda self: not self._closer.alive, doc="Whether :meth:`close` was called.")
 

@@ -3994,7 +3994,10 @@ def test_cli_reads_each_model_file_once(tmp_path, monkeypatch, capsys):
     model = ARS("LinearPolicy", "CartPole-v1", seed=3).learn(500)
     model.policy.save(tmp_path / "policy.npz")
     model.save(tmp_path / "model.npz")
-    assert _cli(tmp_path, "--total-timesteps", "300", "--run-dir", "run").returncode == 0
+    assert (
+        _cli(tmp_path, "--total-timesteps", "300", "--run-dir", "run", "--seed", "0").returncode
+        == 0
+    )
     reads = []
     real = ars.read_model_file
     monkeypatch.setattr(ars, "read_model_file", lambda *a, **k: reads.append(a) or real(*a, **k))
