@@ -62,6 +62,7 @@ VECTOR_CASES = [  # (env id, policy, net_arch, n_delta), each with k envs side b
     ("HalfCheetah-v4", "MlpPolicy", [64, 64], None),
 ]
 WIDTHS = (1, 4, 16)
+SUBPROCESS_KINDS = ("async", "SubprocVecEnv")
 
 
 def _hp(env_id: str, n_delta: int | None) -> dict:
@@ -163,13 +164,19 @@ def _timed(fn, totals: list[float]):  # noqa: ANN001, ANN202
     return timed
 
 
-def vector_env(env_id: str, k: int) -> object:
-    """k envs in this process: gymnasium's SyncVectorEnv (k = 0: one plain env)."""
+def vector_env(env_id: str, k: int, kind: str = "sync") -> object:
+    """k envs in this process: gymnasium's SyncVectorEnv (k = 0: one plain env); or, by
+    ``kind``, in k processes: gymnasium's AsyncVectorEnv ("async") or SB3's SubprocVecEnv."""
     if k == 0:
         return ars.make_env(env_id)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        return ars.gym.make_vec(env_id, k, vectorization_mode="sync")
+        if kind == "SubprocVecEnv":
+            from stable_baselines3.common.env_util import make_vec_env
+            from stable_baselines3.common.vec_env import SubprocVecEnv
+
+            return make_vec_env(env_id, k, vec_env_cls=SubprocVecEnv)
+        return ars.gym.make_vec(env_id, k, vectorization_mode=kind)
 
 
 def own_cost(
@@ -212,6 +219,10 @@ def vector_case(
     for k in (0, *WIDTHS):
         runners["ars" if k == 0 else f"ars k={k}"] = functools.partial(
             ars_run, **common, env_fn=functools.partial(vector_env, env_id, k)
+        )
+    for kind in SUBPROCESS_KINDS:  # a pipe round trip per step: what in-process k avoids
+        runners[f"ars {kind} k=4"] = functools.partial(
+            ars_run, **common, env_fn=functools.partial(vector_env, env_id, 4, kind)
         )
     samples: dict[str, list[float]] = {i: [] for i in runners}
     for repeat in range(args.repeats):
@@ -258,6 +269,20 @@ def write_vector_results(rows: list[dict], args: argparse.Namespace) -> None:
             for n in names
         ]
         lines.append(f"| {r['case']} | {r['bare']['median']:,.0f} | " + " | ".join(cells) + " |")
+    lines += [
+        "",
+        "k = 4 envs in subprocesses (gymnasium's AsyncVectorEnv, SB3's SubprocVecEnv), steps "
+        "per second and as a share of one env in this process:",
+        "",
+        "| case | " + " | ".join(f"{k} k=4" for k in SUBPROCESS_KINDS) + " |",
+        "|---" * (1 + len(SUBPROCESS_KINDS)) + "|",
+    ]
+    for r in rows:
+        cells = [
+            f"{r[n]['median']:,.0f} ({r[n]['median'] / r['ars']['median']:.2f} of one env)"
+            for n in (f"ars {kind} k=4" for kind in SUBPROCESS_KINDS)
+        ]
+        lines.append(f"| {r['case']} | " + " | ".join(cells) + " |")
     text = "\n".join(lines) + "\n"
     (out / "speed_vector.md").write_text(text)
     print("\n" + text + f"\nwrote {out / 'speed_vector.json'} and {out / 'speed_vector.md'}")
