@@ -714,7 +714,7 @@ class ARSPolicy(Network):
             if value.shape != expected[key].shape:
                 raise ValueError(f"{key!r} has shape {value.shape}; expected {expected[key].shape}")
             if value.dtype.kind not in "fiu" or not _finite(value):
-                raise ValueError(f"{key!r} must hold finite real numbers; got {value.dtype}")
+                raise ValueError(f"{key!r} must be real numbers, no nan or inf: {value.dtype}")
         merged = {**expected, **given}
         count = merged.get("obs_rms.count", 0)
         if np.any(merged.get("obs_rms.var", 0) < 0) or count < 0 or count % 1:
@@ -3398,6 +3398,8 @@ def _new_run(args: argparse.Namespace) -> tuple[ARS, dict[str, Any], Path]:
     args.policy = args.policy or ("MlpPolicy" if args.net_arch else None)  # layers: an MLP
     config = settings_for(env_id)  # the paper's settings, then the flags given
     config.update({k: v for k, v in vars(args).items() if k in config and v is not None})
+    if (config["n_top"] or 0) > config["n_delta"]:  # ARS() would clamp it, with a warning
+        raise ValueError(f"--n-top {config['n_top']} is larger than N = {config['n_delta']}")
     extra = {k: getattr(args, k) for k in ("normalization_samples", "max_episode_steps")}
     model = paper_model(env_id, env, **config, **extra, seed=args.seed, verbose=args.verbose)
     names = "eval_episodes checkpoint_interval job_timeout start_timeout".split()

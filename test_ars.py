@@ -2868,7 +2868,9 @@ def test_unparsable_metadata_and_nan_parameters_name_the_file(tmp_path):
     np.savez(
         tmp_path / "nan.npz", **dict(arrays, parameters=np.full_like(arrays["parameters"], np.nan))
     )
-    with pytest.raises(ValueError, match="nan.npz: 'action_net.0.weight' must hold finite"):
+    with pytest.raises(
+        ValueError, match="nan.npz: 'action_net.0.weight' must be real numbers, no nan or inf"
+    ):
         ARS.load(tmp_path / "nan.npz")
     good.note = [1, 2]
     good.save(tmp_path / "extra.npz", include=["note"])
@@ -3739,6 +3741,7 @@ def test_warm_start_example_trains_from_demos_and_the_cli_flag_names_it(tmp_path
         (["--net-arch", "100000,100000"], "more than ars handles"),
         (["--video", "clip.gif"], "add --eval MODEL"),
         (["--render"], "add --eval MODEL"),
+        (["--n-delta", "2", "--n-top", "99"], "--n-top 99 is larger than N = 2"),
     ],
 )
 def test_cli_mistakes_give_one_error_line_and_status_2(tmp_path, args, message):

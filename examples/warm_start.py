@@ -126,7 +126,8 @@ def record_demonstrations(model: Any, env_id: str, episodes: int = 5) -> tuple:
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Warm-start the paper's model for ``--env`` from ``--demos``, train, evaluate, save.
+    """Warm-start the paper's settings for ``--env``, with a linear policy, from ``--demos``;
+    train, evaluate, save.
     Without ``--demos``: train a CartPole expert, record its episodes, warm-start from them."""
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--env", default="CartPole-v1")
@@ -140,7 +141,7 @@ def main(argv: list[str] | None = None) -> None:
         expert = ars.ARS("LinearPolicy", args.env, n_delta=2, seed=0).learn(20_000)
         demos = record_demonstrations(expert, args.env)
         print(f"expert: mean return {ars.evaluate_policy(expert, args.env, 10)[0]:.2f}")
-    model = ars.paper_model(args.env, seed=args.seed)
+    model = ars.paper_model(args.env, seed=args.seed, policy="LinearPolicy", net_arch=None)
     warm_start(model, demos)
     print(f"warm start: mean return {ars.evaluate_policy(model, args.env, 10)[0]:.2f}")
     model.learn(args.total_timesteps)
