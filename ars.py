@@ -1972,10 +1972,9 @@ class AsyncEval(_Evaluator):
                 if time.monotonic() >= deadline:
                     raise self._fail(f"{name} did not answer in time while {doing}")
             kind, payload = remote.recv()
-        except (EOFError, OSError) as error:
+        except (EOFError, OSError):  # its end of the pipe closed: the death is the news
             process.join(1.0)
-            message = f"{name} died (exit code {process.exitcode}) while {doing} ({error!r})"
-            raise self._fail(message) from error
+            raise self._fail(f"{name} died (exit code {process.exitcode}) while {doing}") from None
         if kind == "error":  # one line; the worker's traceback is kept on the error
             candidate, line, trace = payload
             what = doing if candidate is None else f"evaluating candidate {candidate}"
