@@ -3397,8 +3397,9 @@ def _new_run(args: argparse.Namespace) -> tuple[ARS, dict[str, Any], Path]:
     args.policy = args.policy or ("MlpPolicy" if args.net_arch else None)  # layers: an MLP
     config = settings_for(env_id)  # the paper's settings, then the flags given
     config.update({k: v for k, v in vars(args).items() if k in config and v is not None})
-    if (config["n_top"] or 0) > config["n_delta"]:  # ARS() would clamp it, with a warning
-        raise ValueError(f"--n-top {config['n_top']} is larger than N = {config['n_delta']}")
+    if (args.n_top or 0) > config["n_delta"]:  # ARS() would clamp it, with a warning
+        raise ValueError(f"--n-top {args.n_top} is larger than N = {config['n_delta']}")
+    config["n_top"] = min(config["n_top"] or config["n_delta"], config["n_delta"])  # paper's b
     extra = {k: getattr(args, k) for k in ("normalization_samples", "max_episode_steps")}
     model = paper_model(env_id, env, **config, **extra, seed=args.seed, verbose=args.verbose)
     names = "eval_episodes checkpoint_interval job_timeout start_timeout".split()
