@@ -3,6 +3,7 @@
     python benchmarks/ablation.py            # results/ablation_halfcheetah*.json -> its .md
     python benchmarks/ablation.py Swimmer    # results/ablation_swimmer.json -> its .md
     python benchmarks/ablation.py sb3        # issue 33: results/ablation_sb3.json -> its .md
+    python benchmarks/ablation.py early      # issue 33: results/early_sb3.json -> its .md
 
 The runs come from benchmarks/learning.py (same protocol: evaluations every 50k steps,
 stop at a confirmed threshold, the task's budget), one key per arm. HalfCheetah's and
@@ -137,8 +138,60 @@ def diagnostics(results: dict, key: str, at: tuple = (0, 1, 2, 5, 10, 20)) -> st
     return "\n".join(rows)
 
 
+def early(runs: dict, updates: int = 6, level: float = 1000.0) -> str:
+    """Issue 33's early test: each implementation's HalfCheetah evaluations after 1 to
+    ``updates`` updates, over every run it made (the short runs of ``early_sb3.json`` and the
+    first evaluations of the full ones): median, share at ``level`` or more, and two-sided
+    Mann-Whitney U tests of each against sb3-contrib."""
+    from scipy.stats import mannwhitneyu
+
+    after = {
+        name: np.array([[r["evaluations"][k][2] for k in range(1, updates + 1)] for r in rs])
+        for name, rs in runs.items()
+    }
+    head = " | ".join(f"{k}" for k in range(1, updates + 1))
+    rows = [f"| HalfCheetah, after update | runs | {head} |", "|---" * (updates + 2) + "|"]
+    for name, x in after.items():
+        rows.append(
+            f"| {name}: median | {len(x)} | "
+            + " | ".join(f"{v:,.0f}" for v in np.median(x, axis=0))
+            + " |"
+        )
+        rows.append(
+            f"| {name}: share at {level:,.0f} or more | {len(x)} | "
+            + " | ".join(f"{v:.0%}" for v in np.mean(x >= level, axis=0))
+            + " |"
+        )
+        if name != "sb3-contrib":
+            p = [mannwhitneyu(x[:, k], after["sb3-contrib"][:, k]).pvalue for k in range(updates)]
+            rows.append(
+                f"| {name}: p against sb3-contrib | | " + " | ".join(f"{v:.3f}" for v in p) + " |"
+            )
+    return "\n".join(rows)
+
+
+def early_runs() -> dict:
+    """Every HalfCheetah run of sb3-contrib, the emulation and the default: early_sb3.json's,
+    the ten-seed table's and ablation_sb3.json's (all evaluate every 64,000 steps)."""
+    files = [RESULTS / n for n in ("early_sb3.json", "learning10.json", "ablation_sb3.json")]
+    names = {"sb3-contrib:HalfCheetah-v4": "sb3-contrib", "ars:HalfCheetah-v4": "ars (paper)"}
+    names["ars:HalfCheetah-v4:sb3-emulation"] = "sb3-emulation"
+    runs: dict = {name: [] for name in names.values()}
+    for path in files:
+        for key, records in json.loads(path.read_text()).items() if path.exists() else ():
+            if key in names:
+                runs[names[key]] += [r for r in records.values() if len(r["evaluations"]) > 6]
+    return runs
+
+
 def main() -> None:
     task = sys.argv[1] if len(sys.argv) > 1 else "HalfCheetah"
+    if task == "early":
+        text, md = early(early_runs()), RESULTS / "early_sb3.md"
+        notes = md.read_text().partition(NOTES)[2] if md.exists() else ""
+        md.write_text(text + "\n" + (f"\n{NOTES}{notes}" if notes else ""))
+        print(text)
+        return
     if task == "sb3":
         path = RESULTS / "ablation_sb3.json"
         results, ten = json.loads(path.read_text()), json.loads(TEN_SEEDS.read_text())
