@@ -3,7 +3,6 @@
     python benchmarks/ablation.py            # results/ablation_halfcheetah*.json -> its .md
     python benchmarks/ablation.py Swimmer    # results/ablation_swimmer.json -> its .md
     python benchmarks/ablation.py sb3        # issue 33: results/ablation_sb3.json -> its .md
-    python benchmarks/ablation.py early      # issue 33: results/early_sb3.json -> its .md
 
 The runs come from benchmarks/learning.py (same protocol: evaluations every 50k steps,
 stop at a confirmed threshold, the task's budget), one key per arm. HalfCheetah's and
@@ -138,60 +137,65 @@ def diagnostics(results: dict, key: str, at: tuple = (0, 1, 2, 5, 10, 20)) -> st
     return "\n".join(rows)
 
 
-def early(runs: dict, updates: int = 6, level: float = 1000.0) -> str:
-    """Issue 33's early test: each implementation's HalfCheetah evaluations after 1 to
-    ``updates`` updates, over every run it made (the short runs of ``early_sb3.json`` and the
-    first evaluations of the full ones): median, share at ``level`` or more, and two-sided
-    Mann-Whitney U tests of each against sb3-contrib."""
+def early(runs: dict, updates: int = 6, at: tuple = (4, 6), level: float = 1000.0) -> str:
+    """Issue 33's early test: each arm's HalfCheetah evaluations after 1 to ``updates``
+    updates over every run it made (the short runs of ``early_sb3.json`` and the first
+    evaluations of the full ones): medians, the share at ``level`` or more, and two-sided
+    Mann-Whitney U tests against sb3-contrib and the emulation after the updates ``at``."""
     from scipy.stats import mannwhitneyu
 
     after = {
         name: np.array([[r["evaluations"][k][2] for k in range(1, updates + 1)] for r in rs])
         for name, rs in runs.items()
+        if rs
     }
-    head = " | ".join(f"{k}" for k in range(1, updates + 1))
-    rows = [f"| HalfCheetah, after update | runs | {head} |", "|---" * (updates + 2) + "|"]
+    when = " / ".join(map(str, at))
+    rows = [
+        "| HalfCheetah arm | runs | median after update "
+        + ", ".join(map(str, range(1, updates + 1)))
+        + f" | at {level:,.0f} after {when} | p against sb3-contrib after {when} "
+        f"| p against the emulation after {when} |",
+        "|---" * 6 + "|",
+    ]
     for name, x in after.items():
+        ps = [
+            " / ".join(f"{mannwhitneyu(x[:, k - 1], after[ref][:, k - 1]).pvalue:.3f}" for k in at)
+            if ref in after and ref != name
+            else ""
+            for ref in ("sb3-contrib", "sb3-emulation")
+        ]
         rows.append(
-            f"| {name}: median | {len(x)} | "
-            + " | ".join(f"{v:,.0f}" for v in np.median(x, axis=0))
-            + " |"
+            f"| {name} | {len(x)} | "
+            + ", ".join(f"{v:,.0f}" for v in np.median(x, axis=0))
+            + " | "
+            + " / ".join(f"{np.mean(x[:, k - 1] >= level):.0%}" for k in at)
+            + f" | {ps[0]} | {ps[1]} |"
         )
-        rows.append(
-            f"| {name}: share at {level:,.0f} or more | {len(x)} | "
-            + " | ".join(f"{v:.0%}" for v in np.mean(x >= level, axis=0))
-            + " |"
-        )
-        if name != "sb3-contrib":
-            p = [mannwhitneyu(x[:, k], after["sb3-contrib"][:, k]).pvalue for k in range(updates)]
-            rows.append(
-                f"| {name}: p against sb3-contrib | | " + " | ".join(f"{v:.3f}" for v in p) + " |"
-            )
     return "\n".join(rows)
 
 
 def early_runs() -> dict:
-    """Every HalfCheetah run of sb3-contrib, the emulation and the default: early_sb3.json's,
-    the ten-seed table's and ablation_sb3.json's (all evaluate every 64,000 steps)."""
+    """Every HalfCheetah run of sb3-contrib, the default and the emulation's arms, by arm:
+    early_sb3.json's, the ten-seed table's and ablation_sb3.json's (all evaluate every
+    64,000 steps)."""
     files = [RESULTS / n for n in ("early_sb3.json", "learning10.json", "ablation_sb3.json")]
-    names = {"sb3-contrib:HalfCheetah-v4": "sb3-contrib", "ars:HalfCheetah-v4": "ars (paper)"}
-    names["ars:HalfCheetah-v4:sb3-emulation"] = "sb3-emulation"
-    runs: dict = {name: [] for name in names.values()}
+    runs: dict = {"sb3-contrib": [], "ars (paper)": [], "sb3-emulation": []}
     for path in files:
         for key, records in json.loads(path.read_text()).items() if path.exists() else ():
-            if key in names:
-                runs[names[key]] += [r for r in records.values() if len(r["evaluations"]) > 6]
+            env, _, arm = key.partition(":HalfCheetah-v4")
+            if env == "sb3-contrib" or (env == "ars" and arm[1:].startswith("sb3-emulation")):
+                name = arm[1:] or env
+            elif key == "ars:HalfCheetah-v4":
+                name = "ars (paper)"
+            else:
+                continue
+            runs.setdefault(name, [])
+            runs[name] += [r for r in records.values() if len(r["evaluations"]) > 6]
     return runs
 
 
 def main() -> None:
     task = sys.argv[1] if len(sys.argv) > 1 else "HalfCheetah"
-    if task == "early":
-        text, md = early(early_runs()), RESULTS / "early_sb3.md"
-        notes = md.read_text().partition(NOTES)[2] if md.exists() else ""
-        md.write_text(text + "\n" + (f"\n{NOTES}{notes}" if notes else ""))
-        print(text)
-        return
     if task == "sb3":
         path = RESULTS / "ablation_sb3.json"
         results, ten = json.loads(path.read_text()), json.loads(TEN_SEEDS.read_text())
@@ -205,6 +209,7 @@ def main() -> None:
                 results[f"{key}:rerun"] = again
         text = "\n\n".join(sb3_table(results, task) for task in ("HalfCheetah", "Swimmer"))
         text += "\n\n" + diagnostics(results, "ars:HalfCheetah-v4:sb3-emulation")
+        text += "\n\n" + early(early_runs())
         md = path.with_suffix(".md")
         notes = md.read_text().partition(NOTES)[2] if md.exists() else ""
         md.write_text(text + "\n" + (f"\n{NOTES}{notes}" if notes else ""))
