@@ -175,7 +175,7 @@ def early(runs: dict, updates: int = 6, at: tuple = (4, 6), level: float = 1000.
 
 
 def early_runs() -> dict:
-    """Every HalfCheetah run of sb3-contrib, the default and the emulation's arms, by arm:
+    """Every HalfCheetah run of sb3-contrib, the default and each arm, by arm:
     early_sb3.json's, the ten-seed table's and ablation_sb3.json's (all evaluate every
     64,000 steps)."""
     files = [RESULTS / n for n in ("early_sb3.json", "learning10.json", "ablation_sb3.json")]
@@ -183,12 +183,9 @@ def early_runs() -> dict:
     for path in files:
         for key, records in json.loads(path.read_text()).items() if path.exists() else ():
             env, _, arm = key.partition(":HalfCheetah-v4")
-            if env == "sb3-contrib" or (env == "ars" and arm[1:].startswith("sb3-emulation")):
-                name = arm[1:] or env
-            elif key == "ars:HalfCheetah-v4":
-                name = "ars (paper)"
-            else:
+            if env not in ("ars", "sb3-contrib") or not key.startswith(env + ":HalfCheetah"):
                 continue
+            name = arm[1:] or ("ars (paper)" if env == "ars" else env)
             runs.setdefault(name, [])
             runs[name] += [r for r in records.values() if len(r["evaluations"]) > 6]
     return runs

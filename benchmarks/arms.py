@@ -19,6 +19,13 @@ deterministically:
     weights whatever the number of workers.
 ``per-step-statistics-first-iteration``
     The same, in the first iteration only (the one whose frozen statistics are empty).
+``per-step-sb3-first-iteration`` (issue 33)
+    In the first iteration only, each training candidate acts on its own statistics as
+    SB3's VecNormalize keeps them from scratch: count 1e-4, mean 0, var 1, updated with each
+    state before it is normalised, ``clip((x - mean) / sqrt(var + 1e-8), +-10)``. The
+    emulation's early gain went away when its iteration 0 acted on raw states; this is that
+    iteration 0 without lanes, so that candidates share nothing. Line 8 and every later
+    iteration are the paper's.
 ``clip-10``
     The paper's statistics, but the normalised observations are clipped to +-10, as
     VecNormalize's ``clip_obs`` does, in training and in evaluations.
@@ -38,7 +45,12 @@ import numpy as np
 
 import ars
 
-ARMS = ("per-step-statistics", "per-step-statistics-first-iteration", "clip-10")
+ARMS = (
+    "per-step-statistics",
+    "per-step-statistics-first-iteration",
+    "per-step-sb3-first-iteration",
+    "clip-10",
+)
 _FROZEN_RULE = ars.run_job  # the paper's
 
 
@@ -52,6 +64,22 @@ def per_step_actor(network: ars.Network, theta: Any, frozen: ars.RunningMeanStd)
         return network.actor(theta, statistics)(obs)
 
     return act
+
+
+def sb3_actor(network: ars.Network, theta: Any, frozen: ars.RunningMeanStd) -> Any:
+    """``obs -> action`` on VecNormalize's observations from fresh statistics (``frozen`` is
+    not used: the first iteration's are empty)."""
+    if network.flatten is not None:
+        raise ValueError("the per-step-sb3 arm needs a flat Box observation space")
+    act, statistics = network.actor(theta), SB3Statistics(network.obs_dim)
+    zeros = np.zeros(network.obs_dim)
+
+    def normalised(obs: Any) -> Any:
+        statistics.combine(obs, zeros, 1)
+        z = (obs - statistics.mean) / np.sqrt(statistics.var + EPSILON)
+        return act(np.clip(z, -10.0, 10.0))
+
+    return normalised
 
 
 def clipped_actor(network: ars.Network, theta: Any, frozen: ars.RunningMeanStd) -> Any:
@@ -80,7 +108,8 @@ def run_job(
         raise ValueError("the clip-10 arm is V2's: train on raw observations, not VecNormalize's")
     if it.obs_rms is None or not (per_step or arm == "clip-10"):
         return _FROZEN_RULE(env, it, job, options, on_step)
-    actor = per_step_actor if per_step else clipped_actor
+    actor = clipped_actor if not per_step else per_step_actor
+    actor = sb3_actor if per_step and arm == "per-step-sb3-first-iteration" else actor
     act = actor(it.network, ars.candidate_parameters(it, job), it.obs_rms)
     returns, lengths, visited = ars.run_episodes(
         env, act, job.seeds, options, it.track_obs, it.max_episode_steps, on_step

@@ -611,6 +611,7 @@ def main() -> None:
         choices=[
             "per-step-statistics",
             "per-step-statistics-first-iteration",
+            "per-step-sb3-first-iteration",
             "clip-10",
             "vecnormalize",
             "sb3-emulation",
