@@ -3053,7 +3053,8 @@ def record_video(
     ffmpeg = _require("imageio_ffmpeg", "pip install imageio-ffmpeg (ars's 'video' extra)")
     gif = path.suffix.lower() == ".gif"
     fps = (GIF_FPS if gif else MP4_FPS) if fps is None else fps
-    check_number("fps", fps, positive=True)
+    check_number("fps", fps, low=1.0)  # ffmpeg refuses rates far below a frame a second
+    max_steps = None if max_steps is None else check_integer("max_steps", max_steps)
     with _atomic_file(path, "wb") as target:  # one that cannot be written fails before rendering
         render_env = _rendering_env(model, env, "rgb_array", width if gif else None)
         steps_per_second = float(render_env.metadata.get("render_fps") or MP4_FPS)
@@ -3253,7 +3254,7 @@ FLAGS = [  # flag, argparse keywords, help
     ("--resume", {"metavar": "RUN_DIR"}, "continue an interrupted run from its checkpoint"),
     ("--eval", {"metavar": "MODEL"}, "evaluate a saved model instead of training"),
     ("--video", {"metavar": "FILE"}, "with --eval: record one episode (.mp4 or .gif)"),
-    ("--video-fps", REAL, "the clip's frames per second (30 for MP4, 10 for GIF): steps sampled"),
+    ("--video-fps", REAL, "the clip's frames per second, 1 or more (30 for MP4, 10 for GIF)"),
     ("--render", FLAG, "with --eval: show one episode in a window"),
     ("--verbose", {**COUNT, "default": 0}, "1: print the full log table each iteration"),
 ]
@@ -3292,7 +3293,7 @@ def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         (env is not None and not env.strip(), "--env needs an env id, e.g. CartPole-v1"),
         ((video or args.render) and not args.eval, "--video and --render: add --eval MODEL"),
         (video and (args.render or not args.video.strip()), "--video needs a file, no --render"),
-        (args.video_fps is not None and not video, "--video-fps goes with --video"),  # > 0: checked
+        (args.video_fps is not None and not video, "--video-fps goes with --video"),  # >= 1: later
         (min(args.job_timeout, args.start_timeout) <= 0, "timeouts must be positive"),
         (args.resume and given != {"resume"}, "--resume goes without --run-dir and --overwrite"),
         (args.eval and given, "--eval goes without --resume, --run-dir and --overwrite"),

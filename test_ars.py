@@ -1018,6 +1018,17 @@ def test_mujoco_smoke(env_id, tmp_path):
 
 
 @pytest.mark.slow
+def test_weights_are_those_of_the_fingerprints():
+    """Same seed, same weights as when benchmarks/results/fingerprint.json was recorded: a
+    change that moves code keeps them; one that changes the random stream must say so there."""
+    sys.path.insert(0, str(Path(__file__).parent / "benchmarks"))
+    import fingerprint
+
+    stored = json.loads(fingerprint.RESULTS.read_text())
+    for env_id in ("CartPole-v1", "Pendulum-v1"):  # Hopper's: python benchmarks/fingerprint.py
+        assert fingerprint.fingerprint(env_id, *fingerprint.RUNS[env_id]) == stored[env_id]
+
+
 def test_the_core_alone_trains_with_the_same_weights_as_ars(tmp_path):
     """Cut ars.py at "end of the core": what is left imports with NumPy and gymnasium alone
     and trains CartPole (V1) and Pendulum (V2, b < N), bit for bit as ARS(...).learn does."""
@@ -3418,6 +3429,9 @@ def test_a_clip_of_an_env_object_and_its_mistakes(tmp_path):
         ars.record_video(model, tmp_path / "b.mp4", gym.make("InvertedPendulum-v4"))
     with pytest.raises(ValueError, match="but the policy was built for"):
         ars.record_video(model, tmp_path / "c.mp4", "Hopper-v4")
+    for bad in (dict(max_steps=0), dict(max_steps=-1), dict(max_steps=2.5), dict(fps=1e-6)):
+        with pytest.raises(ValueError, match="max_steps must be|fps must be"):  # never a hang
+            ars.record_video(model, tmp_path / "d.mp4", env, **bad)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a.mp4"]
 
 
