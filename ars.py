@@ -1586,6 +1586,8 @@ class VecEnvs:
         """Which sub-env failed (gymnasium drops its pipe; SB3's process exits), and how."""
         name, processes = type(self.vector).__name__, getattr(self.vector, "processes", [])
         gone = [i for i, pipe in enumerate(getattr(self.vector, "parent_pipes", [])) if not pipe]
+        if gone:  # gymnasium read the child's error (its process may have ended since, code 0)
+            return f"sub-env {gone[0]} of the {name} failed: {_one_line(error)}"
         deadline = time.monotonic() + 2.0  # a crashed process may still be exiting
         while not gone and processes and time.monotonic() < deadline:
             gone = [i for i, process in enumerate(processes) if not process.is_alive()]
