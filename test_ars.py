@@ -1018,10 +1018,10 @@ def test_mujoco_smoke(env_id, tmp_path):
 
 
 @pytest.mark.slow
-def test_weights_are_those_of_the_fingerprints():
+def test_weights_are_those_of_the_fingerprints(monkeypatch):
     """Same seed, same weights as when benchmarks/results/fingerprint.json was recorded: a
     change that moves code keeps them; one that changes the random stream must say so there."""
-    sys.path.insert(0, str(Path(__file__).parent / "benchmarks"))
+    monkeypatch.syspath_prepend(str(Path(__file__).parent / "benchmarks"))
     import fingerprint
 
     stored = json.loads(fingerprint.RESULTS.read_text())
