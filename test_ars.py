@@ -1017,7 +1017,6 @@ def test_mujoco_smoke(env_id, tmp_path):
     np.testing.assert_array_equal(loaded.predict(obs)[0], model.predict(obs)[0])
 
 
-@pytest.mark.slow
 def test_weights_are_those_of_the_fingerprints(monkeypatch):
     """Same seed, same weights as when benchmarks/results/fingerprint.json was recorded: a
     change that moves code keeps them; one that changes the random stream must say so there."""
@@ -1029,6 +1028,7 @@ def test_weights_are_those_of_the_fingerprints(monkeypatch):
         assert fingerprint.fingerprint(env_id, *fingerprint.RUNS[env_id]) == stored[env_id]
 
 
+@pytest.mark.slow
 def test_the_core_alone_trains_with_the_same_weights_as_ars(tmp_path):
     """Cut ars.py at "end of the core": what is left imports with NumPy and gymnasium alone
     and trains CartPole (V1) and Pendulum (V2, b < N), bit for bit as ARS(...).learn does."""

@@ -108,8 +108,9 @@ def run_job(
         raise ValueError("the clip-10 arm is V2's: train on raw observations, not VecNormalize's")
     if it.obs_rms is None or not (per_step or arm == "clip-10"):
         return _FROZEN_RULE(env, it, job, options, on_step)
-    actor = clipped_actor if not per_step else per_step_actor
-    actor = sb3_actor if per_step and arm == "per-step-sb3-first-iteration" else actor
+    actor = {"clip-10": clipped_actor, "per-step-sb3-first-iteration": sb3_actor}.get(
+        arm, per_step_actor
+    )
     act = actor(it.network, ars.candidate_parameters(it, job), it.obs_rms)
     returns, lengths, visited = ars.run_episodes(
         env, act, job.seeds, options, it.track_obs, it.max_episode_steps, on_step
