@@ -4244,6 +4244,26 @@ def test_learning_benchmark_reads_pythons_booleans(monkeypatch):
     assert learning.parse_setting("n_delta=16") == ("n_delta", 16)
 
 
+def test_learning_runs_sharing_a_results_file_keep_every_record(tmp_path):
+    """Two queues of runs share one results file: each adds its record to the file as it is,
+    under a lock, so none is lost and the file is never a mix of two writes."""
+    code = (
+        "import sys; sys.path.insert(0, sys.argv[1]); import learning, pathlib\n"
+        "for seed in range(8):\n"
+        "    learning.add_record(pathlib.Path(sys.argv[2]), sys.argv[3], seed, {'x': [0.5] * 5000})"
+    )
+    path, folder = tmp_path / "results.json", str(HERE / "benchmarks")
+    runs = [
+        subprocess.Popen([sys.executable, "-c", code, folder, str(path), f"arm{i}"])
+        for i in range(4)
+    ]
+    assert [run.wait(timeout=120) for run in runs] == [0] * 4
+    results = json.loads(path.read_text())
+    assert {key: sorted(map(int, seeds)) for key, seeds in results.items()} == {
+        f"arm{i}": list(range(8)) for i in range(4)
+    }
+
+
 @pytest.mark.slow
 def test_sb3_emulation_gives_sb3_contribs_weights_and_statistics(monkeypatch):
     """Given sb3-contrib's directions and worker seeds, the emulation is sb3-contrib: Swimmer's

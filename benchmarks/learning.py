@@ -31,6 +31,8 @@ the update, before the next rollouts.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import fcntl
 import json
 import os
 import statistics
@@ -88,14 +90,31 @@ def eval_seeds(seed: int) -> np.ndarray:
     return np.random.SeedSequence([seed + 1, 1]).generate_state(10)
 
 
-def write_json(path: Path, data: object) -> None:
-    """Write JSON atomically: a kill leaves the old file or the new one, never half of one."""
+def write_text(path: Path, text: str) -> None:
+    """Write atomically: a kill leaves the old file or the new one, never half of one."""
     tmp = path.with_name(path.name + ".tmp")
     with tmp.open("w") as f:
-        f.write(json.dumps(data, indent=1) + "\n")
+        f.write(text)
         f.flush()
         os.fsync(f.fileno())
     os.replace(tmp, path)
+
+
+def write_json(path: Path, data: object) -> None:
+    """``data`` as indented JSON, atomically."""
+    write_text(path, json.dumps(data, indent=1) + "\n")
+
+
+@contextlib.contextmanager
+def locked_folder(path: Path):
+    """An exclusive lock on ``path``'s folder: runs that share a results file (two queues)
+    read, add to and write it one at a time, so none loses or interleaves another's record."""
+    fd = os.open(path.parent, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # frees the lock
 
 
 def read_results(path: Path) -> dict:
@@ -104,6 +123,16 @@ def read_results(path: Path) -> dict:
         return json.loads(path.read_text()) if path.exists() else {}
     except (json.JSONDecodeError, UnicodeDecodeError) as error:
         sys.exit(f"error: {path} is not valid JSON ({error}); restore it from git or move it")
+
+
+def add_record(path: Path, key: str, seed: int, record: dict) -> dict:
+    """Add one run's record to the results file as it is now (other runs may be writing it
+    too), under the folder's lock; returns the file's results."""
+    with locked_folder(path):
+        results = read_results(path)
+        results.setdefault(key, {})[str(seed)] = record
+        write_json(path, results)
+    return results
 
 
 def confirmed(evaluations: list, threshold: float) -> bool:
@@ -654,9 +683,7 @@ def main() -> None:
                 record = {**runner(env_id, seed, budget, eval_freq, args), "code": code_version()}
                 # Saved after every run, into the file as it is now: an interrupted
                 # benchmark keeps its runs, and one running beside it keeps its own.
-                results = read_results(path)
-                results.setdefault(key, {})[str(seed)] = record
-                write_json(path, results)
+                results = add_record(path, key, seed, record)
                 hit = first_reach(record["evaluations"], THRESHOLDS[task(env_id)])
                 print(
                     f"  final {record['evaluations'][-1][2]:.1f}; threshold "
@@ -666,8 +693,9 @@ def main() -> None:
                 )
     prefix = "" if path.stem == "learning" else path.stem + "-"
     table, md = report(results, path.parent, prefix), path.with_suffix(".md")
-    notes = md.read_text().partition(NOTES)[2] if md.exists() else ""  # written by hand: kept
-    md.write_text(table + "\n" + (f"\n{NOTES}{notes}" if notes else ""))
+    with locked_folder(path):
+        notes = md.read_text().partition(NOTES)[2] if md.exists() else ""  # by hand: kept
+        write_text(md, table + "\n" + (f"\n{NOTES}{notes}" if notes else ""))
     print(table)
 
 
