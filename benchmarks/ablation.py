@@ -20,7 +20,7 @@ import math
 import sys
 
 import numpy as np
-from learning import NOTES, RESULTS, THRESHOLDS
+from learning import RESULTS, THRESHOLDS, write_table
 
 LENGTH, TEN_SEEDS = 1000, RESULTS / "learning10.json"
 # HalfCheetah's arms added later ran beside the first; a later file's arm replaces an earlier
@@ -207,9 +207,7 @@ def main() -> None:
         text = "\n\n".join(sb3_table(results, task) for task in ("HalfCheetah", "Swimmer"))
         text += "\n\n" + diagnostics(results, "ars:HalfCheetah-v4:sb3-emulation")
         text += "\n\n" + early(early_runs())
-        md = path.with_suffix(".md")
-        notes = md.read_text().partition(NOTES)[2] if md.exists() else ""
-        md.write_text(text + "\n" + (f"\n{NOTES}{notes}" if notes else ""))
+        write_table(path.with_suffix(".md"), text)
         print(text)
         return
     if task not in MORE:
@@ -220,9 +218,8 @@ def main() -> None:
     ten = json.loads(TEN_SEEDS.read_text()) if TEN_SEEDS.exists() else {}
     for key in (f"ars:{task}-v4", f"sb3-contrib:{task}-v4"):
         results.setdefault(key, {}).update(ten.get(key, {}))  # the same protocol and seeds
-    text, md = table(results, task), path.with_suffix(".md")
-    notes = md.read_text().partition(NOTES)[2] if md.exists() else ""
-    md.write_text(text + "\n" + (f"\n{NOTES}{notes}" if notes else ""))
+    text = table(results, task)
+    write_table(path.with_suffix(".md"), text)
     print(text)
 
 

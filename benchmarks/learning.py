@@ -117,6 +117,13 @@ def locked_folder(path: Path):
         os.close(fd)  # frees the lock
 
 
+def write_table(md: Path, table: str) -> None:
+    """Replace ``md``'s table, keeping the notes written by hand below its NOTES line."""
+    with locked_folder(md):
+        notes = md.read_text().partition(NOTES)[2] if md.exists() else ""
+        write_text(md, table + "\n" + (f"\n{NOTES}{notes}" if notes else ""))
+
+
 def read_results(path: Path) -> dict:
     """The results file, or {} if there is none yet; a damaged one is a one-line error."""
     try:
@@ -692,10 +699,8 @@ def main() -> None:
                     flush=True,
                 )
     prefix = "" if path.stem == "learning" else path.stem + "-"
-    table, md = report(results, path.parent, prefix), path.with_suffix(".md")
-    with locked_folder(path):
-        notes = md.read_text().partition(NOTES)[2] if md.exists() else ""  # by hand: kept
-        write_text(md, table + "\n" + (f"\n{NOTES}{notes}" if notes else ""))
+    table = report(results, path.parent, prefix)
+    write_table(path.with_suffix(".md"), table)
     print(table)
 
 
