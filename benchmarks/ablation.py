@@ -20,7 +20,7 @@ import math
 import sys
 
 import numpy as np
-from learning import RESULTS, THRESHOLDS, write_table
+from learning import RESULTS, THRESHOLDS, locked_folder, write_table
 
 LENGTH, TEN_SEEDS = 1000, RESULTS / "learning10.json"
 # HalfCheetah's arms added later ran beside the first; a later file's arm replaces an earlier
@@ -192,7 +192,12 @@ def early_runs() -> dict:
 
 
 def main() -> None:
-    task = sys.argv[1] if len(sys.argv) > 1 else "HalfCheetah"
+    with locked_folder(RESULTS):  # no learning.py run adds a record or a table meanwhile
+        tables(sys.argv[1] if len(sys.argv) > 1 else "HalfCheetah")
+
+
+def tables(task: str) -> None:
+    """Rebuild and print the ablation tables of ``task`` (or of issue 33: "sb3")."""
     if task == "sb3":
         path = RESULTS / "ablation_sb3.json"
         results, ten = json.loads(path.read_text()), json.loads(TEN_SEEDS.read_text())

@@ -9,8 +9,9 @@ the random stream (directions, env seeds, statistics) changes them, and says so.
 
 NumPy's OpenBLAS picks its kernels by CPU, and an AVX-512 kernel rounds a matrix product
 differently from an AVX2 one: on x86-64 this script pins OpenBLAS to its Haswell (AVX2)
-kernels, so the hashes are the same on every x86-64 machine, not only on the one that wrote
-them. This takes effect only where NumPy is not yet imported: run it as a script.
+kernels, so the hashes are the same on every x86-64 machine with AVX2, not only on the one
+that wrote them (with the same NumPy and OpenBLAS). This takes effect only where NumPy is not
+yet imported: run it as a script.
 """
 
 from __future__ import annotations

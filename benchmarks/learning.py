@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import fcntl
 import json
 import os
 import statistics
@@ -91,13 +90,10 @@ def eval_seeds(seed: int) -> np.ndarray:
 
 
 def write_text(path: Path, text: str) -> None:
-    """Write atomically: a kill leaves the old file or the new one, never half of one."""
-    tmp = path.with_name(path.name + ".tmp")
-    with tmp.open("w") as f:
+    """Write through a temporary file of its own and a rename (ars's): a kill leaves the old
+    file or the new one, never half of one, and two writers never share a temporary file."""
+    with ars._atomic_file(path, "w") as f:
         f.write(text)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
 
 
 def write_json(path: Path, data: object) -> None:
@@ -106,10 +102,16 @@ def write_json(path: Path, data: object) -> None:
 
 
 @contextlib.contextmanager
-def locked_folder(path: Path):
-    """An exclusive lock on ``path``'s folder: runs that share a results file (two queues)
-    read, add to and write it one at a time, so none loses or interleaves another's record."""
-    fd = os.open(path.parent, os.O_RDONLY)
+def locked_folder(folder: Path):
+    """An exclusive lock on ``folder`` (waits for it): runs that share a results file (two
+    queues) read, add to and write it and its table one at a time, so none loses or mixes
+    another's record. Not re-entrant: never nest it. Without fcntl (Windows): no lock."""
+    try:
+        import fcntl
+    except ImportError:
+        yield
+        return
+    fd = os.open(folder, os.O_RDONLY)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
         yield
@@ -118,10 +120,10 @@ def locked_folder(path: Path):
 
 
 def write_table(md: Path, table: str) -> None:
-    """Replace ``md``'s table, keeping the notes written by hand below its NOTES line."""
-    with locked_folder(md):
-        notes = md.read_text().partition(NOTES)[2] if md.exists() else ""
-        write_text(md, table + "\n" + (f"\n{NOTES}{notes}" if notes else ""))
+    """Replace ``md``'s table, keeping the notes written by hand below its NOTES line; call
+    it holding ``locked_folder(md.parent)``, with the table of the results as they are."""
+    notes = md.read_text().partition(NOTES)[2] if md.exists() else ""
+    write_text(md, table + "\n" + (f"\n{NOTES}{notes}" if notes else ""))
 
 
 def read_results(path: Path) -> dict:
@@ -135,7 +137,7 @@ def read_results(path: Path) -> dict:
 def add_record(path: Path, key: str, seed: int, record: dict) -> dict:
     """Add one run's record to the results file as it is now (other runs may be writing it
     too), under the folder's lock; returns the file's results."""
-    with locked_folder(path):
+    with locked_folder(path.parent):
         results = read_results(path)
         results.setdefault(key, {})[str(seed)] = record
         write_json(path, results)
@@ -699,8 +701,9 @@ def main() -> None:
                     flush=True,
                 )
     prefix = "" if path.stem == "learning" else path.stem + "-"
-    table = report(results, path.parent, prefix)
-    write_table(path.with_suffix(".md"), table)
+    with locked_folder(path.parent):  # the file as it is now: other queues' runs included
+        table = report(read_results(path), path.parent, prefix)
+        write_table(path.with_suffix(".md"), table)
     print(table)
 
 
