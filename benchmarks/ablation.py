@@ -46,6 +46,19 @@ def falls(run: dict) -> float:
     return float(np.mean(late)) if late else math.nan
 
 
+def show(episodes: float) -> str:
+    """Episodes as the tables print them; 1e18 stands for never (a quartile of infs)."""
+    return "not reached" if episodes >= 1e17 else f"{episodes:,.0f}"
+
+
+def climbs(runs: object, task: str) -> str:
+    """The median episodes to each level of CLIMB[task], over ``runs``."""
+    levels = CLIMB[task]
+    return " / ".join(
+        show(np.median([min(episodes_to_threshold(r, x), 1e18) for r in runs])) for x in levels
+    )
+
+
 def table(results: dict, task: str) -> str:
     """The Markdown table: one row per arm, the default first."""
     from scipy.stats import mannwhitneyu
@@ -66,18 +79,13 @@ def table(results: dict, task: str) -> str:
         shared = sorted(set(episodes) & set(base))  # the same seeds in both arms
         arm, base_arm = [episodes[s] for s in shared], [base[s] for s in shared]
         p = "" if key == base_key else mannwhitneyu(arm, base_arm, alternative="less").pvalue
-        show = lambda x: "not reached" if x >= 1e17 else f"{x:,.0f}"
-        climbs = [
-            np.median([min(episodes_to_threshold(r, level), 1e18) for r in runs.values()])
-            for level in CLIMB[task]
-        ]
         name = key.removeprefix(base_key + ":") if key.startswith("ars") else key.split(":")[0]
         fell = np.nanmedian([falls(r) for r in runs.values()]) if cheetah else None
         rows.append(
             f"| {'default (the paper)' if key == base_key else name} "
             f"| {np.isfinite(values).sum()}/{len(values)} | {show(median)} "
             f"| {show(q1)} to {show(q3)} | {p if p == '' else f'{p:.3f}'} "
-            f"| {' / '.join(show(x) for x in climbs)} |" + (f" {fell:.0%} |" if cheetah else "")
+            f"| {climbs(runs.values(), task)} |" + (f" {fell:.0%} |" if cheetah else "")
         )
     return "\n".join(rows)
 
@@ -96,14 +104,14 @@ def sb3_table(results: dict, task: str) -> str:
     order = [refs["sb3-contrib"], refs["default"], refs["emulation"]]
     rows = [
         f"| {task} arm | seeds reaching | median episodes | quartiles | p against sb3-contrib "
-        "| p against the emulation | p against the default |",
-        "|---" * 7 + "|",
+        "| p against the emulation | p against the default "
+        f"| median episodes to {', '.join(map(str, CLIMB[task]))} |",
+        "|---" * 8 + "|",
     ]
     for key in sorted(keys, key=lambda k: (order.index(k) if k in order else 3, k)):
         values = np.array(sorted(hits[key].values()))
         big = np.where(np.isinf(values), 1e18, values)
         q1, median, q3 = (np.percentile(big, q) for q in (25, 50, 75))
-        show = lambda x: "not reached" if x >= 1e17 else f"{x:,.0f}"
         ps = []
         for ref in refs.values():
             shared = sorted(set(hits[key]) & set(hits.get(ref, {})))
@@ -117,7 +125,8 @@ def sb3_table(results: dict, task: str) -> str:
         name = "sb3-contrib" + rerun if key.startswith("sb3-contrib") else name
         rows.append(
             f"| {name} | {np.isfinite(values).sum()}/{len(values)} | {show(median)} "
-            f"| {show(q1)} to {show(q3)} | {' | '.join(ps)} |"
+            f"| {show(q1)} to {show(q3)} | {' | '.join(ps)} "
+            f"| {climbs(results[key].values(), task)} |"
         )
     return "\n".join(rows)
 
