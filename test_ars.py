@@ -4202,6 +4202,41 @@ def test_per_step_statistics_rule_gives_the_same_weights_with_any_worker_count(m
     assert not np.array_equal(one.policy.parameters_to_vector(), frozen_rule)
 
 
+def test_orthogonal_directions_are_orthogonal_with_their_gaussian_rows_norms(monkeypatch):
+    """Issue 45's arm: within a block of n_params rows, the directions are orthogonal and each
+    has its Gaussian row's norm; row 0 of each block is the Gaussian row, bit for bit (so with
+    N = 1 the arm is the paper's rule); a later call returns the same bits."""
+    arms = _arms(monkeypatch)
+    n_params, n = 5, 12  # blocks: rows 0-4, 5-9, 10-11
+    gaussian = np.stack([ars.direction(7, 2, k, n_params) for k in range(n)])
+    rows = np.stack([arms.orthogonal_direction(7, 2, k, n_params) for k in range(n)])
+    for block in (rows[:5], rows[5:10], rows[10:]):
+        gram = block @ block.T
+        np.testing.assert_allclose(gram - np.diag(np.diag(gram)), 0, atol=1e-12)
+    np.testing.assert_allclose(np.linalg.norm(rows, axis=1), np.linalg.norm(gaussian, axis=1))
+    assert all(np.array_equal(rows[k], gaussian[k]) for k in (0, 5, 10))
+    assert not np.allclose(rows[1], gaussian[1])
+    # Row 1 by hand: the Gaussian row minus its projection on row 0, at the Gaussian norm.
+    u = gaussian[1] - (gaussian[1] @ gaussian[0]) / (gaussian[0] @ gaussian[0]) * gaussian[0]
+    np.testing.assert_allclose(rows[1], u / np.linalg.norm(u) * np.linalg.norm(gaussian[1]))
+    arms._orthogonal_rows.cache_clear()  # rebuilt from the streams alone: the same bits
+    assert np.array_equal(arms.orthogonal_direction(7, 2, 11, n_params), rows[11])
+
+
+@pytest.mark.slow
+def test_orthogonal_directions_give_the_same_weights_with_any_worker_count(monkeypatch):
+    arms = _arms(monkeypatch)
+    monkeypatch.setattr(ars, "direction", ars.direction)  # restored after the test
+    paper_rule = _pendulum_model().learn(2400).policy.parameters_to_vector()
+    arms.install("orthogonal")
+    one = _pendulum_model().learn(2400)  # N = 4 > n_params = 3: two blocks
+    make = functools.partial(arms.make_env, "orthogonal", "Pendulum-v1")
+    for workers in (2, 3):
+        with AsyncEval([make] * workers, _pendulum_model().policy) as async_eval:
+            _assert_same_weights(one, _pendulum_model().learn(2400, async_eval=async_eval))
+    assert not np.array_equal(one.policy.parameters_to_vector(), paper_rule)
+
+
 def test_sb3_emulation_statistics_follow_sb3s_own_running_mean_std(monkeypatch):
     """Issue 33's emulation, on SB3's own RunningMeanStd: each lane starts fresh (count 1e-4)
     in iteration 0 and takes the reset state, each state acted on and the auto-reset one

@@ -30,6 +30,15 @@ deterministically:
     The paper's statistics, but the normalised observations are clipped to +-10, as
     VecNormalize's ``clip_obs`` does, in training and in evaluations.
 
+``orthogonal`` (issue 45)
+    Structured exploration (Choromanski et al., 2018): an iteration's directions are the
+    Gaussian rows of ars's streams made orthogonal to each other (Gram-Schmidt, in the order
+    k = 0, 1, ...), each then rescaled to its Gaussian row's norm, so that each is still
+    distributed as N(0, I). Row k depends only on rows 0 .. k, so any process rebuilds it from
+    the same integers; blocks of ``n_params`` rows are made orthogonal within themselves
+    (more rows than dimensions cannot all be). Row 0 of a block is its Gaussian row, bit for
+    bit: with N = 1 (Swimmer), the arm is the paper's rule exactly.
+
 ``learning.py --arm vecnormalize`` trains ars on SB3's VecNormalize observations instead.
 Evaluations (jobs that carry their own weights, as ``AsyncEval.send_jobs`` sends, or that
 are theta itself) of the per-step arms keep the frozen statistics, as sb3-contrib's do.
@@ -39,6 +48,7 @@ that runs rollouts: :func:`make_env` installs it in the worker that builds its e
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import numpy as np
@@ -50,8 +60,10 @@ ARMS = (
     "per-step-statistics-first-iteration",
     "per-step-sb3-first-iteration",
     "clip-10",
+    "orthogonal",
 )
 _FROZEN_RULE = ars.run_job  # the paper's
+_GAUSSIAN_DIRECTION = ars.direction  # the paper's: independent rows
 
 
 def per_step_actor(network: ars.Network, theta: Any, frozen: ars.RunningMeanStd) -> Any:
@@ -119,10 +131,37 @@ def run_job(
     return ars.Result(returns, lengths, visited if it.track_obs or flagged else None)
 
 
+@functools.lru_cache(maxsize=4)
+def _orthogonal_rows(seed: int, iteration: int, n_params: int) -> list:
+    """The orthogonal rows of an iteration built so far (unit vectors, and the row kept),
+    extended on demand by :func:`orthogonal_direction`: the same bits in every process."""
+    return []
+
+
+def orthogonal_direction(seed: int, iteration: int, k: int, n_params: int) -> np.ndarray:
+    """``delta_k`` of the ``orthogonal`` arm: the Gaussian row ``k`` minus its projections on
+    the rows before it in its block (modified Gram-Schmidt), rescaled to the Gaussian row's
+    norm. Sums are NumPy's pairwise ones (not BLAS), so no thread count changes a bit."""
+    rows = _orthogonal_rows(seed, iteration, n_params)
+    while len(rows) <= k:
+        j = len(rows)
+        gaussian = _GAUSSIAN_DIRECTION(seed, iteration, j, n_params)
+        norm, u = np.sqrt(np.square(gaussian).sum()), gaussian.copy()
+        for unit, _ in rows[j - j % n_params : j]:  # the earlier rows of this block
+            u -= (u * unit).sum() * unit
+        unit = u / np.sqrt(np.square(u).sum())
+        rows.append((unit, gaussian if j % n_params == 0 else unit * norm))
+    return rows[k][1]
+
+
 def install(arm: str) -> None:
-    """Make ``arm`` the rule of this process's rollouts."""
+    """Make ``arm`` the rule of this process's rollouts (and, for ``orthogonal``, of its
+    directions: the driver's update and every worker's candidates use the same rows)."""
     if arm not in ARMS:
         raise ValueError(f"unknown arm {arm!r}: use one of {ARMS}")
+    if arm == "orthogonal":
+        ars.direction = orthogonal_direction
+        return
     ars.run_job = lambda *args, **kwargs: run_job(*args, **kwargs, arm=arm)
 
 

@@ -651,6 +651,7 @@ def main() -> None:
             "per-step-statistics-first-iteration",
             "per-step-sb3-first-iteration",
             "clip-10",
+            "orthogonal",
             "vecnormalize",
             "sb3-emulation",
         ],
