@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import functools
 import math
+import warnings
 from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
@@ -46,11 +47,83 @@ _COLUMNS = "learning_rate delta_std n_delta n_top alive_bonus_offset normalize_o
 PAPER_SETTINGS = {task: dict(zip(_COLUMNS.split(), row)) for task, row in _PAPER_TABLE.items()}
 PAPER_SETTINGS["Pendulum"].update(policy="MlpPolicy", net_arch=[16], zero_policy=False)
 
-# train()'s hyper-parameters, named and set as in ARS(): the policy, Algorithm 2's, rollouts'.
+# The hyper-parameters, named and set as in ARS(): the policy, Algorithm 2's, rollouts'.
 DEFAULTS: dict[str, Any] = dict(policy="LinearPolicy", policy_kwargs=None, n_delta=8, n_top=None)
 DEFAULTS.update(learning_rate=0.02, delta_std=0.05, zero_policy=True, alive_bonus_offset=0.0)
 DEFAULTS.update(n_eval_episodes=1, normalize_obs=False, common_random_numbers=True)
 DEFAULTS.update(max_episode_steps=None, seed=None)
+# name: (lowest, highest); beyond these a run is a mistake, not a plan. ARS() adds its own.
+INTEGERS = dict(n_delta=(1, 10**6), n_top=(1, 10**6), n_eval_episodes=(1, 10**6))
+INTEGERS.update(seed=(0, 2**63 - 1), max_episode_steps=(1, 2**63 - 1))  # max_episode_steps: or None
+INTEGERS.update(normalization_samples=(0, 10**12), stats_window_size=(1, 10**7), verbose=(0, 2))
+SWITCHES = ("zero_policy", "normalize_obs", "common_random_numbers")
+SCHEDULED = ("learning_rate", "delta_std")  # a number, or a function of the progress remaining
+
+
+def is_int(value: Any) -> bool:
+    """An int (NumPy's too), not a bool."""
+    return isinstance(value, (int, np.integer)) and not isinstance(value, bool)
+
+
+def check_integer(name: str, value: Any, low: int = 1, high: int | None = None) -> int:
+    """``value`` as an int, else a ValueError naming ``name`` and the range."""
+    if not (is_int(value) and low <= value and (high is None or value <= high)):
+        span = f">= {low:,}" if high is None else f"from {low:,} to {high:,}"
+        raise ValueError(f"{name} must be an integer {span}; got {value!r:.60}")
+    return int(value)
+
+
+def check_number(name: str, value: Any, low: float = -math.inf, positive: bool = False) -> float:
+    """``value`` as a float, else a ValueError naming ``name`` (finite, >= ``low``, or > 0)."""
+    number = isinstance(value, (int, float, np.number)) and not isinstance(value, bool)
+    if not (number and math.isfinite(value) and value >= low and (value > 0 or not positive)):
+        what = "positive number" if positive else f"number >= {low:g}" if low > -math.inf else ""
+        raise ValueError(f"{name} must be a {what or 'finite number'}; got {value!r:.100}")
+    return float(value)
+
+
+def check_settings(hp: dict[str, Any], known: Sequence[str] = tuple(DEFAULTS)) -> dict[str, Any]:
+    """The settings ``hp`` checked and completed, over :data:`DEFAULTS`: the one place where
+    each rule is, whichever door they come in by (train(), ARS(), a file, the command line).
+
+    A ValueError names the first bad one and what it takes. ``n_top`` defaults to N, and one
+    above N is clamped to N with a warning (the paper's b is at most N; sb3-contrib clamps, so
+    its scripts run unchanged). A ``seed`` of None is drawn from NumPy's global generator (SB3's
+    ``set_random_seed`` fixes it). ``learning_rate`` and ``delta_std`` may be schedules,
+    functions of the progress remaining, checked when called (:func:`setting_at`)."""
+    if unknown := sorted(set(hp) - set(known)):
+        raise TypeError(f"unknown settings {unknown}; the settings are {list(known)}")
+    hp = {**{k: DEFAULTS[k] for k in known if k in DEFAULTS}, **hp}
+    hp["seed"] = np.random.randint(0, 2**31 - 1) if hp["seed"] is None else hp["seed"]
+    hp["n_top"] = hp["n_delta"] if hp["n_top"] is None else hp["n_top"]
+    for name in (n for n in INTEGERS if n in hp and hp[n] is not None or n == "n_delta"):
+        hp[name] = check_integer(name, hp[name], *INTEGERS[name])
+    if hp["n_top"] > hp["n_delta"]:
+        message = f"n_top={hp['n_top']} is larger than n_delta={hp['n_delta']}; using n_delta"
+        warnings.warn(message, stacklevel=3)
+        hp["n_top"] = hp["n_delta"]
+    for name in SWITCHES:
+        if not isinstance(hp[name], (bool, np.bool_)):
+            raise ValueError(f"{name} must be True or False; got {hp[name]!r:.100}")
+        hp[name] = bool(hp[name])
+    for name in SCHEDULED:  # a schedule is checked when it is called
+        if not callable(hp[name]):
+            hp[name] = check_number(name, hp[name], 0.0, positive=name == "delta_std")
+    hp["alive_bonus_offset"] = check_number("alive_bonus_offset", hp["alive_bonus_offset"])
+    if hp["policy"] not in POLICIES:
+        raise ValueError(f"policy must be one of {list(POLICIES)}; got {hp['policy']!r:.100}")
+    if not isinstance(hp["policy_kwargs"], (dict, type(None))):
+        raise ValueError(f"policy_kwargs must be a dict or None; got {hp['policy_kwargs']!r:.100}")
+    return hp
+
+
+def setting_at(hp: dict[str, Any], name: str, progress: float) -> float:
+    """``learning_rate`` or ``delta_std``: the number, or its schedule's value at ``progress``
+    (the share of the training still to go, from 1 down to 0), checked as the number is."""
+    if not callable(hp[name]):
+        return hp[name]
+    where = f"{name} (its schedule at progress {progress:.3f})"
+    return check_number(where, hp[name](progress), 0.0, positive=name == "delta_std")
 
 
 # == Running statistics ==========================================================================
@@ -473,17 +546,13 @@ def initial_parameters(network: Network, zero_policy: bool, seed: int) -> np.nda
 def train(env: str | gym.Env, total_timesteps: int, **hyper_parameters: Any) -> tuple:
     """ARS on ``env`` for ``total_timesteps`` env steps (the last iteration may overshoot).
 
-    ``hyper_parameters``: :data:`DEFAULTS`'s names, as in ``ARS``, whose ``learn`` gives the same
-    bits (and checks them). Returns the parameters, V2's statistics (None for V1) and the
-    Network: ``network.actor(theta, obs_rms)`` acts. A seed repeats a run; None draws one.
+    ``hyper_parameters``: :data:`DEFAULTS`'s names, checked by :func:`check_settings` as
+    ``ARS`` checks them, whose ``learn`` gives the same bits. Returns the parameters, V2's
+    statistics (None for V1) and the Network: ``network.actor(theta, obs_rms)`` acts.
 
     >>> theta, obs_rms, network = train("Pendulum-v1", 20_000, normalize_obs=True, seed=0)
     """
-    if unknown := sorted(set(hyper_parameters) - set(DEFAULTS)):
-        raise TypeError(f"train() takes the hyper-parameters {list(DEFAULTS)}; got {unknown}")
-    hp = {**DEFAULTS, **hyper_parameters}
-    hp["n_top"] = min(hp["n_top"] or hp["n_delta"], hp["n_delta"])
-    hp["seed"] = np.random.randint(0, 2**31 - 1) if hp["seed"] is None else hp["seed"]
+    hp = check_settings(hyper_parameters)
     env = gym.make(env) if isinstance(env, str) else env
     kwargs = {**POLICIES[hp["policy"]], **(hp["policy_kwargs"] or {})}
     network = Network(env.observation_space, env.action_space, **kwargs)
@@ -492,7 +561,8 @@ def train(env: str | gym.Env, total_timesteps: int, **hyper_parameters: Any) -> 
     evaluate = lambda it, jobs: [run_job(env, it, job) for job in jobs]
     steps = index = 0
     while steps < total_timesteps:  # Line 3: loop
-        theta, obs_rms, info = iteration(theta, obs_rms, evaluate, network, index, hp)
+        now = {k: setting_at(hp, k, 1 - steps / total_timesteps) for k in SCHEDULED}
+        theta, obs_rms, info = iteration(theta, obs_rms, evaluate, network, index, {**hp, **now})
         steps, index = steps + info["timesteps"], index + 1
     return theta, obs_rms, network
 
@@ -524,7 +594,6 @@ import threading
 import time
 import traceback
 import types
-import warnings
 import weakref
 import zipfile
 import zlib
@@ -534,11 +603,6 @@ from pathlib import Path
 Schedule = Callable[[float], float]
 MAX_PARAMETERS = 10**7  # a random direction of this size per candidate is already slow
 SPACE_KEYS = ("observation_space", "action_space")
-
-
-def is_int(value: Any) -> bool:
-    """An int (NumPy's too), not a bool."""
-    return isinstance(value, (int, np.integer)) and not isinstance(value, bool)
 
 
 def _require(module: str, install: str) -> Any:
@@ -781,62 +845,24 @@ def _cpu_device() -> Any:
     return torch.device("cpu") if torch is not None and hasattr(torch, "device") else "cpu"
 
 
-# The settings of a model, kept in ``model.hparams`` (``model.n_delta`` reads them too): the
-# core's hyper-parameters but the policy, and those of the API around it.
+# ARS()'s settings: the core's hyper-parameters (but the policy, an argument of its own) and
+# the API's, each a name of ``model.hparams`` and an attribute (``model.n_delta``).
 HPARAMS = tuple(k for k in DEFAULTS if k != "policy") + tuple(
     "normalization_samples stats_window_size tensorboard_log verbose device".split()
 )
-# name: (lowest, highest); beyond these a run is a mistake, not a plan
-INTEGERS = dict(n_delta=(1, 10**6), n_top=(1, 10**6), n_eval_episodes=(1, 10**6))
-INTEGERS.update(normalization_samples=(0, 10**12), stats_window_size=(1, 10**7), verbose=(0, 2))
-INTEGERS.update(seed=(0, 2**63 - 1), max_episode_steps=(1, 2**63 - 1))  # max_episode_steps: or None
 
 
-def check_integer(name: str, value: Any, low: int = 1, high: int | None = None) -> int:
-    """``value`` as an int, else a ValueError naming ``name`` and the range."""
-    if not (is_int(value) and low <= value and (high is None or value <= high)):
-        span = f">= {low:,}" if high is None else f"from {low:,} to {high:,}"
-        raise ValueError(f"{name} must be an integer {span}; got {value!r:.60}")
-    return int(value)
-
-
-def check_number(name: str, value: Any, low: float = -math.inf, positive: bool = False) -> None:
-    """A ValueError naming ``name`` unless ``value`` is a finite number >= ``low`` (> 0)."""
-    number = isinstance(value, (int, float, np.number)) and not isinstance(value, bool)
-    if not (number and math.isfinite(value) and value >= low and (value > 0 or not positive)):
-        what = "positive" if positive else f">= {low:g}" if low > -math.inf else "finite"
-        raise ValueError(f"{name} must be a {what} number; got {value!r:.100}")
-
-
-def check_settings(hp: dict[str, Any]) -> dict[str, Any]:
-    """The settings checked, ``n_top`` and ``seed`` filled in: the one place where they are.
-
-    A ValueError names the first bad one. A ``seed`` of None is drawn from NumPy's global
-    generator, so SB3's ``set_random_seed`` fixes it. ``learning_rate`` and ``delta_std``
-    may be schedules (functions of the progress remaining), checked when called."""
-    hp = {**hp, "seed": np.random.randint(0, 2**31 - 1) if hp["seed"] is None else hp["seed"]}
-    hp["n_top"] = hp["n_delta"] if hp["n_top"] is None else hp["n_top"]
-    for name, (low, high) in INTEGERS.items():
-        if not (name == "max_episode_steps" and hp[name] is None):
-            hp[name] = check_integer(name, hp[name], low, high)
-    if hp["n_top"] > hp["n_delta"]:
-        message = f"n_top={hp['n_top']} is larger than n_delta={hp['n_delta']}; using n_delta"
-        warnings.warn(message, stacklevel=3)
-        hp["n_top"] = hp["n_delta"]
-    for name in ("zero_policy", "normalize_obs", "common_random_numbers"):
-        if not isinstance(hp[name], (bool, np.bool_)):
-            raise ValueError(f"{name} must be True or False; got {hp[name]!r:.100}")
-        hp[name] = bool(hp[name])
-    for name in ("learning_rate", "delta_std"):  # a schedule is checked when it is called
-        if not callable(hp[name]):
-            check_number(name, hp[name], 0.0, positive=name == "delta_std")
-    check_number("alive_bonus_offset", hp["alive_bonus_offset"])
+def check_model_settings(policy: Any, settings: dict[str, Any]) -> dict[str, Any]:
+    """:func:`check_settings` for ``ARS``'s settings (a policy class or instance is checked
+    when the model is built), and the API's own: the device and the log folder."""
+    name = policy if isinstance(policy, str) else DEFAULTS["policy"]
+    hp = check_settings({"policy": name, **settings}, ("policy", *HPARAMS))
+    del hp["policy"]
     _check_device(hp["device"])
-    kwargs, folder = hp["policy_kwargs"], hp["tensorboard_log"]
-    if not isinstance(kwargs, (dict, type(None))):
-        raise ValueError(f"policy_kwargs must be a dict or None; got {kwargs!r:.100}")
-    if not isinstance(folder, (str, os.PathLike, type(None))):
-        raise ValueError(f"tensorboard_log must be a folder or None; got {folder!r:.100}")
+    if not isinstance(hp["tensorboard_log"], (str, os.PathLike, type(None))):
+        raise ValueError(
+            f"tensorboard_log must be a folder or None; got {hp['tensorboard_log']!r:.100}"
+        )
     return hp
 
 
@@ -929,19 +955,25 @@ class ARS:
         normalization_samples: int = 0,
         max_episode_steps: int | None = None,
     ):
-        given = locals()
         if _is_number(env):  # the seed's ARS(policy, n_delta, ...)
             raise TypeError(
                 f"env must be an env id, a gymnasium.Env, an SB3 VecEnv or a function "
                 f"returning one; got {env!r} (ARS takes its settings by keyword: "
                 f"{'n_delta' if is_int(env) else 'learning_rate'}={env!r})"
             )
-        self.hparams = check_settings({name: given[name] for name in HPARAMS})
+        settings = dict(policy_kwargs=policy_kwargs, n_delta=n_delta, n_top=n_top)
+        settings.update(learning_rate=learning_rate, delta_std=delta_std, zero_policy=zero_policy)
+        settings.update(alive_bonus_offset=alive_bonus_offset, n_eval_episodes=n_eval_episodes)
+        settings.update(normalize_obs=normalize_obs, common_random_numbers=common_random_numbers)
+        settings.update(max_episode_steps=max_episode_steps, seed=seed, verbose=verbose)
+        settings.update(normalization_samples=normalization_samples, device=device)
+        settings.update(stats_window_size=stats_window_size, tensorboard_log=tensorboard_log)
+        self.hparams = check_model_settings(policy, settings)
         self.hparams_initial = types.MappingProxyType(dict(self.hparams))
         self.policy_class, self.policy, self._logger = policy, None, None
         self.num_timesteps = self._n_updates = self._total_timesteps = 0
         self._current_progress_remaining = 1.0
-        self.ep_info_buffer: collections.deque = collections.deque(maxlen=stats_window_size)
+        self.ep_info_buffer: collections.deque = collections.deque(maxlen=self.stats_window_size)
         self.gym_env = self.env_id = self._vec_env = self._vec_normalize = None
         self.observation_space = self.action_space = None
         if isinstance(policy, ARSPolicy):  # an instance brings its spaces
@@ -959,8 +991,8 @@ class ARS:
         raise _moved("ARS", name)
 
     def __setattr__(self, name: str, value: Any) -> None:
-        if name in HPARAMS and "hparams" in self.__dict__:
-            self.hparams[name] = value  # checked when learn starts
+        if name in HPARAMS and "hparams" in self.__dict__:  # checked as the constructor's
+            self.hparams = check_model_settings(self.policy_class, {**self.hparams, name: value})
         else:
             object.__setattr__(self, name, value)
 
@@ -1055,7 +1087,7 @@ class ARS:
             raise ValueError("no env to train on: pass env= to ARS(...) or to learn(...)")
         if self.policy is None:
             self._setup_model()
-        self.hparams = check_settings(self.hparams)
+        self.hparams = check_model_settings(self.policy_class, self.hparams)  # edited in place?
         _check_vec_normalize(self)
         self._match_normalization(self.policy)
         evaluator = async_eval or InProcessEval(self.gym_env)
@@ -1145,11 +1177,7 @@ class ARS:
         return evaluate
 
     def _schedule_value(self, name: str) -> float:
-        value, progress = self.hparams[name], self._current_progress_remaining
-        if callable(value):
-            value, where = value(progress), f"{name} (its schedule at progress {progress:.3f})"
-            check_number(where, value, 0.0, positive=name == "delta_std")
-        return float(value)
+        return setting_at(self.hparams, name, self._current_progress_remaining)
 
     def _warm_up(self, evaluator: Any) -> None:
         """``normalization_samples``: V2's first statistics from the initial policy's episodes."""
@@ -1241,7 +1269,7 @@ class ARS:
 
     def set_random_seed(self, seed: int | None = None) -> None:
         """Use ``seed`` from now on (directions and env seeds of later iterations)."""
-        self.hparams = check_settings({**self.hparams, "seed": seed})
+        self.hparams = check_model_settings(self.policy_class, {**self.hparams, "seed": seed})
         if self.action_space is not None:
             self.action_space.seed(self.seed)
 
@@ -1315,7 +1343,10 @@ class ARS:
         meta, state = read_model_file(path, env)
         if print_system_info:
             print("== saved with:", meta.get("system_info"), "\n== now:", _system_info())
-        overrides, where = {**(custom_objects or {}), **kwargs}, str(getattr(path, "name", path))
+        overrides, where = (
+            {**(custom_objects or {}), **kwargs},
+            str(getattr(path, "name", path) if hasattr(path, "read") else path),
+        )
         return cls._from_file(meta, state, where, env, device=device, **overrides)
 
     @classmethod
@@ -2741,10 +2772,6 @@ def _check_metadata(meta: Any, where: str) -> dict[str, Any]:
     need("hparams", isinstance(meta.get("hparams"), dict), "a dict")
     for name in set(meta["hparams"]) - set(SAVED):  # a path (tensorboard_log): never from a file
         raise ValueError(f"{where}: hparams holds {name!r}, which a model file may not set")
-    # ARS() clamps n_top with a warning, for code; a file's settings are refused as they are
-    n_top, n_delta = (meta["hparams"].get(k, DEFAULTS[k]) for k in ("n_top", "n_delta"))
-    if is_int(n_top) and is_int(n_delta) and n_top > n_delta:
-        raise ValueError(f"{where}: n_top={n_top} is larger than n_delta={n_delta}")
     for field in ("num_timesteps", "n_updates"):
         need(field, _whole(meta.get(field)), "an integer >= 0")
     episodes = meta.setdefault("ep_info_buffer", [])  # excluded: an empty window
@@ -3225,25 +3252,33 @@ def _net_arch(text: str) -> list[int]:
     return sizes
 
 
+def _setting(text: str) -> int | float:
+    """A hyper-parameter's number as written: an int if whole (``8``, ``1e3``), else a float;
+    ``check_settings`` then checks it, with the message any other door gives."""
+    value = float(text)  # a ValueError: argparse says "invalid value"
+    return int(value) if value.is_integer() and abs(value) < 2**63 else value
+
+
 POSITIVE, COUNT, REAL = ({"type": t} for t in (_number(int, 1), _number(int, 0), _number(float)))
+SETTING = {"type": _setting}
 SWITCH, FLAG = {"action": argparse.BooleanOptionalAction}, {"action": "store_true"}
 FLAGS = [  # flag, argparse keywords, help
     ("--env", {}, "gymnasium env id (default CartPole-v1; with --eval, the model's)"),
     ("--policy", {"choices": list(POLICY_CLASSES)}, "LinearPolicy (the paper's) or MlpPolicy"),
     ("--net-arch", {"type": _net_arch}, "MlpPolicy hidden sizes, e.g. 64,64 (selects MlpPolicy)"),
-    ("--n-delta", POSITIVE, "N: directions per iteration"),
-    ("--n-top", POSITIVE, "b: best directions kept for the update (default N)"),
-    ("--learning-rate", REAL, "alpha: step size"),
-    ("--delta-std", REAL, "nu: exploration noise"),
-    ("--alive-bonus-offset", REAL, "added to every training reward (e.g. -1 for Hopper)"),
+    ("--n-delta", SETTING, "N: directions per iteration"),
+    ("--n-top", SETTING, "b: best directions kept for the update (default N)"),
+    ("--learning-rate", SETTING, "alpha: step size"),
+    ("--delta-std", SETTING, "nu: exploration noise"),
+    ("--alive-bonus-offset", SETTING, "added to every training reward (e.g. -1 for Hopper)"),
     ("--normalize-obs", SWITCH, "V2 observation normalisation"),
     ("--zero-policy", SWITCH, "start from zero parameters"),
     ("--common-random-numbers", SWITCH, "same env seeds for a direction's +/- rollouts (on)"),
-    ("--n-eval-episodes", POSITIVE, "episodes per candidate (default 1)"),
+    ("--n-eval-episodes", SETTING, "episodes per candidate (default 1)"),
     ("--total-timesteps", POSITIVE, "env steps to train for (on --resume: a new total)"),
-    ("--seed", COUNT, "random seed (default: drawn, and saved in config.json)"),
-    ("--max-episode-steps", POSITIVE, "end episodes after this many steps (--video: the clip)"),
-    ("--normalization-samples", {**COUNT, "default": 0}, "V2: first statistics from N steps"),
+    ("--seed", SETTING, "random seed (default: drawn, and saved in config.json)"),
+    ("--max-episode-steps", SETTING, "end episodes after this many steps (--video: the clip)"),
+    ("--normalization-samples", {**SETTING, "default": 0}, "V2: first statistics from N steps"),
     ("--eval-freq", POSITIVE, "timesteps between evaluations (default: total / 20)"),
     ("--eval-episodes", {**POSITIVE, "default": 10}, "episodes per evaluation (default 10)"),
     ("--checkpoint-interval", {**POSITIVE, "default": 10}, "iterations between checkpoints"),
@@ -3400,9 +3435,6 @@ def _new_run(args: argparse.Namespace) -> tuple[ARS, dict[str, Any], Path]:
     args.policy = args.policy or ("MlpPolicy" if args.net_arch else None)  # layers: an MLP
     config = settings_for(env_id)  # the paper's settings, then the flags given
     config.update({k: v for k, v in vars(args).items() if k in config and v is not None})
-    if (args.n_top or 0) > config["n_delta"]:  # ARS() would clamp it, with a warning
-        raise ValueError(f"--n-top {args.n_top} is larger than N = {config['n_delta']}")
-    config["n_top"] = min(config["n_top"] or config["n_delta"], config["n_delta"])  # paper's b
     extra = {k: getattr(args, k) for k in ("normalization_samples", "max_episode_steps")}
     model = paper_model(env_id, env, **config, **extra, seed=args.seed, verbose=args.verbose)
     names = "eval_episodes checkpoint_interval job_timeout start_timeout".split()
@@ -3410,7 +3442,8 @@ def _new_run(args: argparse.Namespace) -> tuple[ARS, dict[str, Any], Path]:
     workers = (os.cpu_count() or 1) * mujoco if args.workers is None else args.workers
     eval_freq = args.eval_freq or max(config["total_timesteps"] // 20, 1)
     config.update({k: getattr(args, k) for k in names}, **extra, env=env_id, eval_freq=eval_freq)
-    config.update(workers=workers, seed=model.seed, n_top=model.n_top, ars_version=__version__)
+    config.update({k: v for k, v in model.hparams.items() if k in config})  # as checked
+    config.update(workers=workers, seed=model.seed, ars_version=__version__)
     if args.run_dir is None:  # a folder of its own: mkdir is atomic, so runs never share one
         stem = f"runs/{env_id.replace('/', '_')}-{time.strftime('%Y%m%d-%H%M%S')}-seed{model.seed}"
         Path("runs").mkdir(exist_ok=True)

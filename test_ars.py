@@ -8,6 +8,7 @@ import functools
 import gc
 import io
 import json
+import math
 import multiprocessing
 import os
 import platform
@@ -1051,12 +1052,24 @@ def test_the_core_alone_trains_with_the_same_weights_as_ars(tmp_path):
         "    stats = [] if rms is None else [rms.mean.tolist(), rms.var.tolist()]\n"
         "    print(repr([theta.tolist(), stats]))\n"
         "print(sorted(m for m in sys.modules if m.split('.')[0] in ('cloudpickle', 'ars')))\n"
+        "for settings, _ in BAD_SETTINGS:\n"
+        "    try:\n"
+        "        ars_core.train('CartPole-v1', 100, **settings)\n"
+        "    except ValueError as error:\n"
+        "        print(error)\n"
     )
+    bad = f"import math\nBAD_SETTINGS = {BAD_SETTINGS!r}\n".replace("inf", "math.inf")
+    bad = bad.replace("nan", "math.nan")
     blocked = _blocker(tmp_path, ["cloudpickle", "torch", "ars"])
-    result = _run(["-c", code], tmp_path, env=blocked)
+    result = _run(["-c", bad + code], tmp_path, env=blocked)
     assert result.returncode == 0, result.stderr
-    *core, modules = result.stdout.strip().splitlines()
+    *core, modules = result.stdout.strip().splitlines()[: -len(BAD_SETTINGS)]
     assert modules == "[]"
+    refusals = result.stdout.strip().splitlines()[-len(BAD_SETTINGS) :]
+    for (settings, message), line in zip(BAD_SETTINGS, refusals):  # the core's own messages
+        with pytest.raises(ValueError) as full:
+            ars.train("CartPole-v1", 100, **settings)
+        assert line == str(full.value) and line.startswith(message)
     for line, (env, kw) in zip(
         core,
         (
@@ -1071,6 +1084,95 @@ def test_the_core_alone_trains_with_the_same_weights_as_ars(tmp_path):
         rms = model.policy.obs_rms
         stats = [] if rms is None else [rms.mean.tolist(), rms.var.tolist()]
         assert line == repr([model.policy.parameters_to_vector().tolist(), stats]), env
+
+
+# Issue 43: a setting meets the same fate at every door. The eight cases of the issue, then
+# the rest of check_settings' rules: (settings, the flags that give them, the one-line message).
+BAD_SETTINGS = [
+    ({"learning_rate": -0.1}, "learning_rate must be a number >= 0; got -0.1"),
+    ({"delta_std": 0}, "delta_std must be a positive number; got 0"),
+    ({"n_top": 0}, "n_top must be an integer from 1 to 1,000,000; got 0"),
+    ({"n_delta": 0}, "n_delta must be an integer from 1 to 1,000,000; got 0"),
+    ({"n_delta": 2.5}, "n_delta must be an integer from 1 to 1,000,000; got 2.5"),
+    ({"n_eval_episodes": 0}, "n_eval_episodes must be an integer from 1 to 1,000,000; got 0"),
+    ({"alive_bonus_offset": math.inf}, "alive_bonus_offset must be a finite number; got inf"),
+    ({"learning_rate": math.nan}, "learning_rate must be a number >= 0; got nan"),
+    ({"delta_std": -1}, "delta_std must be a positive number; got -1"),
+    ({"n_top": 1.5}, "n_top must be an integer from 1 to 1,000,000; got 1.5"),
+    ({"n_delta": 10**7}, "n_delta must be an integer from 1 to 1,000,000; got 10000000"),
+    ({"seed": -1}, "seed must be an integer from 0 to 9,223,372,036,854,775,807; got -1"),
+    ({"max_episode_steps": 0}, "max_episode_steps must be an integer from 1 to"),
+    ({"normalize_obs": 1}, "normalize_obs must be True or False; got 1"),
+]
+
+
+def _flags(settings):
+    """The command line's flags for ``settings`` (numbers as Python writes them)."""
+    return [x for k, v in settings.items() for x in (f"--{k.replace('_', '-')}", repr(v))]
+
+
+def _file_with(path, settings):
+    """A model file saved by ars, its settings then edited by hand."""
+    ARS("LinearPolicy", "CartPole-v1", n_delta=2, seed=0).save(path)
+    with np.load(path) as data:
+        arrays = {k: data[k] for k in data.files}
+    meta = json.loads(str(arrays["metadata"]))
+    meta["hparams"].update(settings)
+    arrays["metadata"] = np.array(json.dumps(meta))
+    np.savez(path, **arrays)
+    return path
+
+
+@pytest.mark.parametrize("settings,message", BAD_SETTINGS, ids=lambda x: str(x)[:40])
+def test_a_bad_setting_meets_the_same_fate_at_every_door(settings, message, tmp_path, capsys):
+    """train(), ARS() and an assignment to a model, a saved file and the command line: each
+    refuses with the one message of check_settings (a file's names the file first)."""
+    with pytest.raises(ValueError) as train_door:
+        ars.train("CartPole-v1", 100, **settings)
+    assert str(train_door.value).startswith(message)
+    with pytest.raises(ValueError) as model_door:
+        ARS("LinearPolicy", "CartPole-v1", **settings)
+    assert str(model_door.value) == str(train_door.value)
+    model = ARS("LinearPolicy", "CartPole-v1")
+    for name, value in settings.items():
+        with pytest.raises(ValueError) as assignment:
+            setattr(model, name, value)
+        assert str(assignment.value) == str(train_door.value)
+    path = _file_with(tmp_path / "model.npz", settings)
+    with pytest.raises(ValueError) as file_door:
+        ARS.load(path)
+    assert str(file_door.value) == f"{path}: {train_door.value}"
+    if settings != {"normalize_obs": 1}:  # a switch's flag takes no value: argparse's own
+        run_dir = tmp_path / "run"
+        flags = ["--env", "CartPole-v1", "--total-timesteps", "100", "--run-dir", str(run_dir)]
+        assert ars.main(flags + _flags(settings)) == 2
+        assert capsys.readouterr().err == f"error: {train_door.value}\n"
+        assert not run_dir.exists() or not any(run_dir.iterdir())
+
+
+def test_n_top_above_n_delta_is_clamped_with_one_warning_at_every_door(tmp_path, capsys):
+    """The paper's b is at most N; sb3-contrib clamps with a warning, so ars does the same at
+    every door: the same warning, and b = N in effect (the same weights as n_top=2)."""
+    warning = "n_top=99 is larger than n_delta=2; using n_delta"
+    clamped = dict(n_delta=2, n_top=2, seed=1)
+    with pytest.warns(UserWarning, match=warning):
+        theta = ars.train("CartPole-v1", 500, **{**clamped, "n_top": 99})[0]
+    assert np.array_equal(theta, ars.train("CartPole-v1", 500, **clamped)[0])
+    with pytest.warns(UserWarning, match=warning):
+        assert ARS("LinearPolicy", "CartPole-v1", n_delta=2, n_top=99).n_top == 2
+    model = ARS("LinearPolicy", "CartPole-v1", n_delta=8, n_top=8)
+    with pytest.warns(UserWarning, match="n_top=8 is larger than n_delta=2; using n_delta"):
+        model.n_delta = 2
+    assert model.n_top == 2 and model.hparams["n_top"] == 2
+    path = _file_with(tmp_path / "model.npz", {"n_delta": 2, "n_top": 99})
+    with pytest.warns(UserWarning, match=warning):
+        assert ARS.load(path).n_top == 2
+    run_dir = tmp_path / "run"
+    flags = ["--env", "CartPole-v1", "--total-timesteps", "100", "--run-dir", str(run_dir)]
+    with pytest.warns(UserWarning, match=warning):
+        assert ars.main(flags + ["--n-delta", "2", "--n-top", "99", "--eval-episodes", "1"]) == 0
+    assert json.loads((run_dir / "config.json").read_text())["n_top"] == 2
+    assert ARS.load(run_dir / "model.npz").n_top == 2
 
 
 def test_ars_py_alone_with_only_core_packages(tmp_path):
@@ -1479,10 +1581,9 @@ def test_bad_settings_are_refused_before_training(kwargs, name):
     with pytest.raises(ValueError, match=name):
         ARS("LinearPolicy", "CartPole-v1", **kwargs)
     model = ARS("LinearPolicy", "CartPole-v1")
-    setattr(model, name, next(iter(kwargs.values())))
-    with pytest.raises(ValueError, match=name):
-        model.learn(100)
-    assert model.num_timesteps == 0
+    with pytest.raises(ValueError, match=name):  # an assignment: the same check, at once
+        setattr(model, name, next(iter(kwargs.values())))
+    assert model.hparams == ARS("LinearPolicy", "CartPole-v1", seed=model.seed).hparams
 
 
 def test_a_schedule_returning_nan_is_refused_naming_it():
