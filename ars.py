@@ -1,26 +1,19 @@
-"""Augmented Random Search (Mania, Guy & Recht, 2018) in one NumPy file.
+"""Augmented Random Search (Mania, Guy & Recht, 2018, arXiv 1803.07055) in one NumPy file.
 
-Each iteration draws ``N = n_delta`` directions ``delta_k ~ N(0, I)``, rolls out the
-policies ``theta + nu delta_k`` and ``theta - nu delta_k`` (``nu = delta_std``), keeps the
-``b = n_top`` directions with the largest ``max(r+_k, r-_k)``, and moves
-
-    theta <- theta + alpha / (b * sigma_R) * sum_k (r+_k - r-_k) * delta_k
-
-with ``alpha = learning_rate`` and ``sigma_R`` the std of the ``2b`` kept returns
-(arXiv 1803.07055, Algorithm 2). V2 also normalises each observation with the mean and
-variance of every state visited so far.
-
-The core comes first, the whole method on NumPy and gymnasium alone, up to "end of the
-core": a copy cut there trains with the same weights. Then the ``ARS`` class and plumbing.
+Each iteration rolls out ``theta +- nu delta_k`` for ``N`` directions ``delta_k ~ N(0, I)``,
+keeps the ``b`` best by ``max(r+_k, r-_k)`` and moves ``theta`` by ``alpha / (b sigma_R)
+sum_k (r+_k - r-_k) delta_k`` (Algorithm 2; V2 also normalises the observations). The core
+comes first, on NumPy and gymnasium alone: a copy cut where it ends trains with the same weights.
 """
 
 from __future__ import annotations
 
+import collections
 import functools
 import math
 import warnings
 from collections.abc import Callable, Sequence
-from typing import Any, NamedTuple
+from typing import Any
 
 import gymnasium as gym
 import numpy as np
@@ -30,23 +23,6 @@ from gymnasium.wrappers import OrderEnforcing, PassiveEnvChecker, TimeLimit
 __version__ = "0.3.0"
 
 # == Settings ====================================================================================
-# Table 9 of the paper, as kept by rl-baselines3-zoo (Humanoid: the paper's N = b = 230; the
-# zoo's 256), and the zoo's CartPole and Pendulum. The shift is per step, cancelling the
-# survival bonus; V2 normalises observations; the budget is the zoo's n_timesteps.
-_PAPER_TABLE = {  # task: step size alpha, noise nu, directions N, top b, shift, V2, budget
-    "Swimmer": (0.02, 0.01, 1, 1, 0, False, 2_000_000),
-    "Hopper": (0.01, 0.025, 8, 4, -1, True, 7_000_000),
-    "HalfCheetah": (0.02, 0.03, 32, 4, 0, True, 12_500_000),
-    "Walker2d": (0.03, 0.025, 40, 30, -1, True, 75_000_000),
-    "Ant": (0.015, 0.025, 60, 20, -1, True, 75_000_000),
-    "Humanoid": (0.02, 0.0075, 230, 230, -5, True, 250_000_000),
-    "CartPole": (0.02, 0.05, 2, 2, 0, False, 50_000),
-    "Pendulum": (0.018, 0.1, 4, 1, 0, True, 2_000_000),
-}
-_COLUMNS = "learning_rate delta_std n_delta n_top alive_bonus_offset normalize_obs total_timesteps"
-PAPER_SETTINGS = {task: dict(zip(_COLUMNS.split(), row)) for task, row in _PAPER_TABLE.items()}
-PAPER_SETTINGS["Pendulum"].update(policy="MlpPolicy", net_arch=[16], zero_policy=False)
-
 # The hyper-parameters, named and set as in ARS(): the policy, Algorithm 2's, rollouts'.
 DEFAULTS: dict[str, Any] = dict(policy="LinearPolicy", policy_kwargs=None, n_delta=8, n_top=None)
 DEFAULTS.update(learning_rate=0.02, delta_std=0.05, zero_policy=True, alive_bonus_offset=0.0)
@@ -55,7 +31,6 @@ DEFAULTS.update(max_episode_steps=None, seed=None)
 # name: (lowest, highest); beyond these a run is a mistake, not a plan. ARS() adds its own.
 INTEGERS = dict(n_delta=(1, 10**6), n_top=(1, 10**6), n_eval_episodes=(1, 10**6))
 INTEGERS.update(seed=(0, 2**63 - 1), max_episode_steps=(1, 2**63 - 1))  # max_episode_steps: or None
-INTEGERS.update(normalization_samples=(0, 10**12), stats_window_size=(1, 10**7), verbose=(0, 2))
 SWITCHES = ("zero_policy", "normalize_obs", "common_random_numbers")
 SCHEDULED = ("learning_rate", "delta_std")  # a number, or a function of the progress remaining
 
@@ -83,20 +58,17 @@ def check_number(name: str, value: Any, low: float = -math.inf, positive: bool =
 
 
 def check_settings(hp: dict[str, Any], known: Sequence[str] = tuple(DEFAULTS)) -> dict[str, Any]:
-    """The settings ``hp`` checked and completed, over :data:`DEFAULTS`: the one place where
-    each rule is, whichever door they come in by (train(), ARS(), a file, the command line).
-
-    A ValueError names the first bad one and what it takes. ``n_top`` defaults to N, and one
-    above N is clamped to N with a warning (the paper's b is at most N; sb3-contrib clamps, so
-    its scripts run unchanged). A ``seed`` of None is drawn from NumPy's global generator (SB3's
-    ``set_random_seed`` fixes it). ``learning_rate`` and ``delta_std`` may be schedules,
-    functions of the progress remaining, checked when called (:func:`setting_at`)."""
+    """``hp`` over DEFAULTS, checked and completed, for every door (train(), ARS(), a file, CLI):
+    a ValueError names the first bad one. ``n_top`` > N warns and is N (the paper's b <= N;
+    sb3-contrib clamps too); a None ``seed`` is drawn from NumPy's global generator (as SB3)."""
     if unknown := sorted(set(hp) - set(known)):
         raise TypeError(f"unknown settings {unknown}; the settings are {list(known)}")
     hp = {**{k: DEFAULTS[k] for k in known if k in DEFAULTS}, **hp}
     hp["seed"] = np.random.randint(0, 2**31 - 1) if hp["seed"] is None else hp["seed"]
     hp["n_top"] = hp["n_delta"] if hp["n_top"] is None else hp["n_top"]
-    for name in (n for n in INTEGERS if n in hp and hp[n] is not None or n == "n_delta"):
+    for name in [
+        n for n in INTEGERS if n in hp and (hp[n] is not None or n != "max_episode_steps")
+    ]:
         hp[name] = check_integer(name, hp[name], *INTEGERS[name])
     if hp["n_top"] > hp["n_delta"]:
         message = f"n_top={hp['n_top']} is larger than n_delta={hp['n_delta']}; using n_delta"
@@ -118,27 +90,18 @@ def check_settings(hp: dict[str, Any], known: Sequence[str] = tuple(DEFAULTS)) -
 
 
 def setting_at(hp: dict[str, Any], name: str, progress: float) -> float:
-    """``learning_rate`` or ``delta_std``: the number, or its schedule's value at ``progress``
-    (the share of the training still to go, from 1 down to 0), checked as the number is."""
-    if not callable(hp[name]):
-        return hp[name]
+    """A number, or a schedule's value at ``progress`` (the share of training left), checked."""
+    value = hp[name](progress) if callable(hp[name]) else hp[name]
     where = f"{name} (its schedule at progress {progress:.3f})"
-    return check_number(where, hp[name](progress), 0.0, positive=name == "delta_std")
+    return check_number(where, value, 0.0, positive=name == "delta_std")
 
 
 # == Running statistics ==========================================================================
 
 
 class RunningMeanStd:
-    """Mean and (population) variance of every row seen so far.
-
-    Two statistics merge exactly (Chan, Golub & LeVeque, 1979): those of the rollouts combine
-    into those of all the data. With no data, mean 0 and var 1 make normalising the identity.
-
-    >>> a, b = RunningMeanStd((2,)), RunningMeanStd((2,))
-    >>> a.update(np.ones((3, 2))).combine(b.update(np.zeros((1, 2)))).mean
-    array([0.75, 0.75])
-    """
+    """Mean and (population) variance of every row seen so far. Two merge exactly (Chan, Golub
+    & LeVeque, 1979); with no data, mean 0 and var 1 make normalising the identity."""
 
     def __init__(self, shape: tuple[int, ...] = ()):
         self.mean, self.var, self.count = np.zeros(shape), np.ones(shape), 0
@@ -179,23 +142,16 @@ class RunningMeanStd:
 
 def merge_statistics(obs_rms: RunningMeanStd | None, visited: Sequence[Any]) -> Any:
     """``obs_rms`` merged with each rollout's statistics in order: the same bits, whoever ran it."""
-    if obs_rms is None:  # V1
-        return None
-    return functools.reduce(RunningMeanStd.combine, visited, obs_rms.copy())
+    return obs_rms and functools.reduce(RunningMeanStd.combine, visited, obs_rms.copy())  # V1: None
 
 
 # == The policy: a linear map or an MLP, with V2's normalisation folded into the first layer =====
 
-ACTIVATIONS: dict[str, Callable[[np.ndarray], np.ndarray]] = {
-    "relu": lambda x: np.maximum(x, 0.0),
-    "tanh": np.tanh,
-    "sigmoid": lambda x: 0.5 * (1.0 + np.tanh(0.5 * x)),
-    "identity": lambda x: x,
-}
-POLICIES = {  # sb3-contrib's two policies: the paper's linear map, and an MLP
-    "LinearPolicy": dict(net_arch=[], with_bias=False, squash_output=False),
-    "MlpPolicy": dict(net_arch=[64, 64], with_bias=True, squash_output=True),
-}
+ACTIVATIONS: dict[str, Callable] = dict(relu=lambda x: np.maximum(x, 0.0), tanh=np.tanh)
+ACTIVATIONS.update(sigmoid=lambda x: 0.5 * (1.0 + np.tanh(0.5 * x)), identity=lambda x: x)
+# sb3-contrib's two policies: the paper's linear map, and an MLP
+POLICIES = dict(LinearPolicy=dict(net_arch=[], with_bias=False, squash_output=False))
+POLICIES.update(MlpPolicy=dict(net_arch=[64, 64], with_bias=True, squash_output=True))
 MIN_VARIANCE = 1e-8  # V2: inputs with a smaller variance are treated as constant and zeroed
 
 
@@ -214,8 +170,7 @@ def flattener(space: spaces.Space) -> Callable[[Any], np.ndarray]:
 
 def layer_shapes(obs_dim: int, net_arch: Sequence[int], n_outputs: int) -> list[tuple[int, int]]:
     """``(outputs, inputs)`` per layer; theta holds each weight (row-major), then its bias."""
-    sizes = [obs_dim, *net_arch, n_outputs]
-    return list(zip(sizes[1:], sizes[:-1]))
+    return list(zip([*net_arch, n_outputs], [obs_dim, *net_arch]))
 
 
 def inverse_std(var: np.ndarray) -> np.ndarray:
@@ -225,22 +180,16 @@ def inverse_std(var: np.ndarray) -> np.ndarray:
 
 
 class Network:
-    """An ARS policy's structure and forward pass; its parameters are passed in. The layers
-    (``net_arch=[]``: the paper's ``a = M x``) map a flat, normalised observation to actions:
-    ``argmax`` for Discrete ones; for a Box, ``tanh`` rescaled to its bounds or a clip."""
+    """A policy's structure and forward pass (its parameters are passed in): layers (options
+    ``net_arch``, ``activation_fn``, ``with_bias``, ``squash_output``, an MLP's by default; the
+    paper's ``a = M x`` has none) from a flat, normalised observation to the argmax of Discrete
+    actions, or to Box actions tanh-rescaled to the bounds or clipped."""
 
-    def __init__(
-        self,
-        observation_space: spaces.Space,
-        action_space: spaces.Space,
-        net_arch: Sequence[int] = (64, 64),
-        activation_fn: str = "relu",
-        with_bias: bool = True,
-        squash_output: bool = True,
-    ):
+    def __init__(self, observation_space: spaces.Space, action_space: spaces.Space, **options: Any):
+        o = {**POLICIES["MlpPolicy"], "activation_fn": "relu", **options}
         self.observation_space, self.action_space = observation_space, action_space
-        self.net_arch, self.activation_fn = [int(n) for n in net_arch], activation_fn
-        self.with_bias, self.squash_output = bool(with_bias), bool(squash_output)
+        self.net_arch, self.activation_fn = [int(n) for n in o["net_arch"]], o["activation_fn"]
+        self.with_bias, self.squash_output = bool(o["with_bias"]), bool(o["squash_output"])
         self.obs_dim = spaces.flatdim(observation_space)
         flat = isinstance(observation_space, spaces.Box) and len(observation_space.shape) == 1
         self.flatten = None if flat else flattener(observation_space)
@@ -249,20 +198,14 @@ class Network:
         if not discrete:  # Box actions: tanh is rescaled to the bounds, or they clip
             bounds = (action_space.low, action_space.high)
             self._low, self._high = (np.ravel(x).astype(np.float64) for x in bounds)
-            if squash_output and not np.isfinite([self._low, self._high]).all():
+            if self.squash_output and not np.isfinite([self._low, self._high]).all():
                 raise ValueError(f"{action_space} is unbounded: use squash_output=False")
         self.layer_shapes = layer_shapes(self.obs_dim, self.net_arch, self.action_dim)
         self.n_params = sum(o * i + o * self.with_bias for o, i in self.layer_shapes)
 
-    def init_weights(self, rng: np.random.Generator) -> np.ndarray:
-        """Uniform in +-1/sqrt(fan_in) per layer (torch's nn.Linear default)."""
-        sizes = [(1 / math.sqrt(i), o * i + o * self.with_bias) for o, i in self.layer_shapes]
-        return np.concatenate([rng.uniform(-bound, bound, n) for bound, n in sizes])
-
     def layers(self, theta: np.ndarray, obs_rms: RunningMeanStd | None = None) -> list[tuple]:
-        """``(weight, bias)`` per layer for ``theta`` (``(n_params,)`` or a population).
-
-        V2 is folded into the first layer, so it costs nothing per step:
+        """``(weight, bias)`` per layer for ``theta`` (``(n_params,)`` or a population). V2 is
+        folded into the first layer, so it costs nothing per step:
         ``W ((x - mean) * s) + b == (W * s) x + (b - (W * s) mean)``."""
         sizes = [n for out, inp in self.layer_shapes for n in (out * inp, out * self.with_bias)]
         pieces = np.split(theta, np.cumsum(sizes)[:-1], axis=-1)  # W1, b1, W2, b2, ...
@@ -287,10 +230,10 @@ class Network:
         else:  # np.clip, in place and without its per-call overhead
             low, high, maximum, minimum = self._low, self._high, np.maximum, np.minimum
             to_box = lambda out: minimum(maximum(out, low, out=out), high, out=out)
-        shape = self.action_space.shape
-        if len(shape) == 1:
-            return to_box
-        return lambda out: to_box(out).reshape(out.shape[:-1] + shape)
+        shape = self.action_space.shape  # a Box of more axes: reshaped
+        return (
+            to_box if len(shape) == 1 else lambda out: to_box(out).reshape(out.shape[:-1] + shape)
+        )
 
     def actor(self, theta: np.ndarray, obs_rms: RunningMeanStd | None = None) -> Callable:
         """A fast ``obs -> action`` for one observation: the rollout's hot path."""
@@ -357,22 +300,28 @@ def joined(rows: list, dtype: Any) -> np.ndarray:
     return flat
 
 
-def run_episodes(
-    env: gym.Env,
-    act: Callable,
-    seeds: Sequence[int],
-    options: dict | None = None,
-    track_obs: bool = True,
-    max_episode_steps: int | None = None,
-    on_step: Callable | None = None,
-) -> tuple:
-    """Roll out ``act`` (``obs -> action``), one episode per env seed: returns, lengths and the
-    statistics of the states acted on (``track_obs``; else only checked for NaN). ``options``
-    go to every reset; ``on_step(action, transition)`` hears of each step. An episode ends at
-    ``max_episode_steps`` or the env's limit (neither: an error at ``NO_LIMIT_STEPS``)."""
-    space, dim = env.observation_space, spaces.flatdim(env.observation_space)
-    step, env_limit = _inner_step(env)
-    limits = [x for x in (env_limit, max_episode_steps) if x is not None]
+# What evaluators get and give back. An Iteration: the Network, theta, V2's statistics frozen
+# (None: V1), nu, the seed and index naming its directions, whether to return the statistics of
+# the states visited, a step limit, a function applied to every observation (SB3 VecNormalize's).
+# A Job, a few numbers: candidate c is ``theta + sign * nu * delta_k`` (sign 0: theta), or its
+# ``weights``, on one env seed per episode. A Result: each episode's return (the env's rewards)
+# and length, and the statistics of the states acted on (V1: None unless one was not finite).
+Iteration = collections.namedtuple(
+    "Iteration",
+    "network theta obs_rms delta_std seed index track_obs max_episode_steps obs_filter",
+    defaults=[False, None, None],
+)
+Job = collections.namedtuple("Job", "candidate k sign seeds weights", defaults=[None])
+Result = collections.namedtuple("Result", "returns lengths visited")
+
+
+def episodes(
+    reset: Callable, space: Any, seeds: Sequence, limits: list, track_obs: bool, on_step: Any
+):
+    """The one loop that runs episodes, one per env seed: a coroutine, driven by one env or k side
+    by side, that yields each state to act on and is sent the env's step; the first of ``limits``
+    ends an episode. The Result keeps the statistics of the states acted on with ``track_obs``."""
+    limits, dim = [n for n in limits if n is not None], spaces.flatdim(space)
     limit = min(limits, default=NO_LIMIT_STEPS)
     keep = track_obs or np.dtype(space.dtype or int).kind == "f"  # integer states are finite
     flatten, visited, rows = flattener(space), RunningMeanStd((dim,)), []
@@ -387,16 +336,15 @@ def run_episodes(
 
     returns, lengths = np.zeros(len(seeds)), np.zeros(len(seeds), dtype=np.int64)
     for i, seed in enumerate(seeds):
-        obs, _ = env.reset(seed=int(seed), options=options)
+        obs = reset(int(seed))
         total, steps, stop = 0.0, 0, min(limit, chunk - len(rows))  # stop: limit or full chunk
         while True:  # the hot loop: nothing in it that can wait for a stop
             if keep:
                 rows.append(obs)
-            action = act(obs)
-            obs, reward, terminated, truncated, info = step(action)
+            obs, reward, terminated, truncated, info = yield obs
             steps += 1
             if on_step is not None:
-                on_step(action, (obs, reward, terminated, truncated or steps == limit, info))
+                on_step((obs, reward, terminated, truncated or steps == limit, info))
             total += reward
             if terminated or truncated or steps == stop:
                 if len(rows) >= chunk:
@@ -414,37 +362,33 @@ def run_episodes(
         returns[i], lengths[i] = total, steps
     if rows:
         fold()
-    return returns, lengths, visited
+    flagged = not np.isfinite(visited.mean).all()  # V1's check: NaN statistics flag a state
+    return Result(returns, lengths, visited if track_obs or flagged else None)
 
 
-class Iteration(NamedTuple):
-    """What an evaluator needs, once per iteration, to rebuild any candidate of it."""
-
-    network: Network
-    theta: np.ndarray
-    obs_rms: RunningMeanStd | None  # V2's statistics, frozen for the iteration
-    delta_std: float  # nu
-    seed: int  # with ``index``, names the iteration's directions
-    index: int
-    track_obs: bool = False  # return statistics of the visited observations
-    max_episode_steps: int | None = None
-    obs_filter: Callable | None = None  # applied to every observation before the policy
-
-
-class Job(NamedTuple):
-    """One candidate: ``theta + sign * nu * delta_k`` (sign 0: theta), or ``weights``."""
-
-    candidate: int
-    k: int
-    sign: int
-    seeds: np.ndarray  # one env seed per episode
-    weights: np.ndarray | None = None
-
-
-class Result(NamedTuple):
-    returns: np.ndarray  # per episode, the env's own rewards
-    lengths: np.ndarray
-    visited: RunningMeanStd | None
+def run_episodes(
+    env: gym.Env,
+    act: Callable,
+    seeds: Sequence[int],
+    options: dict | None = None,
+    track_obs: bool = True,
+    max_episode_steps: int | None = None,
+    on_step: Callable | None = None,
+) -> Result:
+    """:func:`episodes` on one env for ``act`` (``obs -> action``); ``options`` go to every
+    reset, ``on_step(action, transition)`` hears of each step."""
+    step, env_limit = _inner_step(env)
+    reset = lambda seed: env.reset(seed=seed, options=options)[0]
+    hear = None if on_step is None else lambda transition: on_step(action, transition)
+    limits = [env_limit, max_episode_steps]
+    send = (loop := episodes(reset, env.observation_space, seeds, limits, track_obs, hear)).send
+    try:
+        obs = next(loop)
+        while True:
+            action = act(obs)
+            obs = send(step(action))
+    except StopIteration as end:
+        return end.value
 
 
 def candidate_parameters(it: Iteration, job: Job) -> np.ndarray:
@@ -455,18 +399,12 @@ def candidate_parameters(it: Iteration, job: Job) -> np.ndarray:
     return it.theta + (job.sign * it.delta_std) * delta  # theta +- nu delta
 
 
-def run_job(
-    env: gym.Env, it: Iteration, job: Job, options: dict | None = None, on_step: Any = None
-) -> Result:
+def run_job(env: gym.Env, it: Iteration, job: Job, options: Any = None, on_step: Any = None) -> Any:
     """Evaluate one candidate: its episodes' returns and lengths, the states it visited."""
     act = it.network.actor(candidate_parameters(it, job), it.obs_rms)
     if it.obs_filter is not None:  # an SB3 VecNormalize's view of the observations
         act = lambda obs, policy=act, see=it.obs_filter: policy(see(obs))
-    returns, lengths, visited = run_episodes(
-        env, act, job.seeds, options, it.track_obs, it.max_episode_steps, on_step
-    )
-    flagged = not np.isfinite(visited.mean).all()  # V1's check: NaN statistics flag a state
-    return Result(returns, lengths, visited if it.track_obs or flagged else None)
+    return run_episodes(env, act, job.seeds, options, it.track_obs, it.max_episode_steps, on_step)
 
 
 def check_finite(result: Result, job: Job, index: int) -> Result:
@@ -486,29 +424,22 @@ def check_finite(result: Result, job: Job, index: int) -> Result:
 
 # == One iteration of Algorithm 2, and training ==================================================
 
-Evaluate = Callable[[Iteration, Sequence[Job]], Sequence[Result]]  # one Result per job, in order
-
 
 def iteration(
-    theta: np.ndarray, obs_rms: Any, evaluate: Evaluate, network: Network, index: int, hp: dict
+    theta: np.ndarray, obs_rms: Any, evaluate: Callable, network: Network, index: int, hp: dict
 ) -> tuple[np.ndarray, Any, dict[str, Any]]:
-    """One iteration of Algorithm 2, values in and values out; comments give its lines.
-
-    ``hp`` holds the settings (``learning_rate`` and ``delta_std`` as numbers);
-    ``evaluate(it, jobs)`` runs the rollouts, here or in workers. Returns the new ``theta``
-    and ``obs_rms``, and the candidates' Results, timesteps, sigma_R and step size."""
+    """One iteration of Algorithm 2, values in and out (comments give its lines): ``hp``'s
+    settings (numbers), ``evaluate(it, jobs)`` runs the rollouts, here or in workers. Returns the
+    new ``theta`` and ``obs_rms``, and the Results, timesteps, sigma_R and step size."""
     n, b, alpha, nu, seed = (hp[k] for k in "n_delta n_top learning_rate delta_std seed".split())
     # Line 4: N directions delta_k ~ N(0, I), the streams direction(seed, index, k), drawn later.
-    it = Iteration(
-        network, theta, obs_rms, nu, seed, index, obs_rms is not None, hp["max_episode_steps"]
-    )
+    it = Iteration(network, theta, obs_rms, nu, seed, index, bool(obs_rms), hp["max_episode_steps"])
 
     # Line 5: 2N rollouts of theta +- nu delta_k (candidates k and N + k), mu and Sigma
     # frozen; common random numbers (ars's, not the paper's): a direction's two share env seeds.
     def seeds(c: int) -> np.ndarray:
-        key = c % n if hp["common_random_numbers"] else c
-        episodes = range(hp["n_eval_episodes"])
-        return np.array([env_seed(seed, ENV_SEEDS, index, key, e) for e in episodes], np.uint64)
+        key, runs = c % n if hp["common_random_numbers"] else c, range(hp["n_eval_episodes"])
+        return np.array([env_seed(seed, ENV_SEEDS, index, key, e) for e in runs], np.uint64)
 
     jobs = [Job(c, k, sign, seeds(c)) for k in range(n) for c, sign in ((k, 1), (n + k, -1))]
     results = {j.candidate: check_finite(r, j, index) for j, r in zip(jobs, evaluate(it, jobs))}
@@ -538,20 +469,19 @@ def iteration(
 
 
 def initial_parameters(network: Network, zero_policy: bool, seed: int) -> np.ndarray:
-    """Line 2's M = 0 (the paper), or torch-like random weights from the seed's stream."""
-    rng = np.random.default_rng(stream(seed))
-    return np.zeros(network.n_params) if zero_policy else network.init_weights(rng)
+    """Line 2's M = 0 (the paper), else uniform in +-1/sqrt(fan_in) per layer (torch's nn.Linear
+    default) from the seed's stream."""
+    if zero_policy:
+        return np.zeros(network.n_params)
+    rng, sizes = np.random.default_rng(stream(seed)), network.layer_shapes
+    bounds = [(1 / math.sqrt(i), o * i + o * network.with_bias) for o, i in sizes]
+    return np.concatenate([rng.uniform(-bound, bound, n) for bound, n in bounds])
 
 
 def train(env: str | gym.Env, total_timesteps: int, **hyper_parameters: Any) -> tuple:
-    """ARS on ``env`` for ``total_timesteps`` env steps (the last iteration may overshoot).
-
-    ``hyper_parameters``: :data:`DEFAULTS`'s names, checked by :func:`check_settings` as
-    ``ARS`` checks them, whose ``learn`` gives the same bits. Returns the parameters, V2's
-    statistics (None for V1) and the Network: ``network.actor(theta, obs_rms)`` acts.
-
-    >>> theta, obs_rms, network = train("Pendulum-v1", 20_000, normalize_obs=True, seed=0)
-    """
+    """ARS on ``env`` for ``total_timesteps`` env steps (the last iteration may overshoot), with
+    DEFAULTS' settings checked as ``ARS`` checks them (its ``learn`` gives the same bits).
+    Returns theta, V2's statistics (None: V1) and the Network: ``network.actor(theta, obs_rms)``."""
     hp = check_settings(hyper_parameters)
     env = gym.make(env) if isinstance(env, str) else env
     kwargs = {**POLICIES[hp["policy"]], **(hp["policy_kwargs"] or {})}
@@ -575,7 +505,6 @@ def train(env: str | gym.Env, total_timesteps: int, **hyper_parameters: Any) -> 
 # definitions, two the sections.
 
 import argparse
-import collections
 import contextlib
 import csv
 import importlib
@@ -669,7 +598,8 @@ class ARSPolicy(Network):
             raise ValueError(f"activation_fn must be one of {list(ACTIVATIONS)}; got {name!r:.60}")
         if not (isinstance(with_bias, bool) and isinstance(squash_output, bool)):
             raise ValueError("with_bias and squash_output must be True or False")
-        super().__init__(observation_space, action_space, arch, name, with_bias, squash_output)
+        options = dict(net_arch=arch, activation_fn=name, with_bias=with_bias)
+        super().__init__(observation_space, action_space, **options, squash_output=squash_output)
         if self.n_params > MAX_PARAMETERS:
             raise ValueError(
                 f"a policy of {self.n_params:,} parameters is more than ars handles "
@@ -850,6 +780,7 @@ def _cpu_device() -> Any:
 HPARAMS = tuple(k for k in DEFAULTS if k != "policy") + tuple(
     "normalization_samples stats_window_size tensorboard_log verbose device".split()
 )
+INTEGERS.update(normalization_samples=(0, 10**12), stats_window_size=(1, 10**7), verbose=(0, 2))
 
 
 def check_model_settings(policy: Any, settings: dict[str, Any]) -> dict[str, Any]:
@@ -1161,7 +1092,7 @@ class ARS:
                 return False
             raise
 
-    def _rollouts(self, evaluator: Any, callbacks: _Callbacks) -> Evaluate:
+    def _rollouts(self, evaluator: Any, callbacks: _Callbacks) -> Callable:
         """The core's ``evaluate``: ``evaluator``, the callbacks' hooks, VecNormalize's view."""
 
         def evaluate(it: Iteration, jobs: Sequence[Job]) -> list[Result]:
@@ -1413,6 +1344,22 @@ def _check_device(device: Any) -> None:
         warnings.warn(f"device={device!r}: ars computes with NumPy: it uses the CPU", stacklevel=4)
 
 
+# Table 9 of the paper, as kept by rl-baselines3-zoo (Humanoid: the paper's N = b = 230; the
+# zoo's 256), and the zoo's CartPole and Pendulum. The shift is per step, cancelling the
+# survival bonus; V2 normalises observations; the budget is the zoo's n_timesteps.
+_PAPER_TABLE = {  # task: step size alpha, noise nu, directions N, top b, shift, V2, budget
+    "Swimmer": (0.02, 0.01, 1, 1, 0, False, 2_000_000),
+    "Hopper": (0.01, 0.025, 8, 4, -1, True, 7_000_000),
+    "HalfCheetah": (0.02, 0.03, 32, 4, 0, True, 12_500_000),
+    "Walker2d": (0.03, 0.025, 40, 30, -1, True, 75_000_000),
+    "Ant": (0.015, 0.025, 60, 20, -1, True, 75_000_000),
+    "Humanoid": (0.02, 0.0075, 230, 230, -5, True, 250_000_000),
+    "CartPole": (0.02, 0.05, 2, 2, 0, False, 50_000),
+    "Pendulum": (0.018, 0.1, 4, 1, 0, True, 2_000_000),
+}
+_COLUMNS = "learning_rate delta_std n_delta n_top alive_bonus_offset normalize_obs total_timesteps"
+PAPER_SETTINGS = {task: dict(zip(_COLUMNS.split(), row)) for task, row in _PAPER_TABLE.items()}
+PAPER_SETTINGS["Pendulum"].update(policy="MlpPolicy", net_arch=[16], zero_policy=False)
 # For envs the paper did not run: train()'s defaults, but V2, nu = 0.03 and 1M steps.
 GENERIC_SETTINGS: dict[str, Any] = dict(policy="LinearPolicy", net_arch=None, learning_rate=0.02)
 GENERIC_SETTINGS.update(delta_std=0.03, n_delta=8, n_top=None, alive_bonus_offset=0.0)
@@ -1633,90 +1580,59 @@ class VecEnvs:
 def run_side_by_side(
     envs: VecEnvs, it: Iteration, jobs: Sequence[Job], options: Any = None, on_step: Any = None
 ) -> list[Result]:
-    """:func:`run_job`'s Results for ``jobs``, the same bits, from k envs side by side: each
-    env runs a job's episodes as run_episodes does, then the next job waiting. A step sends
-    one batch of actions from one forward pass of the k candidates' networks (np.matmul on
-    the stacked layers gives np.dot's bits, slice by slice)."""
+    """:func:`run_job`'s Results for ``jobs``, the same bits, from k envs side by side: env
+    ``s`` drives the core's :func:`episodes` loop for a job, then for the next job waiting. A
+    step sends one batch of actions from one forward pass of the k candidates' networks
+    (np.matmul on the stacked layers gives np.dot's bits, slice by slice)."""
     net, k, space, queue = it.network, envs.num_envs, envs.observation_space, list(enumerate(jobs))
-    dim, flat_rows, dtype = spaces.flatdim(space), flattener(space), space.dtype
-    chunk = max(1, min(1000, OBS_CHUNK_BYTES // (8 * dim)))
-    keep = it.track_obs or np.dtype(dtype or int).kind == "f"
     flatten, see = net.flatten or (lambda obs: obs), it.obs_filter or (lambda obs: obs)
+    plain = net.flatten is None and it.obs_filter is None
     layers = [
         (w.copy(), b if b is None else b.copy())  # a row per env, set per job
         for w, b in net.layers(np.zeros((k, net.n_params)), it.obs_rms)
     ]
     activation, to_action, x = ACTIVATIONS[net.activation_fn], net.to_action(), [None] * k
     own = [step[1] for step in envs.steps] if envs.steps else [envs.limit] * k
-    plain = net.flatten is None and it.obs_filter is None
-    limits = [[n for n in (n_own, it.max_episode_steps) if n is not None] for n_own in own]
-    slots, results, actions = [None] * k, [None] * len(jobs), []
-
-    def fold(rows: list, visited: RunningMeanStd) -> None:
-        if it.track_obs:
-            visited.update(flat_rows(rows))
-        elif not np.isfinite(joined(rows, dtype)).all():
-            visited.mean = np.full(dim, np.nan)
-        rows.clear()
-
-    def rollouts(s: int, index: int, job: Job) -> Any:  # a job on env s: sent its transitions
-        for stacked, layer in zip(layers, net.layers(candidate_parameters(it, job), it.obs_rms)):
-            for rows_of_k, row in zip(stacked, layer):
-                if row is not None:
-                    rows_of_k[s] = row
-        returns, lengths = np.zeros(len(job.seeds)), np.zeros(len(job.seeds), dtype=np.int64)
-        visited, rows, limit = RunningMeanStd((dim,)), [], min(limits[s], default=NO_LIMIT_STEPS)
-        for e, seed in enumerate(job.seeds):
-            obs, total, steps = envs.reset(s, int(seed), options), 0.0, 0
-            while True:
-                if keep:
-                    rows.append(obs)
-                x[s] = obs if plain else flatten(see(obs))
-                obs, reward, terminated, truncated, info = yield
-                total, steps = total + reward, steps + 1
-                if on_step is not None:  # a limit ARS counts truncates too, as in run_episodes
-                    cut = truncated or steps == limit
-                    on_step(actions[s], (obs, reward, terminated, cut, info))
-                if len(rows) >= chunk:
-                    fold(rows, visited)
-                if terminated or truncated or steps == limit:
-                    break
-            if keep and not np.isfinite(obs).all():  # the final state, checked as run_episodes
-                rows.append(obs)
-            if not limits[s] and not (terminated or truncated):
-                raise RuntimeError(
-                    f"an episode ran {NO_LIMIT_STEPS:,} steps without ending (env seed {seed}), "
-                    "and the env has no time limit: pass max_episode_steps= to ARS"
-                )
-            returns[e], lengths[e] = total, steps
-        if rows:
-            fold(rows, visited)
-        flagged = not np.isfinite(visited.mean).all()
-        results[index] = Result(returns, lengths, visited if it.track_obs or flagged else None)
+    loops, results, actions = [None] * k, [None] * len(jobs), []
 
     def start(s: int) -> None:  # env s takes the next job waiting, if any
-        slots[s] = rollouts(s, *queue.pop(0)) if queue else None
-        if slots[s] is not None:
-            next(slots[s])
+        loops[s] = None
+        if queue:
+            index, job = queue.pop(0)
+            rows = net.layers(candidate_parameters(it, job), it.obs_rms)
+            for stacked, layer in zip(layers, rows):
+                for rows_of_k, row in zip(stacked, layer):
+                    if row is not None:
+                        rows_of_k[s] = row
+            reset = lambda seed: envs.reset(s, seed, options)
+            hear = None if on_step is None else lambda transition: on_step(actions[s], transition)
+            limits = [own[s], it.max_episode_steps]
+            loops[s] = index, episodes(reset, space, job.seeds, limits, it.track_obs, hear)
+            advance(s, None)
         x[s] = x[0] if x[s] is None else x[s]  # an idle env's row: one of the same dtype
+
+    def advance(s: int, transition: Any) -> None:  # env s's loop takes its step
+        index, loop = loops[s]
+        try:
+            obs = loop.send(transition)
+            x[s] = obs if plain else flatten(see(obs))
+        except StopIteration as end:
+            results[index] = end.value
+            start(s)
 
     for s in range(k):
         start(s)
-    active = [s for s in range(k) if slots[s]]
+    active, dim = [s for s in range(k) if loops[s]], net.obs_dim
     while active:
         h = joined(x, x[0].dtype).reshape(k, dim)  # one row per env
         for i, (weight, bias) in enumerate(layers):  # the actor's layers, k at once
             h = np.matmul(weight, h[..., None])[..., 0]
             h = h if bias is None else h + bias
             h = activation(h) if i < len(layers) - 1 else h
-        actions, done = list(to_action(h)), False
+        actions = list(to_action(h))
         for s, transition in envs.step(actions, active):
-            try:
-                slots[s].send(transition)
-            except StopIteration:
-                start(s)
-                done |= slots[s] is None
-        active = [s for s in active if slots[s]] if done else active
+            advance(s, transition)
+        active = [s for s in active if loops[s]]
     return results
 
 

@@ -124,11 +124,9 @@ def run_job(
         arm, per_step_actor
     )
     act = actor(it.network, ars.candidate_parameters(it, job), it.obs_rms)
-    returns, lengths, visited = ars.run_episodes(
+    return ars.run_episodes(
         env, act, job.seeds, options, it.track_obs, it.max_episode_steps, on_step
     )
-    flagged = not np.isfinite(visited.mean).all()  # as ars.run_job: NaN statistics flag a state
-    return ars.Result(returns, lengths, visited if it.track_obs or flagged else None)
 
 
 @functools.lru_cache(maxsize=4)
