@@ -9,6 +9,7 @@ comes first, on NumPy and gymnasium alone: a copy cut where it ends trains with 
 from __future__ import annotations
 
 import collections
+import contextlib
 import functools
 import math
 import warnings
@@ -291,13 +292,11 @@ def _inner_step(env: gym.Env) -> tuple[Callable[[Any], tuple], int | None]:
 
 def joined(rows: list, dtype: Any) -> np.ndarray:
     """The rows as one flat array: read as bytes (~50 ns a row) if all are arrays of ``dtype``."""
-    try:
+    with contextlib.suppress(AttributeError, TypeError, ValueError):  # lists, or strided arrays
         flat = np.frombuffer(b"".join(rows), dtype)
-    except (AttributeError, TypeError, ValueError):  # lists, or strided arrays
-        flat = None
-    if flat is None or flat.size != len(rows) * np.size(rows[0]):  # or mixed dtypes
-        flat = np.asarray(rows, dtype=np.float64).reshape(-1)
-    return flat
+        if flat.size == len(rows) * np.size(rows[0]):  # else mixed dtypes
+            return flat
+    return np.asarray(rows, dtype=np.float64).reshape(-1)
 
 
 # What evaluators get and give back. An Iteration: the Network, theta, V2's statistics frozen
@@ -316,11 +315,12 @@ Result = collections.namedtuple("Result", "returns lengths visited")
 
 
 def episodes(
-    reset: Callable, space: Any, seeds: Sequence, limits: list, track_obs: bool, on_step: Any
-):
-    """The one loop that runs episodes, one per env seed: a coroutine, driven by one env or k side
-    by side, that yields each state to act on and is sent the env's step; the first of ``limits``
-    ends an episode. The Result keeps the statistics of the states acted on with ``track_obs``."""
+    reset: Any, space: Any, seeds: Any, limits: list, track_obs: bool, on_step: Any, *drive: Any
+) -> Any:
+    """The one loop that runs episodes: ``reset(seed)`` for each env seed, then steps to the first
+    of its ``limits``. Given ``drive = (step, act)`` it runs one env; else it is a coroutine for k
+    envs side by side: it yields each state to act on, and is sent ``(action, transition)``."""
+    step, act = drive or (None, None)
     limits, dim = [n for n in limits if n is not None], spaces.flatdim(space)
     limit = min(limits, default=NO_LIMIT_STEPS)
     keep = track_obs or np.dtype(space.dtype or int).kind == "f"  # integer states are finite
@@ -341,10 +341,14 @@ def episodes(
         while True:  # the hot loop: nothing in it that can wait for a stop
             if keep:
                 rows.append(obs)
-            obs, reward, terminated, truncated, info = yield obs
+            if step is None:  # driven: the action and its step come from outside
+                action, (obs, reward, terminated, truncated, info) = yield obs
+            else:
+                action = act(obs)
+                obs, reward, terminated, truncated, info = step(action)
             steps += 1
             if on_step is not None:
-                on_step((obs, reward, terminated, truncated or steps == limit, info))
+                on_step(action, (obs, reward, terminated, truncated or steps == limit, info))
             total += reward
             if terminated or truncated or steps == stop:
                 if len(rows) >= chunk:
@@ -375,18 +379,14 @@ def run_episodes(
     max_episode_steps: int | None = None,
     on_step: Callable | None = None,
 ) -> Result:
-    """:func:`episodes` on one env for ``act`` (``obs -> action``); ``options`` go to every
-    reset, ``on_step(action, transition)`` hears of each step."""
+    """:func:`episodes` on one env for ``act`` (``obs -> action``); ``options`` for every reset;
+    ``on_step(action, transition)`` after every step."""
     step, env_limit = _inner_step(env)
     reset = lambda seed: env.reset(seed=seed, options=options)[0]
-    hear = None if on_step is None else lambda transition: on_step(action, transition)
     limits = [env_limit, max_episode_steps]
-    send = (loop := episodes(reset, env.observation_space, seeds, limits, track_obs, hear)).send
+    loop = episodes(reset, env.observation_space, seeds, limits, track_obs, on_step, step, act)
     try:
-        obs = next(loop)
-        while True:
-            action = act(obs)
-            obs = send(step(action))
+        next(loop)  # it runs to its end without yielding
     except StopIteration as end:
         return end.value
 
@@ -505,7 +505,6 @@ def train(env: str | gym.Env, total_timesteps: int, **hyper_parameters: Any) -> 
 # definitions, two the sections.
 
 import argparse
-import contextlib
 import csv
 import importlib
 import io
@@ -1604,10 +1603,11 @@ def run_side_by_side(
                 for rows_of_k, row in zip(stacked, layer):
                     if row is not None:
                         rows_of_k[s] = row
-            reset = lambda seed: envs.reset(s, seed, options)
-            hear = None if on_step is None else lambda transition: on_step(actions[s], transition)
-            limits = [own[s], it.max_episode_steps]
-            loops[s] = index, episodes(reset, space, job.seeds, limits, it.track_obs, hear)
+            reset, limits = (
+                lambda seed: envs.reset(s, seed, options),
+                [own[s], it.max_episode_steps],
+            )
+            loops[s] = index, episodes(reset, space, job.seeds, limits, it.track_obs, on_step)
             advance(s, None)
         x[s] = x[0] if x[s] is None else x[s]  # an idle env's row: one of the same dtype
 
@@ -1631,7 +1631,7 @@ def run_side_by_side(
             h = activation(h) if i < len(layers) - 1 else h
         actions = list(to_action(h))
         for s, transition in envs.step(actions, active):
-            advance(s, transition)
+            advance(s, (actions[s], transition))
         active = [s for s in active if loops[s]]
     return results
 
