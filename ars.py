@@ -21,7 +21,7 @@ import numpy as np
 from gymnasium import spaces
 from gymnasium.wrappers import OrderEnforcing, PassiveEnvChecker, TimeLimit
 
-__version__ = "0.3.0"
+__version__ = "0.4.0"  # the one place of the version: pyproject.toml reads it
 
 # == Settings ====================================================================================
 # The hyper-parameters, named and set as in ARS(): the policy, Algorithm 2's, rollouts'.
@@ -515,7 +515,6 @@ import os
 import pickle
 import re
 import signal
-import subprocess
 import sys
 import tempfile
 import threading
@@ -525,7 +524,6 @@ import types
 import weakref
 import zipfile
 import zlib
-from fractions import Fraction
 from pathlib import Path
 
 Schedule = Callable[[float], float]
@@ -661,13 +659,14 @@ class ARSPolicy(Network):
         state: Any = None,
         episode_start: Any = None,
         deterministic: bool = True,
-    ) -> tuple[Any, None]:
-        """``(action, None)`` for one observation or a batch, in the action space's dtype, as SB3's
-        (ARS policies are deterministic and stateless: the other arguments are ignored)."""
+    ) -> tuple[Any, Any]:
+        """``(action, state)`` for one observation or a batch, in the action space's dtype, as
+        SB3's. ARS policies are deterministic and stateless: ``deterministic`` and
+        ``episode_start`` change nothing (the README's table), and ``state`` comes back as given."""
         actions, dtype = self.forward(observation), self.action_space.dtype
         if _is_torch(actions):
-            return actions.to(getattr(sys.modules["torch"], str(np.dtype(dtype)))), None
-        return np.asarray(actions).astype(dtype, copy=False), None
+            return actions.to(getattr(sys.modules["torch"], str(np.dtype(dtype)))), state
+        return np.asarray(actions).astype(dtype, copy=False), state
 
     device = property(lambda self: _cpu_device(), doc="Always the CPU: ARS computes in NumPy.")
 
@@ -720,13 +719,18 @@ class ARSPolicy(Network):
             mean, var = (merged[f"obs_rms.{k}"].astype(np.float64) for k in ("mean", "var"))
             self.obs_rms = RunningMeanStd.from_moments(mean, var, int(count))
 
+    def to_torch(self) -> Any:
+        """This policy as a ``torch.nn.Module`` with the same actions (:class:`TorchPolicy`)."""
+        return _torch_policy_class()(self)
+
     def save(self, path: str | os.PathLike | io.IOBase) -> None:
         """Write the policy alone (spaces, options, parameters, statistics) as plain data."""
         _write_npz(path, _arrays(self, _metadata(self, "policy")))
 
     @classmethod
     def load(cls, path: str | os.PathLike | io.IOBase, device: Any = "auto") -> ARSPolicy:
-        """A policy of :meth:`save`, or a saved model's (``device``: accepted, as in SB3)."""
+        """A policy of :meth:`save`, or a saved model's (``device``: checked, as ``to``'s)."""
+        _check_device(device)
         return _build_policy(*read_model_file(path), str(path))
 
 
@@ -935,8 +939,6 @@ class ARS:
                     f"class or instance; got {policy!r:.100}"
                 )
             policy = cls(self.observation_space, self.action_space, **(self.policy_kwargs or {}))
-        if policy is self.policy_class and policy.obs_rms is not None:  # an instance's V2
-            self.hparams["normalize_obs"] = True
         self._match_normalization(policy)
         if self.zero_policy or policy is not self.policy_class:  # else an instance keeps its own
             policy._theta = initial_parameters(policy, self.zero_policy, self.seed)
@@ -1096,11 +1098,12 @@ class ARS:
 
         def evaluate(it: Iteration, jobs: Sequence[Job]) -> list[Result]:
             callbacks.hook("on_rollout_start")
-            reporter = callbacks.on_step if callbacks.per_step else None  # None: the fast path
+            here = isinstance(evaluator, InProcessEval)  # else workers' steps, told afterwards
+            reporter = callbacks.on_step if callbacks.per_step and here else None  # None: fast
             it = _observed_through(observations_seen_by(self), it)  # what the policy learns on
             results = evaluator.evaluate(it, jobs, reporter)
-            if reporter is not None and not isinstance(evaluator, InProcessEval):
-                callbacks.after(results)  # workers' steps, told afterwards
+            if callbacks.per_step and not here:
+                callbacks.after(results)
             callbacks.hook("on_rollout_end")
             return results
 
@@ -1124,8 +1127,8 @@ class ARS:
         policy.obs_rms = merge_statistics(policy.obs_rms, visited)
 
     # -- the policy, and SB3's methods ----------------------------------------------------------
-    def predict(self, observation: Any, *args: Any, **kwargs: Any) -> tuple[Any, None]:
-        """``(action, None)``: :meth:`ARSPolicy.predict`, SB3's signature and shapes."""
+    def predict(self, observation: Any, *args: Any, **kwargs: Any) -> tuple[Any, Any]:
+        """``(action, state)``: :meth:`ARSPolicy.predict`, SB3's signature and shapes."""
         return self._need_policy().predict(observation, *args, **kwargs)
 
     def evaluate_candidates(
@@ -1213,7 +1216,8 @@ class ARS:
         self, load_path_or_dict: Any, exact_match: bool = True, device: Any = "auto"
     ) -> None:
         """Load parameters from a model file or a :meth:`get_parameters` dict, all or nothing
-        (``device`` is accepted for SB3 compatibility: ars computes on the CPU)."""
+        (``device``: checked as the constructor's; ars computes on the CPU)."""
+        _check_device(device)
         policy, params = self._need_policy(), load_path_or_dict
         if isinstance(params, (str, os.PathLike)) or hasattr(params, "read"):
             params = {"policy": _build_policy(*read_model_file(params), str(params)).state_dict()}
@@ -1645,19 +1649,28 @@ def run_jobs(
     return [run_job(env, it, job, options, on_step) for job in jobs]
 
 
-class _Evaluator:
-    """The seed's evaluator API (``send_jobs``, ``get_results``, ...), built on ``evaluate``."""
+class Evaluator:
+    """Where rollouts run: the interface of InProcessEval, AsyncEval and the companions in
+    ``examples/`` (ExecutorEval, Dask, Ray), and the seed's API built on it (``send_jobs``,
+    ``get_results``, ``get_obs_rms``, ``sync_obs_rms``, ``seed``, ``set_options``).
+
+    A subclass sets ``n_workers``, calls ``super().__init__(train_policy, n_eval_episodes)`` and
+    implements ``evaluate(it, jobs, on_step=None, record=False)``: one Result per Job, in job
+    order, each as :func:`run_jobs` gives it (with ``options[worker]`` for every reset) under
+    ``with self.exclusive():``; with ``record``, each result also goes to
+    ``record_visited(worker, result)``. ``on_step`` is for evaluators in this process: others
+    refuse it. ``close()`` frees what it holds."""
 
     n_workers, closed = 1, False
 
-    def _setup(self, train_policy: Any, n_eval_episodes: int) -> None:
+    def __init__(self, train_policy: Any = None, n_eval_episodes: int = 1):
         self.set_policy(train_policy)
         self.n_eval_episodes = check_integer("n_eval_episodes", n_eval_episodes)
         self._seed, self._n_sends, self._pending, self._lock = 0, 0, None, threading.Lock()
-        self._options = [None] * self.n_workers
+        self.options = [None] * self.n_workers
 
     @contextlib.contextmanager
-    def _exclusive(self) -> Any:
+    def exclusive(self) -> Any:
         """One caller at a time: a second thread gets a clear error, not corrupted messages."""
         if self.closed:
             raise RuntimeError(f"this {type(self).__name__} is closed")
@@ -1671,13 +1684,14 @@ class _Evaluator:
         finally:
             self._lock.release()
 
-    def _record_visited(self, worker: int, result: Result) -> None:
+    def record_visited(self, worker: int, result: Result) -> None:
+        """Add the states of a result that ``worker`` ran to those :meth:`get_obs_rms` reports."""
         if result.visited is not None:  # an empty RunningMeanStd takes the shape of the first
             self._visited[worker].combine(result.visited)
 
     def set_policy(self, policy: Any) -> None:
         """Later ``send_jobs`` use ``policy``'s structure and a copy of its statistics."""
-        policy = _policy_of(policy)
+        policy = policy_of(policy)
         self._network = None if policy is None else policy.network()
         self.sync_obs_rms(getattr(policy, "obs_rms", None))
 
@@ -1742,10 +1756,10 @@ class _Evaluator:
         """Options for every ``env.reset``: one dict for all workers, or one per worker."""
         if isinstance(options, list) and len(options) != self.n_workers:
             raise ValueError(f"got {len(options)} options for {self.n_workers} workers")
-        self._options = list(options) if isinstance(options, list) else [options] * self.n_workers
+        self.options = list(options) if isinstance(options, list) else [options] * self.n_workers
         return [None] * self.n_workers
 
-    def __enter__(self) -> _Evaluator:
+    def __enter__(self) -> Evaluator:
         return self
 
     def __exit__(self, *exc_info: Any) -> None:
@@ -1755,7 +1769,7 @@ class _Evaluator:
         """Free what the evaluator holds. Idempotent."""
 
 
-class InProcessEval(_Evaluator):
+class InProcessEval(Evaluator):
     """Evaluate candidates one after the other in this process (``learn``'s default), on
     ``env`` (an id, an env, a VecEnv of one, or a function); ``train_policy`` and
     ``n_eval_episodes`` are for the seed's ``send_jobs``."""
@@ -1764,16 +1778,16 @@ class InProcessEval(_Evaluator):
         if env is None:
             raise ValueError("no env to evaluate on: pass an env (or, to ARS, an async_eval)")
         self.env = make_env(env)
-        self._setup(train_policy, n_eval_episodes)
+        super().__init__(train_policy, n_eval_episodes)
 
     def evaluate(
         self, it: Iteration, jobs: Sequence[Job], on_step: Any = None, record: bool = False
     ) -> list[Result]:
         """One Result per job, in order; ``record``: the visited states go to get_obs_rms."""
-        with self._exclusive():
-            results = run_jobs(self.env, it, jobs, self._options[0], on_step)
+        with self.exclusive():
+            results = run_jobs(self.env, it, jobs, self.options[0], on_step)
         for result in results if record else ():
-            self._record_visited(0, result)
+            self.record_visited(0, result)
         return results
 
 
@@ -1843,7 +1857,7 @@ def _shutdown(processes: list[Any], remotes: list[Any]) -> None:
         remote.close()
 
 
-class AsyncEval(_Evaluator):
+class AsyncEval(Evaluator):
     """Evaluate candidates in worker processes, over ``multiprocessing`` Pipes.
 
     Work is dealt in batches sized from the jobs left and the workers (see
@@ -1887,7 +1901,7 @@ class AsyncEval(_Evaluator):
         methods = multiprocessing.get_all_start_methods()  # another: get_context says so
         start_method = start_method or ("forkserver" if "forkserver" in methods else "spawn")
         self.n_workers, self.job_timeout = len(envs_fn), float(job_timeout)
-        self._setup(train_policy, n_eval_episodes)
+        super().__init__(train_policy, n_eval_episodes)
         self.remotes, self.processes = [], []
         self._closer = weakref.finalize(self, _shutdown, self.processes, self.remotes)
         self._batches: list[collections.deque] = [collections.deque() for _ in envs_fn]
@@ -1937,7 +1951,7 @@ class AsyncEval(_Evaluator):
         self._batches[i].extend(batch)
         self._deadlines[i] = time.monotonic() + self.job_timeout
         try:
-            self.remotes[i].send(("run", (it_bytes, self._options[i], batch)))
+            self.remotes[i].send(("run", (it_bytes, self.options[i], batch)))
         except (OSError, ValueError) as error:  # a killed worker: _receive says how it ended
             self._receive(i, "evaluating", time.monotonic() + 1.0)
             raise self._fail(f"AsyncEval worker {i} cannot be reached ({error!r})") from error
@@ -1947,10 +1961,12 @@ class AsyncEval(_Evaluator):
     def evaluate(
         self, it: Iteration, jobs: Sequence[Job], on_step: Any = None, record: bool = False
     ) -> list[Result]:
-        """One Result per job, in job order, whoever ran it (no ``on_step`` from workers)."""
+        """One Result per job, in job order, whoever ran it. Workers cannot call ``on_step``."""
         import cloudpickle
 
-        with self._exclusive():
+        if on_step is not None:
+            raise ValueError("AsyncEval's workers cannot call on_step: use InProcessEval for it")
+        with self.exclusive():
             for i, batch in enumerate(self._batches):  # what an interrupted call left running
                 while batch:
                     deadline = time.monotonic() + self.job_timeout
@@ -1966,7 +1982,7 @@ class AsyncEval(_Evaluator):
                     self._batches[i].popleft()
                     results[candidate] = result
                     if record:
-                        self._record_visited(i, result)
+                        self.record_visited(i, result)
                 self._deadlines[i] = time.monotonic() + self.job_timeout
                 if not self._batches[i] and queue:  # a busy worker got its first batch above
                     self._deal(i, queue, None)
@@ -2001,8 +2017,8 @@ MOVED = {  # names that left ars.py (issue 32), and where they went
     "warm_start": f"examples/warm_start.py: {COPY} warm_start import warm_start; "
     "warm_start(model, demonstrations, ridge)",
     "load_demonstrations": f"examples/warm_start.py: {COPY} warm_start import load_demonstrations",
-    "to_torch": f"examples/to_torch.py: {COPY} to_torch import to_torch; to_torch(policy)",
     "load_model": "ARS.load(path, env, ...)",
+    "record_video": f"examples/video.py (issue 43): {COPY} video import record_video",
 }
 
 
@@ -2014,11 +2030,15 @@ def _moved(owner: str, name: str, kind: type = AttributeError) -> Exception:
 
 
 def __getattr__(name: str) -> Any:
-    """A name that moved out of ars.py: an ImportError that says where it went."""
+    """``TorchPolicy``, made when first asked for (torch is imported then, and only then); a
+    name that moved out of ars.py: an ImportError that says where it went."""
+    if name == "TorchPolicy":
+        return _torch_policy_class()
     raise _moved("ars", name, ImportError)  # `from ars import` would hide an AttributeError's
 
 
-def _policy_of(policy: Any) -> ARSPolicy | None:
+def policy_of(policy: Any) -> ARSPolicy | None:
+    """The ARSPolicy of an ARS model, or the policy itself (None stays None)."""
     policy = policy if isinstance(policy, ARSPolicy) else getattr(policy, "policy", policy)
     if policy is not None and not isinstance(policy, ARSPolicy):
         raise TypeError(f"expected an ARSPolicy or an ARS model; got {type(policy).__name__}")
@@ -2105,7 +2125,7 @@ def _table(values: dict[str, Any]) -> str:
 
 
 def _write_csv_atomic(path: Path, columns: list[str], rows: list[dict[str, str]]) -> None:
-    with _atomic_file(path, "w") as f:
+    with atomic_file(path, "w") as f:
         writer = csv.DictWriter(f, columns, extrasaction="ignore")
         writer.writeheader()
         writer.writerows(rows)
@@ -2295,7 +2315,7 @@ class EvalCallback:
             self._next += self.eval_freq
         if self.log_path is not None:
             arrays = dict(results=self.evaluations_results, ep_lengths=self.evaluations_length)
-            with _atomic_file(self.log_path / "evaluations.npz", "wb") as f:
+            with atomic_file(self.log_path / "evaluations.npz", "wb") as f:
                 np.savez(f, timesteps=[e[0] for e in self.evaluations], **arrays)
         new_best = mean > self.best_mean_reward
         self.best_mean_reward = max(mean, self.best_mean_reward)
@@ -2381,7 +2401,7 @@ def evaluate_policy(
             callback({"actions": action, "transition": transition, "model": model}, globals())
 
     hook = on_step if (render or callback is not None) else None
-    policy, max_steps = _policy_of(model), getattr(model, "max_episode_steps", None)
+    policy, max_steps = policy_of(model), getattr(model, "max_episode_steps", None)
     results = evaluate_episodes(policy, InProcessEval(gym_env), seeds, max_steps, seen, hook)
     returns = [float(r.returns[0]) for r in results]
     mean = float(np.mean(returns))
@@ -2417,7 +2437,7 @@ def _whole(value: Any, high: int = 2**63 - 1) -> bool:
 
 
 @contextlib.contextmanager
-def _atomic_file(path: Path, mode: str) -> Any:
+def atomic_file(path: Path, mode: str) -> Any:
     """Write ``path`` through a temporary file (``.name``) and a rename: never half a file."""
     path, tmp = Path(path), None
     try:
@@ -2446,7 +2466,7 @@ def _write_npz(target: Any, arrays: dict[str, np.ndarray]) -> Path | None:
         np.savez(target, **arrays)
         return None
     path = Path(target) if Path(target).suffix else Path(target).with_suffix(".zip")
-    with _atomic_file(path, "wb") as f:
+    with atomic_file(path, "wb") as f:
         np.savez(f, **arrays)
     return path
 
@@ -2782,7 +2802,7 @@ def observations_seen_by(model: Any) -> Any:
     """The VecNormalize whose observations ``model`` (an ARS or a policy) learned on: the
     env's, or the frozen one its file recorded (None for raw observations). An evaluation on
     a raw env passes its observations through it, as SB3's would."""
-    return getattr(_policy_of(model), "vec_normalize", None)
+    return getattr(policy_of(model), "vec_normalize", None)
 
 
 def _normalization_from_file(data: Any, shape: tuple, where: str) -> Any:
@@ -2966,178 +2986,54 @@ def _read_weights(archive: zipfile.ZipFile, where: str, budget: int) -> dict[str
         raise ValueError(f"{where}: {message}") from None
 
 
-# == Videos =======================================================================================
-
-GIF_FPS, MP4_FPS = 10, 30  # a clip's frames per second by default: steps are sampled to it
+TORCH_ACTIVATIONS = dict(relu="ReLU", tanh="Tanh", sigmoid="Sigmoid", identity="Identity")
 
 
-def record_video(
-    model: Any,
-    path: str | os.PathLike,
-    env: Any = None,
-    seed: int | None = None,
-    max_steps: int | None = None,
-    width: int = 200,
-    fps: float | None = None,
-) -> tuple[float, int]:
-    """Record one deterministic episode of ``model`` (an ARS or a policy) to an MP4 or GIF.
+@functools.cache
+def _torch_policy_class() -> type:
+    """``ars.TorchPolicy``: made on first use, so that torch is imported only when asked for."""
+    torch = _require("torch", 'pip install "ars-numpy[torch]" (pinned to the CPU build)')
 
-    ``env``: an id (default: the model's), or an env (or function) made with
-    ``render_mode="rgb_array"``; ``seed``: the episode's env seed (default: the model's first
-    evaluation seed); ``max_steps``: the episode's length at most. The clip plays in real time
-    at about ``fps`` frames a second (default ``MP4_FPS``, or ``GIF_FPS``): every k-th step is
-    filmed, k the env's ``render_fps`` over ``fps``, and the steps between are simulated
-    without rendering, which is most of a clip's time. A GIF is ``width`` pixels square
-    (MuJoCo), 48 colors with a coarser floor: a few hundred KB for 10 s of a walker. Frames
-    stream to ffmpeg (``pip install imageio-ffmpeg``), so memory stays flat; the file is
-    written whole or not at all. MuJoCo renders without a display (``MUJOCO_GL=egl`` when
-    unset). Returns the return and the number of frames (the first, then one per k steps)."""
-    path = Path(path)
-    if path.suffix.lower() not in (".mp4", ".gif") or path.is_dir():
-        raise ValueError(f"a video must be an .mp4 or .gif file; got {str(path)!r}")
-    ffmpeg = _require("imageio_ffmpeg", "pip install imageio-ffmpeg (ars's 'video' extra)")
-    gif = path.suffix.lower() == ".gif"
-    fps = (GIF_FPS if gif else MP4_FPS) if fps is None else fps
-    check_number("fps", fps, low=1.0)  # ffmpeg refuses rates far below a frame a second
-    max_steps = None if max_steps is None else check_integer("max_steps", max_steps)
-    with _atomic_file(path, "wb") as target:  # one that cannot be written fails before rendering
-        render_env = _rendering_env(model, env, "rgb_array", width if gif else None)
-        steps_per_second = float(render_env.metadata.get("render_fps") or MP4_FPS)
-        every = max(1, round(steps_per_second / fps))  # the clip keeps every k-th step
-        encoder = _Encoder(ffmpeg.get_ffmpeg_exe(), target.name, path, steps_per_second / every)
-        try:
-            total, n_frames = _play(model, render_env, seed, max_steps, encoder, every)
-        except BaseException:
-            encoder.close(failed=True)
-            raise
-        encoder.close()
-    return total, n_frames
+    class TorchPolicy(torch.nn.Module):
+        """An ARS policy (or a model's) as a ``torch.nn.Module`` with its actions: its layers in
+        float64 (V2 folded into the first), then the argmax of Discrete actions, or Box ones
+        tanh-rescaled to the bounds or clipped. Box observations, one or a batch."""
 
+        def __init__(self, policy: Any):
+            super().__init__()
+            policy, nn = policy_of(policy), torch.nn
+            if not isinstance(policy.observation_space, spaces.Box):
+                raise NotImplementedError(
+                    f"TorchPolicy takes Box observations, not {policy.observation_space}"
+                )
+            modules = []
+            for weight, bias in policy.layers(policy.parameters_to_vector(), policy.obs_rms):
+                linear = nn.Linear(*weight.shape[::-1], bias=bias is not None, dtype=torch.float64)
+                with torch.no_grad():  # bias may be None: zip stops at the weight
+                    for parameter, value in zip(linear.parameters(), (weight, bias)):
+                        parameter.copy_(torch.from_numpy(value))
+                modules += [linear, getattr(nn, TORCH_ACTIVATIONS[policy.activation_fn])()]
+            self.net = nn.Sequential(*modules[:-1])  # no activation after the last layer
+            self.obs_shape, self.obs_dim = policy.observation_space.shape, policy.obs_dim
+            self.action_space, self.squash_output = policy.action_space, policy.squash_output
+            if isinstance(self.action_space, spaces.Box):
+                self.register_buffer("low", torch.from_numpy(policy._low))
+                self.register_buffer("high", torch.from_numpy(policy._high))
 
-def _rendering_env(model: Any, env: Any, render_mode: str, size: int | None = None) -> gym.Env:
-    """The env to film or show ``model`` in: given (made so), or made from an id, else one line
-    saying what to set or install. MuJoCo without a display needs ``MUJOCO_GL=egl`` before its
-    first import (GLFW aborts), set here when it can be. With ``size`` (GIFs), MuJoCo renders
-    ``size`` pixels square and its floor's checker 8 times coarser: a moving fine checker is
-    most of a GIF's bytes."""
-    env_id = env = env or getattr(model, "env_id", None)
-    if env is None:
-        raise ValueError("recording needs an env: pass env='Hopper-v4' (or a model saving it)")
-    if not isinstance(env, str):
-        made = resolve_env(env)[0]  # of a vector env, its first, which must run in this process
-        made = (made.envs or [None])[0] if isinstance(made, VecEnvs) else made
-        if made is None:
-            raise ValueError("a video needs an env in this process: an id, an env or a DummyVecEnv")
-        if getattr(made, "render_mode", None) != render_mode:
-            raise ValueError(f"the env must be made with render_mode={render_mode!r}")
-        return made
-    display = os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")
-    entry = gym.spec(env_id).entry_point
-    mujoco, creator = "mujoco" in str(entry), entry
-    with contextlib.suppress(Exception):  # the class's render modes, before making it
-        creator = gym.envs.registration.load_env_creator(entry) if isinstance(entry, str) else entry
-    modes = getattr(creator, "metadata", {}).get("render_modes", [render_mode])
-    if render_mode not in modes:
-        raise RuntimeError(f"{env_id} cannot render {render_mode!r} frames (its modes: {modes})")
-    if render_mode == "human" and not display:
-        raise RuntimeError(f"cannot render {env_id} in a window: there is no display; use --video")
-    if mujoco and render_mode == "rgb_array" and not os.environ.get("MUJOCO_GL"):
-        os.environ["MUJOCO_GL"] = "egl"  # off-screen frames need no display (read per renderer)
-    try:
-        sized = {"width": size, "height": size} if mujoco and size else {}
-        env = gym.make(env_id, render_mode=render_mode, **sized)
-        if sized:
-            env.unwrapped.model.mat_texrepeat[:] /= 8
-        env.reset(seed=0)
-        env.render()
-        if mujoco:  # the camera tracks the agent, as gymnasium's locomotion envs ask
-            renderer = env.unwrapped.mujoco_renderer
-            renderer.camera_id = None  # keep the camera we set: a camera id would reset its type
-            camera = renderer._get_viewer(render_mode).cam
-            camera.type = importlib.import_module("mujoco").mjtCamera.mjCAMERA_TRACKING
-            camera.trackbodyid = int((renderer.default_cam_config or {}).get("trackbodyid", 1) or 1)
-        return env
-    except Exception as error:  # GL and display errors come from several libraries
-        if _INTERRUPTED:  # a signal during GL setup, which a library turned into an error
-            raise KeyboardInterrupt from error
-        raise RuntimeError(
-            f"cannot render {env_id}: {type(error).__name__}: {error}"
-            + ("; set MUJOCO_GL=egl or osmesa, with its library installed" * mujoco)
-        ) from error
+        def forward(self, obs: Any) -> Any:
+            """Actions for one observation or a batch, as ``ARSPolicy.predict`` gives them."""
+            obs = torch.as_tensor(obs, dtype=torch.float64)
+            out = self.net(obs.reshape(*obs.shape[: obs.dim() - len(self.obs_shape)], self.obs_dim))
+            if isinstance(self.action_space, spaces.Discrete):
+                return out.argmax(dim=-1) + int(self.action_space.start)
+            if self.squash_output:
+                out = (self.high + self.low) / 2 + (self.high - self.low) / 2 * torch.tanh(out)
+            else:
+                out = torch.clamp(out, self.low, self.high)
+            return out.reshape(*out.shape[:-1], *self.action_space.shape)
 
-
-def _play(
-    model: Any, env: Any, seed: int | None, max_steps: Any, show: Callable, every: int = 1
-) -> tuple:
-    """One deterministic episode of ``model`` on ``env``; the frame of the reset and of every
-    ``every``-th step to ``show`` (only those are rendered). Returns the return and frames."""
-    policy, steps = _policy_of(model), [0]
-    _check_same_spaces(_spaces_of(env), _spaces_of(policy), "the env", "the policy")
-    seed = int(evaluation_seeds(getattr(model, "seed", 0), 1)[0]) if seed is None else seed
-    max_steps = getattr(model, "max_episode_steps", None) if max_steps is None else max_steps
-
-    def frame(*_: Any) -> None:
-        if steps[0] % every == 0:
-            show(env.render())
-        steps[0] += 1
-
-    env.reset(seed=seed)
-    frame()
-    vec_normalize = observations_seen_by(model)  # as it saw observations in training
-    result = evaluate_episodes(policy, InProcessEval(env), [seed], max_steps, vec_normalize, frame)
-    env.close()
-    return float(result[0].returns[0]), -(-steps[0] // every)  # the frames: steps 0, k, 2k...
-
-
-class _Encoder:
-    """ffmpeg, fed one frame at a time, writing ``tmp`` (the file that becomes ``path``)."""
-
-    def __init__(self, ffmpeg: str, tmp: str, path: Path, fps: float):
-        self.path, self.process, rate = path, None, str(Fraction(fps).limit_denominator())
-        self.shape: tuple | None = None  # the first frame's: every frame must have it
-        fmt = path.suffix.lower()[1:]
-        if fmt == "mp4":  # H.264 needs even sides
-            codec = "-vf pad=ceil(iw/2)*2:ceil(ih/2)*2 -vcodec libx264 -crf 25 -pix_fmt yuv420p"
-        else:  # a palette per frame as it comes (one for the clip kept every frame), and only
-            # the changed rectangle of each frame; the frames come at the clip's rate
-            graph = "split[a][b];[a]palettegen=max_colors=48:"
-            graph += "stats_mode=single[p];[b][p]paletteuse=new=1:dither=none:diff_mode=rectangle"
-            codec = f"-filter_complex {graph} -vcodec gif -pix_fmt pal8"
-        words = f"-y -v error -f rawvideo -pix_fmt rgb24 -r {rate} -i - {codec} -f {fmt}".split()
-        self.command = [ffmpeg, *words, f"file:{tmp}"]  # [:8]: before -s W x H
-
-    def __call__(self, frame: Any) -> None:
-        if _INTERRUPTED:
-            raise KeyboardInterrupt
-        array = isinstance(frame, np.ndarray)
-        rgb = array and frame.dtype == np.uint8 and frame.ndim == 3 and frame.shape[2] == 3
-        if not (rgb and self.shape in (None, frame.shape)):
-            what = f"{frame.dtype} of shape {frame.shape}" if array else type(frame).__name__
-            raise RuntimeError(
-                f"the env's render() gave {what}, not the uint8 RGB image of "
-                f"shape {self.shape or '(h, w, 3)'} a video needs (is it made with "
-                "render_mode='rgb_array'?)"
-            )
-        self.shape = frame.shape
-        if self.process is None:  # the size is the first frame's
-            size = ["-s", f"{frame.shape[1]}x{frame.shape[0]}"]
-            command = self.command[:8] + size + self.command[8:]
-            self.process = subprocess.Popen(
-                command, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
-            )
-        with contextlib.suppress(BrokenPipeError):  # ffmpeg stopped early: its message follows
-            self.process.stdin.write(np.ascontiguousarray(frame, dtype=np.uint8).tobytes())
-
-    def close(self, failed: bool = False) -> None:
-        """Finish the file, or stop ffmpeg if the episode failed (an OSError if ffmpeg did)."""
-        if self.process is None:
-            return
-        if failed:
-            self.process.kill()
-        _, errors = self.process.communicate()
-        if self.process.returncode != 0 and not failed:
-            lines = errors.decode(errors="replace").strip().splitlines()
-            raise OSError(f"could not write {self.path}: ffmpeg: {(lines or ['failed'])[-1]}")
+    TorchPolicy.__module__, TorchPolicy.__qualname__ = __name__, "TorchPolicy"  # pickled by name
+    return TorchPolicy
 
 
 # == The command line =============================================================================
@@ -3193,12 +3089,11 @@ FLAGS = [  # flag, argparse keywords, help
     ("--n-eval-episodes", SETTING, "episodes per candidate (default 1)"),
     ("--total-timesteps", POSITIVE, "env steps to train for (on --resume: a new total)"),
     ("--seed", SETTING, "random seed (default: drawn, and saved in config.json)"),
-    ("--max-episode-steps", SETTING, "end episodes after this many steps (--video: the clip)"),
+    ("--max-episode-steps", SETTING, "end episodes after this many steps"),
     ("--normalization-samples", {**SETTING, "default": 0}, "V2: first statistics from N steps"),
     ("--eval-freq", POSITIVE, "timesteps between evaluations (default: total / 20)"),
     ("--eval-episodes", {**POSITIVE, "default": 10}, "episodes per evaluation (default 10)"),
     ("--checkpoint-interval", {**POSITIVE, "default": 10}, "iterations between checkpoints"),
-    ("--demos", {"metavar": "PATH"}, "moved to examples/warm_start.py"),
     ("--workers", {"type": _number(int)}, "rollout processes (default: cores for MuJoCo, else 0)"),
     ("--job-timeout", {**REAL, "default": DEFAULT_JOB_TIMEOUT}, "seconds per job (%(default)g)"),
     ("--start-timeout", {**REAL, "default": DEFAULT_START_TIMEOUT}, "worker start (%(default)g s)"),
@@ -3206,9 +3101,6 @@ FLAGS = [  # flag, argparse keywords, help
     ("--overwrite", FLAG, "start a new run in a --run-dir that holds one"),
     ("--resume", {"metavar": "RUN_DIR"}, "continue an interrupted run from its checkpoint"),
     ("--eval", {"metavar": "MODEL"}, "evaluate a saved model instead of training"),
-    ("--video", {"metavar": "FILE"}, "with --eval: record one episode (.mp4 or .gif)"),
-    ("--video-fps", REAL, "the clip's frames per second, 1 or more (30 for MP4, 10 for GIF)"),
-    ("--render", FLAG, "with --eval: show one episode in a window"),
     ("--verbose", {**COUNT, "default": 0}, "1: print the full log table each iteration"),
 ]
 RUN_FLAGS = set(  # flags whose value defines a run: on --resume, refused unless unchanged
@@ -3217,6 +3109,12 @@ RUN_FLAGS = set(  # flags whose value defines a run: on --resume, refused unless
     "checkpoint_interval normalization_samples max_episode_steps".split()
 )
 MAX_WORKERS = 1024  # more processes than this on one machine is a typo
+MOVED_FLAGS = [  # flags that left ars.py: refused in one line naming where they went; no --help
+    ("--demos", "python examples/warm_start.py --env ENV --demos PATH"),
+    ("--video", "python examples/video.py MODEL FILE (issue 43)"),
+    ("--video-fps", "python examples/video.py MODEL FILE --fps N"),
+    ("--render", "python examples/video.py MODEL --render"),
+]
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -3233,25 +3131,27 @@ def _parser() -> argparse.ArgumentParser:
     )
     for flag, keywords, text in FLAGS:
         p.add_argument(flag, help=text, **keywords)
+    for flag, _ in MOVED_FLAGS:
+        p.add_argument(flag, nargs="?", const="", help=argparse.SUPPRESS)
     return p
 
 
 def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p = _parser()
     args = p.parse_args(argv)
-    video, workers, env = args.video is not None, args.workers or 0, args.env
+    workers, env = args.workers or 0, args.env
     given = {flag for flag in ("resume", "run_dir", "overwrite") if getattr(args, flag)}
     for wrong, message in [  # the first conflict found, in one line
         (not 0 <= workers <= MAX_WORKERS, f"--workers must be from 0 to {MAX_WORKERS}"),
         (env is not None and not env.strip(), "--env needs an env id, e.g. CartPole-v1"),
-        ((video or args.render) and not args.eval, "--video and --render: add --eval MODEL"),
-        (video and (args.render or not args.video.strip()), "--video needs a file, no --render"),
-        (args.video_fps is not None and not video, "--video-fps goes with --video"),  # >= 1: later
         (min(args.job_timeout, args.start_timeout) <= 0, "timeouts must be positive"),
         (args.resume and given != {"resume"}, "--resume goes without --run-dir and --overwrite"),
         (args.eval and given, "--eval goes without --resume, --run-dir and --overwrite"),
         (args.overwrite and not args.run_dir, "--overwrite needs the --run-dir it replaces"),
-        (args.demos, "--demos moved: python examples/warm_start.py --env ENV --demos PATH"),
+        *(
+            (vars(args)[f[2:].replace("-", "_")] is not None, f"{f} moved: {to}")
+            for f, to in MOVED_FLAGS
+        ),
     ]:
         if wrong:
             p.error(message)
@@ -3259,7 +3159,7 @@ def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     return args
 
 
-_INTERRUPTED: list[int] = []  # signals received: a video checks before each frame
+_INTERRUPTED: list[int] = []  # signals received (--eval exits with 128 + the last)
 
 
 def _interrupt(signum: int, frame: Any) -> None:
@@ -3415,17 +3315,10 @@ def _evaluate_saved(args: argparse.Namespace) -> int:
         raise ValueError(f"{args.eval} does not record its env; pass --env")
     if args.max_episode_steps is not None:
         model.max_episode_steps = args.max_episode_steps
-    if args.video:
-        total, n_frames = record_video(model, args.video, env_id, fps=args.video_fps)
-        print(f"{env_id}: return {total:.2f}; {n_frames} frames recorded in {args.video}")
-    elif args.render:
-        total = _play(model, _rendering_env(model, env_id, "human"), None, None, lambda f: None)[0]
-        print(f"{env_id}: return {total:.2f} in one episode")
-    else:
-        env = make_env(env_id)
-        _check_same_spaces(_spaces_of(env), _spaces_of(_policy_of(model)), env_id, "the model")
-        mean, std = evaluate_policy(model, env, n := args.eval_episodes)  # the model's own seeds
-        print(f"{env_id}: mean return {mean:.2f} +/- {std:.2f} over {n} episodes ({args.eval})")
+    env = make_env(env_id)
+    _check_same_spaces(_spaces_of(env), _spaces_of(policy_of(model)), env_id, "the model")
+    mean, std = evaluate_policy(model, env, n := args.eval_episodes)  # the model's own seeds
+    print(f"{env_id}: mean return {mean:.2f} +/- {std:.2f} over {n} episodes ({args.eval})")
     return 0
 
 
@@ -3433,7 +3326,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """The command line: train, resume or ``--eval``, and report; returns the exit status."""
     args, lock = _parse_args(argv), None
     try:
-        if args.eval:  # SIGTERM as Ctrl+C: a video's temporary file goes, without a traceback
+        if args.eval:  # SIGTERM as Ctrl+C: stops at once, without a traceback
             for sig in (signal.SIGINT, signal.SIGTERM):
                 signal.signal(sig, _interrupt)
             try:
@@ -3466,7 +3359,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         else:
             for name in RUN_FILES.split():  # --overwrite: the old run's files go
                 (run_dir / name).unlink(missing_ok=True)
-            with _atomic_file(run_dir / "config.json", "w") as f:
+            with atomic_file(run_dir / "config.json", "w") as f:
                 f.write(json.dumps(config, indent=2) + "\n")
             shown = {k: v for k, v in config.items() if k not in ("env", "ars_version")}
             print(f"ARS on {config['env']}: {json.dumps(shown)}")

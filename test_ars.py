@@ -11,6 +11,7 @@ import json
 import math
 import multiprocessing
 import os
+import pickle
 import platform
 import shutil
 import signal
@@ -32,6 +33,7 @@ import ars
 from ars import ARS, ARSLinearPolicy, ARSPolicy, AsyncEval, RunningMeanStd
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "examples"))
+import video as video_example  # noqa: E402  (moved out of ars.py: issue 43)
 from executor_eval import ExecutorEval  # noqa: E402  (moved out of ars.py: issue 32)
 from warm_start import record_demonstrations, warm_start  # noqa: E402  (likewise)
 
@@ -419,7 +421,8 @@ def _peak_rss_of(code, tmp_path):
     process would start at the parent's peak and hide anything below it."""
     script = tmp_path / "probe.py"
     script.write_text(
-        "import re, sys\nsys.path.insert(0, sys.argv[1])\nimport ars\n"
+        "import re, sys\nsys.path.insert(0, sys.argv[1])\n"
+        "sys.path.insert(1, sys.argv[1] + '/examples')\nimport ars\n"
         "peak = lambda: int(re.search(r'VmHWM:\\s+(\\d+)', open('/proc/self/status').read())[1])\n"
         "before = peak()\n"
         f"try:\n    {code}\nexcept Exception as error:\n    print('REJECTED', error)\n"
@@ -562,7 +565,7 @@ class _Recording(ars.InProcessEval):
 
 def _clip(model, path, env_id, **kwargs):
     try:
-        return ars.record_video(model, path, env_id, **kwargs)
+        return video_example.record_video(model, path, env_id, **kwargs)
     except RuntimeError as error:
         if "cannot render" in str(error):
             pytest.skip(f"no rendering here: {error}")
@@ -573,7 +576,8 @@ GIF_PROBE = """
 import resource, sys
 import numpy as np, gymnasium as gym
 sys.path.insert(0, sys.argv[1])
-import ars
+sys.path.insert(0, sys.argv[1] + "/examples")
+import ars, video
 
 class Stripes(gym.Env):  # 480 x 480 frames that change every step, cheap to make
     metadata = {"render_modes": ["rgb_array"], "render_fps": 50}
@@ -596,7 +600,7 @@ class Stripes(gym.Env):  # 480 x 480 frames that change every step, cheap to mak
         return frame
 
 policy = ars.ARSLinearPolicy(Stripes.observation_space, Stripes.action_space)
-print(ars.record_video(policy, sys.argv[3], Stripes()))
+print(video.record_video(policy, sys.argv[3], Stripes()))
 print("PEAK_KB", resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
 """
 
@@ -1385,8 +1389,10 @@ def test_evaluate_candidates_returns_one_return_per_candidate():
 
 def test_a_policy_instance_brings_its_normalisation_and_a_mismatch_is_refused(tmp_path):
     v2 = ARS("LinearPolicy", "Pendulum-v1", n_delta=1, normalize_obs=True, seed=0).learn(400)
-    model = ARS(v2.policy, "Pendulum-v1", n_delta=1, zero_policy=False, seed=1).learn(400)
-    assert model.normalize_obs and model.policy.obs_rms.count == 800
+    with pytest.raises(ValueError, match="normalize_obs is False, but the policy normalises"):
+        ARS(v2.policy, "Pendulum-v1", n_delta=1, zero_policy=False, seed=1)  # read, not inferred
+    model = ARS(v2.policy, "Pendulum-v1", n_delta=1, zero_policy=False, normalize_obs=True, seed=1)
+    assert model.learn(400).policy.obs_rms.count == 800
     ARS.load(model.save(tmp_path / "m"))  # saved as V2, so it loads
     model.normalize_obs = False
     with pytest.raises(ValueError, match="normalize_obs is False, but the policy normalises"):
@@ -3114,10 +3120,12 @@ def test_torch_interop(env_id, policy, kwargs):
         seed=0,
     ).learn(600)
     obs = np.stack([model.observation_space.sample() for _ in range(32)])
-    module = pytest.importorskip("to_torch").to_torch(model.policy)  # examples/
-    assert isinstance(module, torch.nn.Module)
+    module = model.policy.to_torch()  # back in ars.py (issue 43)
+    assert isinstance(module, torch.nn.Module) and isinstance(module, ars.TorchPolicy)
     expected = model.predict(obs)[0]
     np.testing.assert_allclose(module(torch.as_tensor(obs)).detach().numpy(), expected, atol=1e-6)
+    copy = pickle.loads(pickle.dumps(module))  # by the name ars.TorchPolicy
+    np.testing.assert_allclose(copy(torch.as_tensor(obs)).detach().numpy(), expected, atol=1e-6)
     np.testing.assert_allclose(model.predict(torch.as_tensor(obs))[0], expected)
     theta = torch.as_tensor(model.policy.parameters_to_vector())
     model.policy.load_from_vector(theta)
@@ -3196,7 +3204,9 @@ def test_vec_normalize_statistics_are_exact_and_sb3_loop_runs_on_its_observation
     assert obs.shape == (1, 3) and np.abs(obs).max() <= normalized.clip_obs
     evaluator = ars.InProcessEval(ars.make_env("Pendulum-v1"))  # a video films what was trained
     seen = ars.evaluate_episodes(model.policy, evaluator, [5], None, normalized)[0].returns[0]
-    filmed, frames = ars._play(model, ars.make_env("Pendulum-v1"), 5, None, lambda frame: None)
+    filmed, frames = video_example.play(
+        model, ars.make_env("Pendulum-v1"), 5, None, lambda frame: None
+    )
     assert filmed == seen and frames == 201
     with pytest.raises(ValueError, match="already normalises"):
         ARS("LinearPolicy", normalized, normalize_obs=True)
@@ -3213,8 +3223,13 @@ def test_a_model_trained_in_vec_normalize_is_evaluated_as_it_saw_observations(tm
     path = model.save(tmp_path / "m.zip")
     loaded = ARS.load(path)  # its file records the frozen normalisation
     assert ars.evaluate_policy(loaded, "Pendulum-v1", 5) == live
-    filmed = ars._play(loaded, ars.make_env("Pendulum-v1"), None, None, lambda frame: None)[0]
-    assert ars._play(model, ars.make_env("Pendulum-v1"), None, None, lambda f: None)[0] == filmed
+    filmed = video_example.play(
+        loaded, ars.make_env("Pendulum-v1"), None, None, lambda frame: None
+    )[0]
+    assert (
+        video_example.play(model, ars.make_env("Pendulum-v1"), None, None, lambda f: None)[0]
+        == filmed
+    )
     result = _run([str(HERE / "ars.py"), "--eval", str(path), "--eval-episodes", "5"], tmp_path)
     assert f"mean return {live[0]:.2f} +/- {live[1]:.2f}" in result.stdout, result.stdout
     weights = model.policy.parameters_to_vector()[None]
@@ -3495,7 +3510,7 @@ def test_videos_film_the_first_env_of_a_vector_env_in_this_process(tmp_path):
     assert _clip(model, tmp_path / "v.gif", DummyVecEnv([make] * 2), max_steps=5) == alone
     subprocesses = SubprocVecEnv([make] * 2, "fork")
     with pytest.raises(ValueError, match="a video needs an env in this process"):
-        ars.record_video(model, tmp_path / "s.gif", subprocesses)
+        video_example.record_video(model, tmp_path / "s.gif", subprocesses)
     subprocesses.close()
 
 
@@ -3508,7 +3523,7 @@ def test_a_clip_films_every_kth_step_to_play_in_real_time(tmp_path, suffix, fps,
     ffmpeg = pytest.importorskip("imageio_ffmpeg")
     model = ARS("LinearPolicy", "InvertedPendulum-v4", n_delta=2, seed=0, zero_policy=False)
     path, rendered = tmp_path / f"clip{suffix}", []
-    env = ars._rendering_env(model, "InvertedPendulum-v4", "rgb_array", None)
+    env = video_example.rendering_env(model, "InvertedPendulum-v4", "rgb_array", None)
     render = env.render
     env.render = lambda: rendered.append(1) or render()
     total, frames = _clip(model, path, lambda: env, max_steps=50, fps=fps)
@@ -3532,12 +3547,12 @@ def test_a_clip_of_an_env_object_and_its_mistakes(tmp_path):
     total, frames = _clip(model, tmp_path / "a.mp4", env)
     assert frames == 8  # the model's max_episode_steps caps the clip, as in its evaluation
     with pytest.raises(ValueError, match="render_mode='rgb_array'"):
-        ars.record_video(model, tmp_path / "b.mp4", gym.make("InvertedPendulum-v4"))
+        video_example.record_video(model, tmp_path / "b.mp4", gym.make("InvertedPendulum-v4"))
     with pytest.raises(ValueError, match="but the policy was built for"):
-        ars.record_video(model, tmp_path / "c.mp4", "Hopper-v4")
+        video_example.record_video(model, tmp_path / "c.mp4", "Hopper-v4")
     for bad in (dict(max_steps=0), dict(max_steps=-1), dict(max_steps=2.5), dict(fps=1e-6)):
         with pytest.raises(ValueError, match="max_steps must be|fps must be"):  # never a hang
-            ars.record_video(model, tmp_path / "d.mp4", env, **bad)
+            video_example.record_video(model, tmp_path / "d.mp4", env, **bad)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a.mp4"]
 
 
@@ -3547,17 +3562,20 @@ def test_cli_records_a_clip_and_names_what_is_missing(tmp_path):
     pytest.importorskip("imageio_ffmpeg")
     model = ARS("LinearPolicy", "InvertedPendulum-v4", n_delta=2, seed=0).learn(2000)
     model.save(tmp_path / "m.npz")
-    result = _cli(
-        tmp_path, "--eval", "m.npz", "--video", "clip.gif", env=dict(os.environ, MUJOCO_GL="egl")
+    clip = lambda *args, **kw: _run(
+        [str(HERE / "examples" / "video.py"), "m.npz", *args], tmp_path, **kw
     )
+    result = clip("clip.gif", env=dict(os.environ, MUJOCO_GL="egl"))
     if "cannot render" in result.stderr:
         pytest.skip(result.stderr)
     assert result.returncode == 0 and "recorded in clip.gif" in result.stdout, result.stderr
     blocked = _blocker(tmp_path, ["imageio_ffmpeg"])
-    result = _cli(tmp_path, "--eval", "m.npz", "--video", "clip.mp4", env=blocked)
-    assert result.returncode == 2 and "pip install imageio-ffmpeg" in result.stderr
+    result = clip("clip.mp4", env=blocked)
+    assert (
+        result.returncode == 2 and 'imageio-ffmpeg: pip install "ars-numpy[video]"' in result.stderr
+    )
     for target, message in (("nowhere/sub/x:y.mp4", None), ("/proc/clip.gif", "could not write")):
-        result = _cli(tmp_path, "--eval", "m.npz", "--video", target, "--max-episode-steps", "5")
+        result = clip(target, "--max-episode-steps", "5")
         if message is None:  # folders are made, and a ':' is a file name, not a protocol
             assert result.returncode == 0 and (tmp_path / target).stat().st_size > 0, result.stderr
         else:
@@ -3573,7 +3591,7 @@ def test_a_clip_interrupted_leaves_no_file_and_no_traceback(tmp_path, sig):
     pytest.importorskip("imageio_ffmpeg")
     ARS("LinearPolicy", "Swimmer-v4", seed=0).save(tmp_path / "m.npz")  # 1,000 steps
     env = dict(os.environ, MUJOCO_GL="egl", PYTHONPATH=str(HERE))
-    args = [sys.executable, str(HERE / "ars.py"), "--eval", "m.npz", "--video", "long.mp4"]
+    args = [sys.executable, str(HERE / "examples" / "video.py"), "m.npz", "long.mp4"]
     run = subprocess.Popen(args, cwd=tmp_path, env=env, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 60
     while not list(tmp_path.glob(".*.tmp")) and run.poll() is None and time.monotonic() < deadline:
@@ -3591,7 +3609,7 @@ def test_a_long_clip_streams_its_frames(tmp_path):
     pytest.importorskip("mujoco")
     pytest.importorskip("imageio_ffmpeg")
     model = "ars.ARS('LinearPolicy', 'Swimmer-v4', seed=0)"
-    code = f"print(ars.record_video({model}, 'v.mp4', max_steps=300))"
+    code = f"import video; print(video.record_video({model}, 'v.mp4', max_steps=300))"
     os.environ.setdefault("MUJOCO_GL", "egl")
     out = _peak_rss_of(code, tmp_path)  # 301 frames of 480 x 480: 207 MB if kept
     if "cannot render" in out:
@@ -3630,14 +3648,14 @@ def test_short_gifs_and_envs_that_cannot_render_rgb_frames(tmp_path):
 
     gym.register("HumanOnly-v0", entry_point=HumanOnly)
     with pytest.raises(RuntimeError, match=r"HumanOnly-v0 cannot render 'rgb_array' frames"):
-        ars.record_video(model, tmp_path / "h.mp4", "HumanOnly-v0")
+        video_example.record_video(model, tmp_path / "h.mp4", "HumanOnly-v0")
     env = gym.make("InvertedPendulum-v4", render_mode="rgb_array")
     env.unwrapped.render = lambda: None  # an env whose render() gives nothing
     with pytest.raises(RuntimeError, match=r"render\(\) gave NoneType, not the uint8 RGB"):
-        ars.record_video(model, tmp_path / "n.mp4", env)
+        video_example.record_video(model, tmp_path / "n.mp4", env)
     env.unwrapped.render = lambda: np.zeros((8, 8, 4), np.uint8)  # RGBA: a silent bad video
     with pytest.raises(RuntimeError, match=r"gave uint8 of shape \(8, 8, 4\), not the uint8 RGB"):
-        ars.record_video(model, tmp_path / "r.mp4", env)
+        video_example.record_video(model, tmp_path / "r.mp4", env)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["s1.gif", "s3.gif"]
 
 
@@ -3835,8 +3853,8 @@ def test_warm_start_example_trains_from_demos_and_the_cli_flag_names_it(tmp_path
         example.load_demonstrations(tmp_path / "truncated.npz")
     with pytest.raises(ImportError, match="examples/warm_start.py"):
         from ars import load_demonstrations  # noqa: F401
-    with pytest.raises(AttributeError, match="examples/to_torch.py"):
-        expert.policy.to_torch()
+    with pytest.raises(ImportError, match="examples/video.py"):
+        from ars import record_video  # noqa: F401
     with pytest.raises(SystemExit), contextlib.redirect_stderr(io.StringIO()) as err:
         ars.main(["--demos", "demos.npz"])
     assert "--demos moved: python examples/warm_start.py" in err.getvalue()
@@ -3850,7 +3868,7 @@ def test_warm_start_example_trains_from_demos_and_the_cli_flag_names_it(tmp_path
         (["--eval-episodes", "0"], "at least 1"),
         (["--net-arch", "0"], "at least 1"),
         (["--policy", "LinearPolicy", "--net-arch", "8"], "needs policy='MlpPolicy'"),
-        (["--n-delta", "-3"], "at least 1"),
+        (["--n-delta", "-3"], "n_delta must be an integer from 1 to 1,000,000; got -3"),
         (["--resume", "nowhere"], "no config.json"),
         (["--workers", "-1"], "from 0 to 1024"),
         (["--workers", "5000"], "from 0 to 1024"),
@@ -3859,9 +3877,8 @@ def test_warm_start_example_trains_from_demos_and_the_cli_flag_names_it(tmp_path
         (["--verbose", "-3"], "at least 0"),
         (["--n-delta", "10000000"], "n_delta must be an integer from 1 to 1,000,000"),
         (["--net-arch", "100000,100000"], "more than ars handles"),
-        (["--video", "clip.gif"], "add --eval MODEL"),
-        (["--render"], "add --eval MODEL"),
-        (["--n-delta", "2", "--n-top", "99"], "--n-top 99 is larger than N = 2"),
+        (["--video", "clip.gif"], "--video moved: python examples/video.py MODEL FILE"),
+        (["--render"], "--render moved: python examples/video.py MODEL --render"),
     ],
 )
 def test_cli_mistakes_give_one_error_line_and_status_2(tmp_path, args, message):
@@ -4144,7 +4161,7 @@ def test_examples_run_with_a_tiny_budget(example, tmp_path):
         "dask_cluster.py": "distributed",
         "multicore.py": "mujoco",
         "plot_progress.py": "matplotlib",
-        "to_torch.py": "torch",
+        "video.py": "imageio_ffmpeg",
     }
     if example in needs:
         pytest.importorskip(needs[example])
@@ -4166,11 +4183,17 @@ def test_examples_run_with_a_tiny_budget(example, tmp_path):
             == 0
         )
         args = ["run"]
+    if example == "video.py":  # it films a saved model
+        pytest.importorskip("mujoco")
+        ARS("LinearPolicy", "InvertedPendulum-v4", seed=0).save(tmp_path / "m.npz")
+        args = ["m.npz", "clip.gif", "--max-episode-steps", "20"]
     result = _run(
         [str(HERE / "examples" / example), *args],
         tmp_path,
-        env=dict(os.environ, PYTHONPATH=str(HERE)),
+        env=dict(os.environ, PYTHONPATH=str(HERE), MUJOCO_GL=os.environ.get("MUJOCO_GL", "egl")),
     )
+    if example == "video.py" and "cannot render" in result.stderr:
+        pytest.skip(result.stderr)
     assert result.returncode == 0, result.stdout + result.stderr
     if example == "plot_progress.py":
         assert (tmp_path / "run" / "progress.png").stat().st_size > 10_000

@@ -92,7 +92,7 @@ def eval_seeds(seed: int) -> np.ndarray:
 def write_text(path: Path, text: str) -> None:
     """Write through a temporary file of its own and a rename (ars's): a kill leaves the old
     file or the new one, never half of one, and two writers never share a temporary file."""
-    with ars._atomic_file(path, "w") as f:
+    with ars.atomic_file(path, "w") as f:
         f.write(text)
 
 

@@ -425,7 +425,10 @@ def clip_speed(path: str) -> None:
     import tempfile
 
     model = ars.ARS.load(path)
-    env = ars._rendering_env(model, model.env_id, "rgb_array")
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples"))
+    import video  # moved out of ars.py (issue 43)
+
+    env = video.rendering_env(model, model.env_id, "rgb_array")
     env.reset(seed=0)
     began = time.perf_counter()
     for _ in range(100):

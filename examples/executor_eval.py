@@ -7,7 +7,7 @@ A ProcessPoolExecutor, Dask (``client.get_executor(pure=False)``), mpi4py's
 MPIPoolExecutor, or Ray through the adapter of ``ray_cluster.py``: the same weights as
 ``AsyncEval`` or one process. It lives here, beside the cluster examples that use it, so
 that ``ars.py`` stays within its line budget; it uses only ars's evaluator API
-(``ars._Evaluator``, ``ars.run_jobs``). The workers must be able to import both files
+(``ars.Evaluator``, ``ars.run_jobs``). The workers must be able to import both files
 (on Dask: ``client.upload_file`` each of them).
 """
 
@@ -58,7 +58,7 @@ def _run_task(env_fn_bytes: bytes, it_bytes: bytes, jobs: list[Job], options: di
     return list(zip([job.candidate for job in jobs], run_jobs(env, it, jobs, options)))
 
 
-class ExecutorEval(ars._Evaluator):
+class ExecutorEval(ars.Evaluator):
     """Evaluate candidates as tasks on any ``concurrent.futures.Executor``.
 
     ProcessPoolExecutor, Dask (``client.get_executor(pure=False)``), mpi4py's
@@ -99,7 +99,7 @@ class ExecutorEval(ars._Evaluator):
         self.executor, self.jobs_per_task, self.job_timeout = executor, jobs_per_task, job_timeout
         self._given_workers = n_workers  # else read from the executor at every evaluate
         self.n_workers = int(n_workers or _executor_workers(executor))
-        self._setup(train_policy, n_eval_episodes)
+        super().__init__(train_policy, n_eval_episodes)
         self._env_fn_bytes, self.closed = cloudpickle.dumps(env_fn), False
         self._job_seconds = None  # the slowest measured seconds per job
 
@@ -107,14 +107,16 @@ class ExecutorEval(ars._Evaluator):
         """Options passed to every ``env.reset`` of later jobs (one dict for all workers)."""
         if isinstance(options, list):
             raise ValueError("ExecutorEval has no fixed workers: pass one options dict for all")
-        self._options = [options] * self.n_workers
+        self.options = [options] * self.n_workers
         return [None]
 
     def evaluate(
         self, it: Iteration, jobs: Sequence[Job], on_step: Any = None, record: bool = False
     ) -> list[Result]:
         """One Result per job, in job order (see AsyncEval.evaluate)."""
-        with self._exclusive():
+        if on_step is not None:
+            raise ValueError("ExecutorEval's tasks cannot call on_step: use ars.InProcessEval")
+        with self.exclusive():
             if not self._given_workers:  # a cluster may have grown since the last iteration
                 self.n_workers = _executor_workers(self.executor)
             per_task, n = self.jobs_per_task, len(jobs)
@@ -123,7 +125,7 @@ class ExecutorEval(ars._Evaluator):
             try:
                 for size in sizes:
                     chunk, start = list(jobs[start : start + size]), start + size
-                    args = (_run_task, self._env_fn_bytes, it_bytes, chunk, self._options[0])
+                    args = (_run_task, self._env_fn_bytes, it_bytes, chunk, self.options[0])
                     tasks[self.executor.submit(*args)] = chunk
                 results = self._collect(tasks, concurrent.futures, record)
             except BaseException as error:
@@ -162,7 +164,7 @@ class ExecutorEval(ars._Evaluator):
                     ) from error
                 results.update(out)
                 for _, result in out if record else ():
-                    self._record_visited(0, result)
+                    self.record_visited(0, result)
         return results
 
     def close(self) -> None:
