@@ -512,7 +512,6 @@ import json
 import multiprocessing
 import multiprocessing.connection
 import os
-import pickle
 import re
 import signal
 import sys
@@ -531,7 +530,7 @@ MAX_PARAMETERS = 10**7  # a random direction of this size per candidate is alrea
 SPACE_KEYS = ("observation_space", "action_space")
 
 
-def _require(module: str, install: str) -> Any:
+def require(module: str, install: str) -> Any:
     """Import an optional dependency, or fail with the command that installs it."""
     try:
         return importlib.import_module(module)
@@ -1190,7 +1189,7 @@ class ARS:
     def env(self) -> Any:
         """The training env as an SB3 VecEnv (else SB3's DummyVecEnv around ``gym_env``)."""
         if self._vec_env is None and self.gym_env is not None:  # made once, until set_env
-            vec_env = _require("stable_baselines3.common.vec_env", "pip install stable-baselines3")
+            vec_env = require("stable_baselines3.common.vec_env", "pip install stable-baselines3")
             self._vec_env = vec_env.DummyVecEnv([lambda env=self.gym_env: env])
         return self._vec_env
 
@@ -1274,7 +1273,7 @@ class ARS:
         continues from it. ``custom_objects`` and ``kwargs`` override saved settings.
         ``device`` falls back to the CPU as in the constructor; ``force_reset`` is accepted
         for SB3 compatibility (every rollout resets anyway)."""
-        meta, state = read_model_file(path, env)
+        meta, state = read_model_file(path)
         if print_system_info:
             print("== saved with:", meta.get("system_info"), "\n== now:", _system_info())
         overrides, where = (
@@ -1291,10 +1290,8 @@ class ARS:
         if meta["kind"] != "model":
             raise ValueError(f"{where} holds a policy alone: load it with ARSPolicy.load")
         schedules = meta.get("schedules", [])
-        for name in [n for n in (*schedules, *meta.get("unreadable", [])) if n not in overrides]:
-            how = "is a schedule sb3-contrib stored as a pickle, which ars never loads; using"
-            how = "was a schedule, saved as its last value" if name in schedules else how
-            value = meta["hparams"].get(name, DEFAULTS[name])
+        for name in [n for n in schedules if n not in overrides]:
+            value, how = meta["hparams"].get(name, DEFAULTS[name]), "was a schedule, saved as"
             warnings.warn(f"{where}: {name} {how} {value}; pass {name}= to ARS.load", stacklevel=2)
         try:
             settings = {**meta["hparams"], "policy_kwargs": meta["policy_kwargs"], **overrides}
@@ -1893,7 +1890,7 @@ class AsyncEval(Evaluator):
         job_timeout: float = DEFAULT_JOB_TIMEOUT,
         start_timeout: float = DEFAULT_START_TIMEOUT,
     ):
-        cloudpickle = _require("cloudpickle", "pip install cloudpickle")
+        cloudpickle = require("cloudpickle", "pip install cloudpickle")
         if not envs_fn:
             raise ValueError("envs_fn must hold at least one env function (one per worker)")
         check_number("job_timeout", job_timeout, positive=True)
@@ -2219,7 +2216,7 @@ class _ProgressBar:
     """``learn(progress_bar=True)``: a tqdm bar over the timesteps."""
 
     def init_callback(self, model: ARS) -> None:
-        self.model, self.tqdm = model, _require("tqdm", "pip install tqdm (ars's 'progress' extra)")
+        self.model, self.tqdm = model, require("tqdm", "pip install tqdm (ars's 'progress' extra)")
 
     def on_training_start(self, locals_: dict, globals_: dict) -> None:
         self.start = self.model.num_timesteps
@@ -2424,7 +2421,7 @@ SAVED = tuple(k for k in HPARAMS if k not in ("policy_kwargs", "tensorboard_log"
 METADATA_FIELDS = set(
     "format format_version kind ars_version policy policy_kwargs observation_space action_space "
     "system_info hparams env_id num_timesteps n_updates schedules ep_info_buffer callbacks "
-    "included unreadable vec_normalize rng_state".split()
+    "included vec_normalize rng_state".split()
 )  # rng_state: by ars 0.1, not read
 
 
@@ -2581,12 +2578,6 @@ def _member(archive: zipfile.ZipFile, name: str, limit: int, where: str) -> Any:
     return archive.open(name)
 
 
-def _read_member(archive: zipfile.ZipFile, name: str, limit: int, where: str) -> bytes:
-    """A member's bytes: at most ``limit``, as zipfile reads no more than the size checked."""
-    with _member(archive, name, limit, where) as f:
-        return f.read()
-
-
 def _npy(archive: zipfile.ZipFile, name: str, shape: tuple, kinds: str, where: str) -> np.ndarray:
     """The array ``name.npy``: its header is checked, then it is read straight into an array
     of the expected shape (no second copy of a large file in memory)."""
@@ -2613,11 +2604,10 @@ def _npy(archive: zipfile.ZipFile, name: str, shape: tuple, kinds: str, where: s
     return array
 
 
-def read_model_file(source: Any, env: Any = None) -> tuple[dict[str, Any], dict[str, Any]]:
+def read_model_file(source: Any) -> tuple[dict[str, Any], dict[str, Any]]:
     """The checked metadata (spaces built) and state dict of a file of :meth:`ARS.save` or
-    :meth:`ARSPolicy.save`, or (converted) of sb3-contrib's ``ARS.save``, whose spaces
-    ``env`` gives where SB3 abbreviated them. No code in a file ever runs, and nothing is
-    allocated before its size is checked."""
+    :meth:`ARSPolicy.save`. No code in a file ever runs, and nothing is allocated before its
+    size is checked (sb3-contrib's files: examples/sb3_contrib_files.py)."""
     if hasattr(source, "read"):
         f, where = source, getattr(source, "name", "the given file object")
     else:
@@ -2629,11 +2619,14 @@ def read_model_file(source: Any, env: Any = None) -> tuple[dict[str, Any], dict[
         archive, names = _open_zip(f, where, 64)
         with archive:
             if {"data", "policy.pth"} <= names:
-                return _read_sb3_zip(archive, where, env)
+                raise ValueError(
+                    f"{where} was saved by sb3-contrib: load it with examples/"
+                    "sb3_contrib_files.py (load_sb3_contrib(path, env)), which needs torch"
+                )
             if "metadata.npy" not in names:  # the other members: as the metadata implies
                 raise ValueError(
-                    f"{where} is a zip archive but not a model written by ars or "
-                    f"sb3-contrib (members: {sorted(names)[:8]})"
+                    f"{where} is a zip archive but not a model written by ars "
+                    f"(members: {sorted(names)[:8]})"
                 )
             meta = _json(str(_npy(archive, "metadata", (), "U", where)), f"{where}: the metadata")
             meta = _check_metadata(meta, where)
@@ -2717,10 +2710,9 @@ def _check_metadata(meta: Any, where: str) -> dict[str, Any]:
     env_id = meta.get("env_id")
     plain = env_id is None or isinstance(env_id, str) and re.fullmatch(r"[\w./-]{1,200}", env_id)
     need("env_id", plain, "an env id ('Hopper-v4') or null, never 'module:Env' (which imports)")
-    for field in ("schedules", "unreadable"):  # the settings saved as a value, or not at all
-        names = meta.get(field, [])
-        ok = isinstance(names, list) and all(n in ("learning_rate", "delta_std") for n in names)
-        need(field, ok, "a list of learning_rate, delta_std")
+    names = meta.get("schedules", [])  # the settings saved as their last value
+    ok = isinstance(names, list) and all(n in SCHEDULED for n in names)
+    need("schedules", ok, "a list of learning_rate, delta_std")
     need("callbacks", isinstance(meta.get("callbacks", {}), dict), "a dict")
     extra = meta.get("included", {})  # JSON's keys are strings
     public = isinstance(extra, dict) and all(k.isidentifier() and k[0] != "_" for k in extra)
@@ -2830,169 +2822,13 @@ def _check_vec_normalize(model: ARS) -> None:
         )
 
 
-def _read_sb3_zip(archive: zipfile.ZipFile, where: str, env: Any = None) -> tuple[dict, dict]:
-    """Metadata and arrays in ars's form from sb3-contrib's ``ARS.save``: settings and spaces
-    from the JSON's readable fields (``env``'s where SB3 abbreviated bounds), checked as an ars
-    file's; the weights from ``policy.pth`` (:class:`_WeightsUnpickler`), within that size."""
-    data = _json(_sb3_data(archive, where), f"{where}: data")
-    if not isinstance(data, dict):
-        raise ValueError(f"{where}: sb3-contrib's 'data' must be a JSON object")
-    linear = "Linear policy" in str(data.get("policy_class"))  # its __doc__, in readable text
-    given = data.get("policy_kwargs") if isinstance(data.get("policy_kwargs"), dict) else {}
-    keys = ("with_bias", "squash_output") + ("net_arch", "activation_fn") * (not linear)
-    kwargs = {k: given[k] for k in keys if k in given}
-    if "activation_fn" in kwargs:  # a pickled class: its name is in the readable text
-        name = re.search(r"\.(\w+)'>", str(kwargs["activation_fn"]))
-        kwargs["activation_fn"] = name.group(1).lower() if name else kwargs["activation_fn"]
-    kwargs.setdefault("with_bias", not linear)  # sb3-contrib's defaults
-    names = ("n_delta", "n_top", "n_eval_episodes", "zero_policy", "alive_bonus_offset", "seed")
-    hparams, unreadable = {k: data[k] for k in names if k in data}, []
-    for name, key in (("learning_rate", "lr_schedule"), ("delta_std", "delta_std_schedule")):
-        schedule = data.get(key) if isinstance(data.get(key), dict) else {}
-        value = re.search(r"val=([^,)\s]{1,40})", str(schedule.get("value_schedule", "")))
-        try:  # a constant schedule: its value is readable (nan: refused later)
-            hparams[name] = float(value.group(1))
-        except (AttributeError, ValueError):  # no value (None.group): any other is a pickle
-            unreadable.append(name)
-    counters = dict(num_timesteps=data.get("num_timesteps", 0), n_updates=data.get("_n_updates", 0))
-    policy = "LinearPolicy" if linear else "MlpPolicy"
-    meta = dict(format=FORMAT, format_version=1, policy=policy, policy_kwargs=kwargs)
-    meta.update(hparams=hparams, unreadable=unreadable, **counters)
-    for key in SPACE_KEYS:
-        meta[key] = _sb3_space(data.get(key))
-        if meta[key] is None and env is None:
-            raise ValueError(
-                f"{where}: its {key} cannot be read (SB3 abbreviates more than "
-                "1,000 bounds): pass env= to load it with the env's"
-            )
-        if meta[key] is None:  # the env's, if its shape and dtype are those the file names
-            meta[key] = _space_to_json(space := getattr(resolve_env(env)[0], key))
-            saved = [str(data[key].get(k)) for k in ("_shape", "dtype")]
-            if saved != [str(list(space.shape)), str(space.dtype)]:
-                raise ValueError(
-                    f"{where}: its {key} is {data[key].get('dtype')} of shape "
-                    f"{data[key].get('_shape')}; the env's is {space}"
-                )
-    meta = _check_metadata(meta, where)
-    return meta, _read_weights(archive, where, _build_policy(meta, None, where).n_params)
-
-
-def _sb3_data(archive: zipfile.ZipFile, where: str) -> bytes:
-    """sb3-contrib's ``data`` JSON, streamed, without the text of its pickles (``:serialized:``
-    strings: ars reads none, and ``weights`` holds a copy of the parameters): what is kept
-    stays within the metadata's cap whatever the size of the model."""
-    kept, rest, skipping, marker = bytearray(), b"", False, b'":serialized:": "'
-    with _member(archive, "data", 6 * MAX_PARAMETERS + MAX_METADATA_BYTES, where) as f:
-        while True:
-            new = f.read(1 << 20)
-            chunk, rest = rest + new, b""
-            while chunk:
-                if skipping:  # base64 holds no quote: the next one ends the pickle
-                    end = chunk.find(b'"')
-                    chunk, skipping = (b"", True) if end < 0 else (chunk[end:], False)
-                elif (start := chunk.find(marker)) >= 0:
-                    kept += chunk[: start + len(marker)]
-                    chunk, skipping = chunk[start + len(marker) :], True
-                else:  # its end may begin a marker: kept for the next read
-                    cut = max(len(chunk) - len(marker), 0) if new else len(chunk)
-                    kept, rest, chunk = kept + chunk[:cut], chunk[cut:], b""
-            if len(kept) > MAX_METADATA_BYTES:
-                raise ValueError(f"{where}: sb3-contrib's data holds over 4 MB besides pickles")
-            if not new:
-                return bytes(kept)
-
-
-def _sb3_space(data: Any) -> dict[str, Any] | None:
-    """A space's JSON in ars's form from SB3's readable fields; None if bounds are abbreviated."""
-    kind = str(data.get(":type:", "")) if isinstance(data, dict) else ""
-    if kind.endswith(".Discrete'>"):
-        number = lambda v: int(v) if isinstance(v, str) and re.fullmatch(r"-?\d{1,18}", v) else v
-        return {"type": "Discrete", "n": number(data.get("n")), "start": number(data.get("start"))}
-    if not kind.endswith(".Box'>"):
-        return {"type": kind} if kind else None  # refused, naming the type
-    bounds = str(data.get("low")) + str(data.get("high"))
-    if "..." in bounds or len(bounds) > 100_000:  # SB3 abbreviates more than 1,000
-        return None if "..." in bounds else {"type": "Box", "shape": "bounds too long"}
-    numbers = lambda key: re.findall(r"[^][\s]+", str(data.get(key)))  # as text: NumPy reads it
-    low, high = numbers("low"), numbers("high")
-    return dict(type="Box", low=low, high=high, shape=data.get("_shape"), dtype=data.get("dtype"))
-
-
-class _WeightsUnpickler(pickle.Unpickler):
-    """``torch.save(state_dict)``'s pickle, read without torch or running anything: an
-    OrderedDict of float tensors and nothing else (torch's ``weights_only`` list, narrowed),
-    each storage checked against ``budget`` (the parameters the spaces imply) before reading."""
-
-    DTYPES = {"FloatStorage": np.dtype("<f4"), "DoubleStorage": np.dtype("<f8")}
-
-    def __init__(self, archive: zipfile.ZipFile, prefix: str, budget: int, where: str):
-        super().__init__(io.BytesIO(_read_member(archive, prefix + "data.pkl", 1 << 16, where)))
-        self.archive, self.prefix, self.budget, self.where = archive, prefix, budget, where
-        self.storages: dict[str, np.ndarray] = {}
-
-    def find_class(self, module: str, name: str) -> Any:
-        if (module, name) == ("collections", "OrderedDict"):
-            return collections.OrderedDict
-        if (module, name) == ("torch._utils", "_rebuild_tensor_v2"):
-            return _rebuild_tensor
-        if module == "torch" and name in self.DTYPES:
-            return self.DTYPES[name]
-        raise pickle.UnpicklingError(
-            f"it names {module[:60]!r}.{name[:60]!r}; a weights file holds float tensors only"
-        )
-
-    def persistent_load(self, pid: Any) -> np.ndarray:
-        kind, dtype, key, _, numel = pid
-        if key not in self.storages:
-            ok = kind == "storage" and isinstance(dtype, np.dtype) and _whole(numel, self.budget)
-            if not (ok and re.fullmatch(r"\d{1,9}", str(key))):
-                raise ValueError(
-                    f"a storage of {numel!r:.20} numbers; the spaces imply at most "
-                    f"{self.budget:,} in all"
-                )
-            self.budget -= numel
-            size = numel * dtype.itemsize
-            raw = _read_member(self.archive, f"{self.prefix}data/{key}", size, self.where)
-            self.storages[key] = np.frombuffer(raw, dtype, count=numel)
-        return self.storages[key]
-
-
-def _rebuild_tensor(storage: np.ndarray, offset: int, size: tuple, stride: tuple, *_) -> Any:
-    """A contiguous tensor over a storage, as torch's ``_rebuild_tensor_v2`` (checked)."""
-    tuples = isinstance(size, tuple) and isinstance(stride, tuple) and len(size) <= 8
-    dims = (offset, *size, *stride) if tuples else ()
-    n = math.prod(size) if dims and all(map(_whole, dims)) else -1
-    contiguous = tuple(stride) == tuple(math.prod(size[i + 1 :]) for i in range(len(size)))
-    if n < 0 or not contiguous or offset + n > len(storage):
-        raise ValueError("a tensor that is not a contiguous view of its storage")
-    return storage[offset : offset + n].reshape(size)
-
-
-def _read_weights(archive: zipfile.ZipFile, where: str, budget: int) -> dict[str, np.ndarray]:
-    """sb3-contrib's ``policy.pth`` (a zip written by ``torch.save``): its state dict."""
-    try:  # read from the outer zip as it inflates: the whole of it is never in memory
-        with _member(archive, "policy.pth", 8 * budget + (1 << 16), where) as f:
-            inner, names = _open_zip(f, "it", 512)
-            prefix = next((n[:-8] for n in names if n.endswith("data.pkl")), "")
-            order = f"{prefix}byteorder"
-            if order in names and _read_member(inner, order, 8, where) != b"little":
-                raise ValueError("it is big-endian")
-            state = _WeightsUnpickler(inner, prefix, budget, where).load()
-        if not (isinstance(state, dict) and all(isinstance(v, np.ndarray) for v in state.values())):
-            raise ValueError("it holds something other than a dict of tensors")
-        return state
-    except Exception as error:  # a damaged pickle raises anything; never torch's advice
-        message = f"policy.pth is not a readable weights file ({_one_line(error)})"
-        raise ValueError(f"{where}: {message}") from None
-
-
 TORCH_ACTIVATIONS = dict(relu="ReLU", tanh="Tanh", sigmoid="Sigmoid", identity="Identity")
 
 
 @functools.cache
 def _torch_policy_class() -> type:
     """``ars.TorchPolicy``: made on first use, so that torch is imported only when asked for."""
-    torch = _require("torch", 'pip install "ars-numpy[torch]" (pinned to the CPU build)')
+    torch = require("torch", 'pip install "ars-numpy[torch]" (pinned to the CPU build)')
 
     class TorchPolicy(torch.nn.Module):
         """An ARS policy (or a model's) as a ``torch.nn.Module`` with its actions: its layers in
@@ -3292,7 +3128,7 @@ def _resume(args: argparse.Namespace) -> tuple[ARS, dict[str, Any], Path]:
                 f"{config.get(flag)!r}); start a new run for other settings"
             )
     checkpoint = run_dir / "checkpoint.npz"  # read once: the model and the callbacks' state
-    meta, state = read_model_file(checkpoint, config["env"])
+    meta, state = read_model_file(checkpoint)
     model = ARS._from_file(meta, state, str(checkpoint), config["env"], verbose=args.verbose)
     config["callbacks"] = meta.get("callbacks", {})  # for this process only: never written
     total = args.total_timesteps
@@ -3307,7 +3143,7 @@ def _resume(args: argparse.Namespace) -> tuple[ARS, dict[str, Any], Path]:
 
 
 def _evaluate_saved(args: argparse.Namespace) -> int:
-    meta, state = read_model_file(args.eval, args.env)  # once: a model, or a policy alone
+    meta, state = read_model_file(args.eval)  # once: a model, or a policy alone
     build = ARS._from_file if meta["kind"] == "model" else _build_policy  # spaces: checked at use
     model = build(meta, state, str(args.eval))
     env_id = args.env or getattr(model, "env_id", None)
