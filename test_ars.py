@@ -3650,9 +3650,11 @@ def test_cli_help_documents_every_flag(tmp_path):
     result = _run([str(HERE / "ars.py"), "--help"], tmp_path)
     assert result.returncode == 0
     flags = [f for action in ars._parser()._actions for f in action.option_strings if f[:2] == "--"]
-    assert len(flags) > 20
+    moved = [flag for flag, _ in ars.MOVED_FLAGS]  # refused with where they went: not listed
+    assert len(flags) > 20 and set(moved) <= set(flags)
     for flag in flags:
-        assert flag in result.stdout, flag
+        assert (flag in result.stdout) != (flag in moved), flag
+    assert "moved to" not in result.stdout
 
 
 @pytest.mark.slow
