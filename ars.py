@@ -33,6 +33,9 @@ DEFAULTS.update(max_episode_steps=None, seed=None)
 INTEGERS = dict(n_delta=(1, 10**6), n_top=(1, 10**6), n_eval_episodes=(1, 10**6))
 INTEGERS.update(seed=(0, 2**63 - 1), max_episode_steps=(1, 2**63 - 1))  # max_episode_steps: or None
 SWITCHES = ("zero_policy", "normalize_obs", "common_random_numbers")
+# sb3-contrib's two policies: the paper's linear map, and an MLP
+POLICIES = dict(LinearPolicy=dict(net_arch=[], with_bias=False, squash_output=False))
+POLICIES.update(MlpPolicy=dict(net_arch=[64, 64], with_bias=True, squash_output=True))
 SCHEDULED = ("learning_rate", "delta_std")  # a number, or a function of the progress remaining
 
 
@@ -150,9 +153,6 @@ def merge_statistics(obs_rms: RunningMeanStd | None, visited: Sequence[Any]) -> 
 
 ACTIVATIONS: dict[str, Callable] = dict(relu=lambda x: np.maximum(x, 0.0), tanh=np.tanh)
 ACTIVATIONS.update(sigmoid=lambda x: 0.5 * (1.0 + np.tanh(0.5 * x)), identity=lambda x: x)
-# sb3-contrib's two policies: the paper's linear map, and an MLP
-POLICIES = dict(LinearPolicy=dict(net_arch=[], with_bias=False, squash_output=False))
-POLICIES.update(MlpPolicy=dict(net_arch=[64, 64], with_bias=True, squash_output=True))
 MIN_VARIANCE = 1e-8  # V2: inputs with a smaller variance are treated as constant and zeroed
 
 
@@ -499,10 +499,9 @@ def train(env: str | gym.Env, total_timesteps: int, **hyper_parameters: Any) -> 
 
 # --------------------------------------------------- end of the core: the rest is built on it
 
-# What follows builds on the core: the API first, then the plumbing in the order data flows
-# (evaluators, logging and callbacks, files, SB3 adapters, videos, the command line).
-# Optional dependencies are imported where they are used; one blank line separates
-# definitions, two the sections.
+# The API follows (ARSPolicy and ARS), then the plumbing in the order data flows. Optional
+# dependencies are imported where they are used; one blank line separates definitions, two
+# the sections.
 
 import argparse
 import csv
@@ -525,9 +524,17 @@ import zipfile
 import zlib
 from pathlib import Path
 
+# == Shared helpers: optional imports, small checks and conversions used below ====================
+
 Schedule = Callable[[float], float]
 MAX_PARAMETERS = 10**7  # a random direction of this size per candidate is already slow
 SPACE_KEYS = ("observation_space", "action_space")
+# ARS()'s settings: the core's hyper-parameters (but the policy, an argument of its own) and
+# the API's, each a name of ``model.hparams`` and an attribute (``model.n_delta``).
+HPARAMS = tuple(k for k in DEFAULTS if k != "policy") + tuple(
+    "normalization_samples stats_window_size tensorboard_log verbose device".split()
+)
+INTEGERS.update(normalization_samples=(0, 10**12), stats_window_size=(1, 10**7), verbose=(0, 2))
 
 
 def require(module: str, install: str) -> Any:
@@ -538,7 +545,53 @@ def require(module: str, install: str) -> Any:
         raise ModuleNotFoundError(f"this feature needs {module}: {install}") from error
 
 
-# == The API: ARSPolicy and ARS, as the seed and Stable-Baselines3 shape them ====================
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _whole(value: Any, high: int = 2**63 - 1) -> bool:
+    return is_int(value) and 0 <= value <= high
+
+
+def _one_line(error: BaseException) -> str:
+    """``Type: message`` on one line, for errors that cross a process boundary."""
+    return f"{type(error).__name__}: {' '.join(str(error).split())[:300]}"
+
+
+@contextlib.contextmanager
+def atomic_file(path: Path, mode: str) -> Any:
+    """Write ``path`` through a temporary file (``.name``) and a rename: never half a file."""
+    path, tmp = Path(path), None
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        prefix = f".{path.name.encode()[:200].decode(errors='ignore')}."  # <= 255 bytes
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=prefix, suffix=".tmp")
+        os.close(fd)
+        with open(tmp, mode, **({} if "b" in mode else {"newline": ""})) as f:
+            yield f
+            f.flush()
+            os.fsync(f.fileno())
+        os.umask(umask := os.umask(0))  # read it: what a new file gets
+        os.chmod(tmp, 0o666 & ~umask)
+        os.replace(tmp, path)
+    except BaseException as error:  # nothing left behind
+        if tmp is not None:
+            Path(tmp).unlink(missing_ok=True)
+        if isinstance(error, OSError) and not str(error).startswith("could not write"):
+            raise OSError(error.errno, f"could not write {path}: {error.strerror}") from error
+        raise
+
+
+def _spaces_of(holder: Any) -> tuple[spaces.Space, spaces.Space]:
+    return holder.observation_space, holder.action_space
+
+
+def _check_same_spaces(found, expected, what="the policy", built_for="the model") -> None:
+    if found != expected:
+        raise ValueError(
+            f"{what} has observation space {found[0]} and action space {found[1]}, "
+            f"but {built_for} was built for {expected[0]} and {expected[1]}"
+        )
 
 
 def check_spaces(observation_space: spaces.Space, action_space: spaces.Space) -> None:
@@ -559,6 +612,58 @@ def check_spaces(observation_space: spaces.Space, action_space: spaces.Space) ->
             )
 
 
+_DEVICE_WARNED: list[bool] = []
+
+
+def _check_device(device: Any) -> None:
+    """A device name or torch.device; a GPU falls back to the CPU with one warning, as SB3's."""
+    kind = getattr(device, "type", device)
+    if not isinstance(kind, str):
+        raise ValueError(f"device must be a name such as 'cpu' or a torch.device; got {device!r}")
+    if kind.split(":")[0] not in ("cpu", "auto") and not _DEVICE_WARNED:
+        _DEVICE_WARNED.append(True)
+        warnings.warn(f"device={device!r}: ars computes with NumPy: it uses the CPU", stacklevel=4)
+
+
+def _is_torch(x: Any) -> bool:
+    return type(x).__module__.startswith("torch") and hasattr(x, "detach")
+
+
+def _finite(x: np.ndarray) -> bool:
+    """Whether every entry is finite, checked 262,144 at a time: no copy of a large array."""
+    flat = x.reshape(-1)
+    return all(np.isfinite(flat[i : i + 2**18]).all() for i in range(0, flat.size, 2**18))
+
+
+def _as_array(x: Any, dtype: Any = np.float64) -> np.ndarray:
+    """A NumPy array from an array-like or a CPU torch tensor (torch is never imported)."""
+    if _is_torch(x) and x.device.type != "cpu":
+        raise ValueError(f"got a torch tensor on {x.device}; move it to the CPU (tensor.cpu())")
+    return np.asarray(x.detach().numpy() if _is_torch(x) else x, dtype=dtype)
+
+
+def _like(reference: Any, array: Any) -> Any:
+    return sys.modules["torch"].as_tensor(np.asarray(array)) if _is_torch(reference) else array
+
+
+def _cpu_device() -> Any:
+    torch = sys.modules.get("torch")
+    return torch.device("cpu") if torch is not None and hasattr(torch, "device") else "cpu"
+
+
+def policy_of(policy: Any) -> Any:
+    """The ARSPolicy of an ARS model, or the policy itself (None stays None); duck-typed."""
+    policy = policy if hasattr(policy, "layers") else getattr(policy, "policy", policy)
+    if policy is not None and not hasattr(policy, "parameters_to_vector"):
+        raise TypeError(f"expected an ARSPolicy or an ARS model; got {type(policy).__name__}")
+    return policy
+
+
+# == The API: ARSPolicy and ARS, as the seed and Stable-Baselines3 shape them =====================
+# Built on the plumbing that follows, in the order data flows: envs and SB3's VecEnvs,
+# evaluators, logging and callbacks, files, torch interop; then the command line.
+
+
 class ARSPolicy(Network):
     """A deterministic MLP policy that holds its flat parameters and V2's statistics.
 
@@ -576,6 +681,8 @@ class ARSPolicy(Network):
     (1,)
     """
 
+    policy_name = "MlpPolicy"  # its name in POLICIES, in files and on the command line
+
     def __init__(
         self,
         observation_space: spaces.Space,
@@ -586,7 +693,7 @@ class ARSPolicy(Network):
         squash_output: bool = True,
     ):
         check_spaces(observation_space, action_space)
-        arch = [64, 64] if net_arch is None else net_arch
+        arch = POLICIES["MlpPolicy"]["net_arch"] if net_arch is None else net_arch
         name = str(getattr(activation_fn, "__name__", activation_fn)).lower()  # nn.ReLU: relu
         if not (isinstance(arch, (list, tuple)) and all(is_int(n) and n > 0 for n in arch)):
             raise ValueError(f"net_arch must be a list of layer sizes >= 1; got {arch!r:.100}")
@@ -737,6 +844,8 @@ class ARSLinearPolicy(ARSPolicy):
     """The paper's linear policy ``a = M x`` (V2: ``a = M diag(var)^-1/2 (x - mean)``):
     an :class:`ARSPolicy` with no hidden layer, no bias and clipped actions by default."""
 
+    policy_name = "LinearPolicy"  # its name in POLICIES, in files and on the command line
+
     def __init__(
         self,
         observation_space: spaces.Space,
@@ -749,40 +858,6 @@ class ARSLinearPolicy(ARSPolicy):
 
 MlpPolicy, LinearPolicy = ARSPolicy, ARSLinearPolicy  # sb3-contrib's names
 POLICY_CLASSES = {"LinearPolicy": ARSLinearPolicy, "MlpPolicy": ARSPolicy}
-
-
-def _is_torch(x: Any) -> bool:
-    return type(x).__module__.startswith("torch") and hasattr(x, "detach")
-
-
-def _finite(x: np.ndarray) -> bool:
-    """Whether every entry is finite, checked 262,144 at a time: no copy of a large array."""
-    flat = x.reshape(-1)
-    return all(np.isfinite(flat[i : i + 2**18]).all() for i in range(0, flat.size, 2**18))
-
-
-def _as_array(x: Any, dtype: Any = np.float64) -> np.ndarray:
-    """A NumPy array from an array-like or a CPU torch tensor (torch is never imported)."""
-    if _is_torch(x) and x.device.type != "cpu":
-        raise ValueError(f"got a torch tensor on {x.device}; move it to the CPU (tensor.cpu())")
-    return np.asarray(x.detach().numpy() if _is_torch(x) else x, dtype=dtype)
-
-
-def _like(reference: Any, array: Any) -> Any:
-    return sys.modules["torch"].as_tensor(np.asarray(array)) if _is_torch(reference) else array
-
-
-def _cpu_device() -> Any:
-    torch = sys.modules.get("torch")
-    return torch.device("cpu") if torch is not None and hasattr(torch, "device") else "cpu"
-
-
-# ARS()'s settings: the core's hyper-parameters (but the policy, an argument of its own) and
-# the API's, each a name of ``model.hparams`` and an attribute (``model.n_delta``).
-HPARAMS = tuple(k for k in DEFAULTS if k != "policy") + tuple(
-    "normalization_samples stats_window_size tensorboard_log verbose device".split()
-)
-INTEGERS.update(normalization_samples=(0, 10**12), stats_window_size=(1, 10**7), verbose=(0, 2))
 
 
 def check_model_settings(policy: Any, settings: dict[str, Any]) -> dict[str, Any]:
@@ -1309,39 +1384,46 @@ class ARS:
         model.env_id = meta.get("env_id")
         model.num_timesteps, model._n_updates = meta["num_timesteps"], meta["n_updates"]
         model.ep_info_buffer.extend({"r": float(r), "l": int(n)} for r, n in meta["ep_info_buffer"])
-        vars(model).update(meta.get("included", {}))  # checked: never one of the model's own
+        if set(meta.get("included", {})) & _own_attributes():  # a file adds, never replaces
+            raise ValueError(
+                f"{where}: 'included' must be a dict of public attributes the model lacks "
+                f"(never its own); got {meta['included']!r:.200}"
+            )
+        vars(model).update(meta.get("included", {}))
         if env is not None:
             model.set_env(env)
         return model
 
 
-class StopTraining(Exception):
-    """Raised inside a rollout when a per-step callback returns False."""
+save_model = ARS.save  # the function form: save_model(model, path, ...)
 
 
-def _spaces_of(holder: Any) -> tuple[spaces.Space, spaces.Space]:
-    return holder.observation_space, holder.action_space
+@functools.cache
+def _own_attributes() -> frozenset[str]:
+    return frozenset(dir(ARS)) | frozenset(vars(ARS("LinearPolicy", seed=0))) | frozenset(HPARAMS)
 
 
-def _check_same_spaces(found, expected, what="the policy", built_for="the model") -> None:
-    if found != expected:
-        raise ValueError(
-            f"{what} has observation space {found[0]} and action space {found[1]}, "
-            f"but {built_for} was built for {expected[0]} and {expected[1]}"
-        )
-
-
-_DEVICE_WARNED: list[bool] = []
-
-
-def _check_device(device: Any) -> None:
-    """A device name or torch.device; a GPU falls back to the CPU with one warning, as SB3's."""
-    kind = getattr(device, "type", device)
-    if not isinstance(kind, str):
-        raise ValueError(f"device must be a name such as 'cpu' or a torch.device; got {device!r}")
-    if kind.split(":")[0] not in ("cpu", "auto") and not _DEVICE_WARNED:
-        _DEVICE_WARNED.append(True)
-        warnings.warn(f"device={device!r}: ars computes with NumPy: it uses the CPU", stacklevel=4)
+def _build_policy(meta: dict, state: dict | None, where: str) -> ARSPolicy:
+    """The policy the metadata describes, built (so checked and capped) as any policy is, with
+    the weights and statistics of ``state``, which ``load_state_dict`` checks as any."""
+    try:
+        spaces_ = meta["observation_space"], meta["action_space"]
+        policy = POLICY_CLASSES[meta["policy"]](*spaces_, **meta["policy_kwargs"])
+        if state is not None:
+            state, theta = dict(state), state.get("parameters")
+            if theta is not None:  # a file's flat vector: its layers, by sb3-contrib's names
+                if theta.shape != (policy.n_params,):
+                    raise ValueError(
+                        f"parameters holds {theta.shape}; expected ({policy.n_params},)"
+                    )
+                state.update(policy._named(state.pop("parameters")))
+            has = "obs_rms.mean" in state  # V2's statistics
+            policy.obs_rms = RunningMeanStd((policy.obs_dim,)) if has else None
+            policy.load_state_dict(state)
+            policy.vec_normalize = meta.get("vec_normalize")  # evaluations see what it learned on
+        return policy
+    except (ValueError, TypeError, NotImplementedError, RuntimeError) as error:
+        raise ValueError(f"{where}: {error}") from None
 
 
 # Table 9 of the paper, as kept by rl-baselines3-zoo (Humanoid: the paper's N = b = 230; the
@@ -1394,29 +1476,40 @@ def paper_model(env_id: str, env: Any = None, **overrides: Any) -> ARS:
     return ARS(config.pop("policy"), env=env if env is not None else env_id, **config)
 
 
-# == Evaluators: where the rollouts run ===========================================================
-# An evaluator turns ``(Iteration, jobs)`` into one Result per job, in job order, each by the
-# core's run_job: ``evaluate(it, jobs, on_step=None)``. Training, the statistics warm-up,
-# evaluations, videos and the seed's ``send_jobs`` all go through it. The iteration goes to
-# each worker once, then jobs of a few integers each: workers rebuild each candidate from
-# its direction's stream, so a result never depends on who ran it. ``on_step`` hears of
-# every env step when the rollouts run in this process.
-
-DEFAULT_JOB_TIMEOUT = 600.0  # seconds without a finished job: a stuck env, not a long episode
-DEFAULT_START_TIMEOUT = 120.0  # seconds for a worker to start and build its env
-RESULT_INTERVAL = 0.25  # seconds: a worker sends its finished jobs at least this often
-WARM_UP_BATCH = 8  # normalization_samples episodes per round: fixed, not from the workers
+COPY = "copy it beside ars.py (or put examples/ on sys.path), then from"
+MOVED = {  # names that left ars.py (issue 32), and where they went
+    "ExecutorEval": f"examples/executor_eval.py: {COPY} executor_eval import ExecutorEval",
+    "warm_start": f"examples/warm_start.py: {COPY} warm_start import warm_start; "
+    "warm_start(model, demonstrations, ridge)",
+    "load_demonstrations": f"examples/warm_start.py: {COPY} warm_start import load_demonstrations",
+    "load_model": "ARS.load(path, env, ...)",
+    "record_video": f"examples/video.py (issue 43): {COPY} video import record_video",
+}
 
 
-def batch_sizes(n_jobs: int, n_workers: int) -> list[int]:
-    """Guided self-scheduling: each batch is the jobs left over twice the workers. Large
-    batches first keep the messages few; ever smaller ones at the end keep every worker busy
-    until the last job (for 460 jobs on 2 workers: 115, 87, 65, ..., 1)."""
-    sizes, left = [], n_jobs
-    while left:
-        sizes.append(min(left, max(1, -(-left // (2 * n_workers)))))
-        left -= sizes[-1]
-    return sizes
+def _moved(owner: str, name: str, kind: type = AttributeError) -> Exception:
+    """The error for a name not found: where it went, if it moved out of ars.py."""
+    if name in MOVED:
+        return kind(f"{owner}.{name} moved to {MOVED[name]}")
+    return AttributeError(f"{owner!r} has no attribute {name!r}")
+
+
+def __getattr__(name: str) -> Any:
+    """``TorchPolicy``, made when first asked for (torch is imported then, and only then); a
+    name that moved out of ars.py: an ImportError that says where it went."""
+    if name == "TorchPolicy":
+        return _torch_policy_class()
+    raise _moved("ars", name, ImportError)  # `from ars import` would hide an AttributeError's
+
+
+# == Envs: ids, functions, vector envs, and SB3's VecEnvs and VecNormalize ========================
+# Duck-typed: SB3 is never imported here unless the user's objects come from it.
+
+
+def _is_vec_env(env: Any) -> bool:
+    return isinstance(env, gym.vector.VectorEnv) or all(
+        hasattr(env, name) for name in ("num_envs", "step_async", "step_wait", "env_method")
+    )
 
 
 def make_env(env: Any) -> gym.Env | VecEnvs:
@@ -1458,38 +1551,6 @@ def resolve_env(env: Any) -> tuple[gym.Env | VecEnvs, Any, Any]:
         return layer, None, None
     one = layer.num_envs == 1 and type(layer).__name__ in ("DummyVecEnv", "SyncVectorEnv")
     return layer.envs[0] if one else VecEnvs(layer), made, vec_normalize
-
-
-def evaluation_seeds(seed: int, n_episodes: int) -> np.ndarray:
-    """The env seeds of evaluation episodes: the seed's EVALUATION stream, never training's."""
-    episodes = range(check_integer("n_eval_episodes", n_episodes))
-    return np.array([env_seed(seed, EVALUATION, e) for e in episodes], np.uint64)
-
-
-def evaluate_episodes(
-    policy: ARSPolicy,
-    evaluator: Any,
-    seeds: Sequence[int],
-    max_episode_steps: int | None = None,
-    vec_normalize: Any = None,
-    on_step: Callable | None = None,
-) -> list[Result]:
-    """One deterministic episode per env seed, run by ``evaluator``: every evaluation's path."""
-    theta, episodes = policy.parameters_to_vector(), [[s] for s in seeds]
-    it, jobs = fixed_jobs(policy.network(), policy.obs_rms, theta, episodes, max_episode_steps)
-    return evaluator.evaluate(_observed_through(vec_normalize, it, training=False), jobs, on_step)
-
-
-def fixed_jobs(
-    network: Network, obs_rms: Any, weights: np.ndarray, seeds: Any, max_steps: Any = None, **kw
-) -> tuple[Iteration, list[Job]]:
-    """An Iteration without directions (nu = 0; ``kw`` sets other fields), and Job c for
-    ``weights`` (one vector, else its row c) on the episodes of env seeds ``seeds[c]``:
-    evaluations, the statistics warm-up and the seed's ``send_jobs``."""
-    one, kw = weights.ndim == 1, {"seed": 0, "index": 0, "max_episode_steps": max_steps, **kw}
-    it = Iteration(network, weights if one else weights[0], obs_rms, 0.0, **kw)
-    rows = [np.asarray(s, np.uint64) for s in seeds]
-    return it, [Job(c, 0, 0, s, None if one else weights[c]) for c, s in enumerate(rows)]
 
 
 class VecEnvs:
@@ -1575,6 +1636,105 @@ class VecEnvs:
         return f"sub-env {gone[0] if gone else '?'} of the {name} failed: {what}"
 
     render, close = (lambda self: self.vector.render()), (lambda self: self.vector.close())
+
+
+def _observed_through(vec_normalize: Any, it: Iteration, training: bool = True) -> Iteration:
+    """``it`` with an SB3 VecNormalize's observations, its statistics frozen for the
+    iteration: the policy sees ``clip((obs - mean) / sqrt(var + epsilon), +-clip_obs)`` as
+    float32, as sb3-contrib's does; while VecNormalize learns, the rollouts keep raw states'."""
+    if vec_normalize is None or not vec_normalize.norm_obs:
+        return it
+    rms, clip = vec_normalize.obs_rms, vec_normalize.clip_obs
+    track = it.track_obs or (training and vec_normalize.training)
+    mean, scale = np.array(rms.mean), np.sqrt(rms.var + vec_normalize.epsilon)
+    see = lambda obs: np.clip((obs - mean) / scale, -clip, clip).astype(np.float32)
+    return it._replace(obs_filter=see, track_obs=track)
+
+
+def _update_vec_normalize(vec_normalize: Any, visited: Sequence[RunningMeanStd | None]) -> None:
+    """Merge the raw observations of an iteration into VecNormalize's statistics, exactly
+    and in candidate order (sb3-contrib updates them during the rollouts, and merges
+    workers with inflated counts)."""
+    if vec_normalize is not None and vec_normalize.norm_obs and vec_normalize.training:
+        shape = np.shape(vec_normalize.obs_rms.mean)
+        for rms in visited:
+            if rms is not None and rms.count:
+                vec_normalize.obs_rms.update_from_moments(
+                    rms.mean.reshape(shape), rms.var.reshape(shape), rms.count
+                )
+
+
+def observations_seen_by(model: Any) -> Any:
+    """The VecNormalize whose observations ``model`` (an ARS or a policy) learned on: the
+    env's, or the frozen one its file recorded (None for raw observations). An evaluation on
+    a raw env passes its observations through it, as SB3's would."""
+    return getattr(policy_of(model), "vec_normalize", None)
+
+
+def _check_vec_normalize(model: Any) -> None:
+    if model.normalize_obs and getattr(model.get_vec_normalize_env(), "norm_obs", False):
+        raise ValueError(
+            "the env is an SB3 VecNormalize, which already normalises observations: "
+            "use normalize_obs=False (V1 on its observations, as sb3-contrib), or "
+            "drop VecNormalize"
+        )
+
+
+# == Evaluators: where the rollouts run ===========================================================
+# An evaluator turns ``(Iteration, jobs)`` into one Result per job, in job order, each by the
+# core's run_job: ``evaluate(it, jobs, on_step=None)``. Training, the statistics warm-up,
+# evaluations and the seed's ``send_jobs`` all go through it. The iteration goes to
+# each worker once, then jobs of a few integers each: workers rebuild each candidate from
+# its direction's stream, so a result never depends on who ran it. ``on_step`` hears of
+# every env step when the rollouts run in this process.
+
+DEFAULT_JOB_TIMEOUT = 600.0  # seconds without a finished job: a stuck env, not a long episode
+DEFAULT_START_TIMEOUT = 120.0  # seconds for a worker to start and build its env
+RESULT_INTERVAL = 0.25  # seconds: a worker sends its finished jobs at least this often
+WARM_UP_BATCH = 8  # normalization_samples episodes per round: fixed, not from the workers
+
+
+def batch_sizes(n_jobs: int, n_workers: int) -> list[int]:
+    """Guided self-scheduling: each batch is the jobs left over twice the workers. Large
+    batches first keep the messages few; ever smaller ones at the end keep every worker busy
+    until the last job (for 460 jobs on 2 workers: 115, 87, 65, ..., 1)."""
+    sizes, left = [], n_jobs
+    while left:
+        sizes.append(min(left, max(1, -(-left // (2 * n_workers)))))
+        left -= sizes[-1]
+    return sizes
+
+
+def evaluation_seeds(seed: int, n_episodes: int) -> np.ndarray:
+    """The env seeds of evaluation episodes: the seed's EVALUATION stream, never training's."""
+    episodes = range(check_integer("n_eval_episodes", n_episodes))
+    return np.array([env_seed(seed, EVALUATION, e) for e in episodes], np.uint64)
+
+
+def evaluate_episodes(
+    policy: Any,
+    evaluator: Any,
+    seeds: Sequence[int],
+    max_episode_steps: int | None = None,
+    vec_normalize: Any = None,
+    on_step: Callable | None = None,
+) -> list[Result]:
+    """One deterministic episode per env seed, run by ``evaluator``: every evaluation's path."""
+    theta, episodes = policy.parameters_to_vector(), [[s] for s in seeds]
+    it, jobs = fixed_jobs(policy.network(), policy.obs_rms, theta, episodes, max_episode_steps)
+    return evaluator.evaluate(_observed_through(vec_normalize, it, training=False), jobs, on_step)
+
+
+def fixed_jobs(
+    network: Network, obs_rms: Any, weights: np.ndarray, seeds: Any, max_steps: Any = None, **kw
+) -> tuple[Iteration, list[Job]]:
+    """An Iteration without directions (nu = 0; ``kw`` sets other fields), and Job c for
+    ``weights`` (one vector, else its row c) on the episodes of env seeds ``seeds[c]``:
+    evaluations, the statistics warm-up and the seed's ``send_jobs``."""
+    one, kw = weights.ndim == 1, {"seed": 0, "index": 0, "max_episode_steps": max_steps, **kw}
+    it = Iteration(network, weights if one else weights[0], obs_rms, 0.0, **kw)
+    rows = [np.asarray(s, np.uint64) for s in seeds]
+    return it, [Job(c, 0, 0, s, None if one else weights[c]) for c, s in enumerate(rows)]
 
 
 def run_side_by_side(
@@ -1792,11 +1952,6 @@ class EvaluationTimeout(RuntimeError):
     """A job took longer than the evaluator's ``job_timeout``."""
 
 
-def _one_line(error: BaseException) -> str:
-    """``Type: message`` on one line, for errors that cross a process boundary."""
-    return f"{type(error).__name__}: {' '.join(str(error).split())[:300]}"
-
-
 def _worker(remote: Any, parent_ends: list, env_fn_bytes: bytes) -> None:
     """An AsyncEval worker: builds its env once, then evaluates the batches it receives,
     strictly in turn (a batch goes out when the last one's results are all in): neither side
@@ -2008,41 +2163,12 @@ class AsyncEval(Evaluator):
         self._closer()
 
 
-COPY = "copy it beside ars.py (or put examples/ on sys.path), then from"
-MOVED = {  # names that left ars.py (issue 32), and where they went
-    "ExecutorEval": f"examples/executor_eval.py: {COPY} executor_eval import ExecutorEval",
-    "warm_start": f"examples/warm_start.py: {COPY} warm_start import warm_start; "
-    "warm_start(model, demonstrations, ridge)",
-    "load_demonstrations": f"examples/warm_start.py: {COPY} warm_start import load_demonstrations",
-    "load_model": "ARS.load(path, env, ...)",
-    "record_video": f"examples/video.py (issue 43): {COPY} video import record_video",
-}
-
-
-def _moved(owner: str, name: str, kind: type = AttributeError) -> Exception:
-    """The error for a name not found: where it went, if it moved out of ars.py."""
-    if name in MOVED:
-        return kind(f"{owner}.{name} moved to {MOVED[name]}")
-    return AttributeError(f"{owner!r} has no attribute {name!r}")
-
-
-def __getattr__(name: str) -> Any:
-    """``TorchPolicy``, made when first asked for (torch is imported then, and only then); a
-    name that moved out of ars.py: an ImportError that says where it went."""
-    if name == "TorchPolicy":
-        return _torch_policy_class()
-    raise _moved("ars", name, ImportError)  # `from ars import` would hide an AttributeError's
-
-
-def policy_of(policy: Any) -> ARSPolicy | None:
-    """The ARSPolicy of an ARS model, or the policy itself (None stays None)."""
-    policy = policy if isinstance(policy, ARSPolicy) else getattr(policy, "policy", policy)
-    if policy is not None and not isinstance(policy, ARSPolicy):
-        raise TypeError(f"expected an ARSPolicy or an ARS model; got {type(policy).__name__}")
-    return policy
-
-
 # == Logging and callbacks, in the shapes Stable-Baselines3 users know ============================
+
+
+class StopTraining(Exception):
+    """Raised inside a rollout when a per-step callback returns False."""
+
 
 LOG_KEYS = tuple(  # the columns of progress.csv known up front: no wider header needed later
     "rollout/ep_rew_mean rollout/ep_len_mean rollout/return_std train/iterations "
@@ -2150,7 +2276,7 @@ def _is_sb3_callback(callback: Any) -> bool:
 class _Callbacks:
     """What ``learn`` calls: SB3 callbacks per env step, functions and ars's per iteration."""
 
-    def __init__(self, callback: Any, model: ARS, progress_bar: bool = False):
+    def __init__(self, callback: Any, model: Any, progress_bar: bool = False):
         items = callback if isinstance(callback, (list, tuple)) else [callback]
         items = [cb for cb in items if cb is not None] + ([_ProgressBar()] if progress_bar else [])
         for cb in items:
@@ -2215,7 +2341,7 @@ class _Callbacks:
 class _ProgressBar:
     """``learn(progress_bar=True)``: a tqdm bar over the timesteps."""
 
-    def init_callback(self, model: ARS) -> None:
+    def init_callback(self, model: Any) -> None:
         self.model, self.tqdm = model, require("tqdm", "pip install tqdm (ars's 'progress' extra)")
 
     def on_training_start(self, locals_: dict, globals_: dict) -> None:
@@ -2274,7 +2400,7 @@ class EvalCallback:
         self.best_mean_reward = self.last_mean_reward = -np.inf
         self._next, self._train_seconds, self._evaluator = 0, 0.0, None
 
-    def init_callback(self, model: ARS) -> None:
+    def init_callback(self, model: Any) -> None:
         self.model = model
         if self._evaluator is None:  # with workers, an id is built in each
             n, env = self.eval_concurrency, self.eval_env
@@ -2425,38 +2551,6 @@ METADATA_FIELDS = set(
 )  # rng_state: by ars 0.1, not read
 
 
-def _is_number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
-
-
-def _whole(value: Any, high: int = 2**63 - 1) -> bool:
-    return is_int(value) and 0 <= value <= high
-
-
-@contextlib.contextmanager
-def atomic_file(path: Path, mode: str) -> Any:
-    """Write ``path`` through a temporary file (``.name``) and a rename: never half a file."""
-    path, tmp = Path(path), None
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        prefix = f".{path.name.encode()[:200].decode(errors='ignore')}."  # <= 255 bytes
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=prefix, suffix=".tmp")
-        os.close(fd)
-        with open(tmp, mode, **({} if "b" in mode else {"newline": ""})) as f:
-            yield f
-            f.flush()
-            os.fsync(f.fileno())
-        os.umask(umask := os.umask(0))  # read it: what a new file gets
-        os.chmod(tmp, 0o666 & ~umask)
-        os.replace(tmp, path)
-    except BaseException as error:  # nothing left behind
-        if tmp is not None:
-            Path(tmp).unlink(missing_ok=True)
-        if isinstance(error, OSError) and not str(error).startswith("could not write"):
-            raise OSError(error.errno, f"could not write {path}: {error.strerror}") from error
-        raise
-
-
 def _write_npz(target: Any, arrays: dict[str, np.ndarray]) -> Path | None:
     """``np.savez`` to a file object, or atomically to a path (SB3's: no suffix, ``.zip``)."""
     if hasattr(target, "write"):
@@ -2517,10 +2611,10 @@ def _space_from_json(data: dict[str, Any], where: str) -> spaces.Space:
         raise ValueError(f"{where} is not a valid space ({_one_line(error)})") from error
 
 
-def _metadata(model: ARS | ARSPolicy, kind: str = "model") -> dict[str, Any]:
+def _metadata(model: Any, kind: str = "model") -> dict[str, Any]:
     """The plain-data description of a model (or, with ``kind="policy"``, of its policy)."""
-    policy = model.policy if isinstance(model, ARS) else model
-    linear, config = isinstance(policy, ARSLinearPolicy), policy.config()
+    policy = model.policy if kind == "model" else model
+    linear, config = policy.policy_name == "LinearPolicy", policy.config()
     header = dict(format=FORMAT, format_version=FORMAT_VERSION, kind=kind, ars_version=__version__)
     kwargs = {k: config[k] for k in ("with_bias", "squash_output")} if linear else config
     meta = dict(header, policy="LinearPolicy" if linear else "MlpPolicy", policy_kwargs=kwargs)
@@ -2548,20 +2642,12 @@ def _system_info() -> dict[str, str]:
     return dict(zip("ars python numpy gymnasium".split(), versions), os=platform.platform())
 
 
-def _arrays(policy: ARSPolicy, meta: dict[str, Any]) -> dict[str, np.ndarray]:
+def _arrays(policy: Any, meta: dict[str, Any]) -> dict[str, np.ndarray]:
     """What a file holds: the parameters, V2's statistics, and the metadata as JSON."""
     arrays = {"parameters": policy.parameters_to_vector(), "metadata": np.array(json.dumps(meta))}
     if (rms := policy.obs_rms) is not None:
         arrays.update(obs_rms_mean=rms.mean, obs_rms_var=rms.var, obs_rms_count=np.array(rms.count))
     return arrays
-
-
-@functools.cache
-def _own_attributes() -> frozenset[str]:
-    return frozenset(dir(ARS)) | frozenset(vars(ARS("LinearPolicy", seed=0))) | frozenset(HPARAMS)
-
-
-save_model = ARS.save  # the function form: save_model(model, path, ...)
 
 
 def _member(archive: zipfile.ZipFile, name: str, limit: int, where: str) -> Any:
@@ -2590,12 +2676,13 @@ def _npy(archive: zipfile.ZipFile, name: str, shape: tuple, kinds: str, where: s
             found, _, dtype = getattr(np.lib.format, f"read_array_header_{version[0]}_0")(f)
         except (ValueError, TypeError, SyntaxError, EOFError) as error:
             raise ValueError(f"{where}: {name} is not a valid array ({error})") from error
-        if dtype.hasobject or dtype.kind not in kinds or found != shape:  # 0-d or 1-d: any
-            raise ValueError(  # order is the same bytes
+        shorter = name == "parameters" and len(found) == 1 and found[0] <= shape[0]
+        if dtype.hasobject or dtype.kind not in kinds or not (found == shape or shorter):
+            raise ValueError(  # 0-d or 1-d arrays: any order is the same bytes
                 f"{where}: {name} holds {found} of {dtype}; expected {shape} of kind "
                 f"{kinds!r} (object arrays are never loaded)"
             )
-        array, done = np.empty(shape, dtype), 0
+        array, done = np.empty(found, dtype), 0
         buffer = memoryview(array.reshape(-1)).cast("B")  # filled 256 KB at a time: no copy
         while done < len(buffer) and (n := f.readinto(buffer[done : done + (1 << 18)])):
             done += n
@@ -2681,7 +2768,7 @@ def _check_metadata(meta: Any, where: str) -> dict[str, Any]:
         raise ValueError(f"{where}: the metadata holds fields ars does not know: {unknown}")
     kind, kwargs = meta.setdefault("kind", "model"), meta.get("policy_kwargs")
     need("kind", kind in ("model", "policy"), '"model" or "policy"')
-    need("policy", meta.get("policy") in POLICY_CLASSES, f"one of {list(POLICY_CLASSES)}")
+    need("policy", meta.get("policy") in POLICIES, f"one of {list(POLICIES)}")
     need("policy_kwargs", isinstance(kwargs, dict), "a dict")  # its values: the policy's checks
     # The weights the spaces' JSON implies (biases aside), before the spaces are built: a small
     # file must not make ars build large ones. The policy then counts its parameters exactly.
@@ -2716,32 +2803,19 @@ def _check_metadata(meta: Any, where: str) -> dict[str, Any]:
     need("callbacks", isinstance(meta.get("callbacks", {}), dict), "a dict")
     extra = meta.get("included", {})  # JSON's keys are strings
     public = isinstance(extra, dict) and all(k.isidentifier() and k[0] != "_" for k in extra)
-    new = public and not set(extra) & _own_attributes()  # a file adds attributes, never replaces
-    need("included", new, "a dict of public attributes the model lacks (never its own)")
+    need("included", public, "a dict of public attributes the model lacks (never its own)")
     return meta
 
 
-def _build_policy(meta: dict, state: dict | None, where: str) -> ARSPolicy:
-    """The policy the metadata describes, built (so checked and capped) as any policy is, with
-    the weights and statistics of ``state``, which ``load_state_dict`` checks as any."""
-    try:
-        spaces_ = meta["observation_space"], meta["action_space"]
-        policy = POLICY_CLASSES[meta["policy"]](*spaces_, **meta["policy_kwargs"])
-        if state is not None:
-            has = "obs_rms.mean" in state  # V2's statistics
-            policy.obs_rms = RunningMeanStd((policy.obs_dim,)) if has else None
-            policy.load_state_dict(state)
-            policy.vec_normalize = meta.get("vec_normalize")  # evaluations see what it learned on
-        return policy
-    except (ValueError, TypeError, NotImplementedError, RuntimeError) as error:
-        raise ValueError(f"{where}: {error}") from None
-
-
 def _read_arrays(archive: zipfile.ZipFile, names: set[str], meta: dict, where: str) -> dict:
-    """The arrays, each checked against the shape the metadata implies before it is read, as a
-    state dict (sb3-contrib's names; the file keeps ars's flat vector)."""
-    policy = _build_policy(meta, None, where)
-    obs_dim, expected = policy.obs_dim, {"parameters": ((policy.n_params,), "f")}
+    """The arrays, each checked against what the metadata implies before it is read: the flat
+    parameters (at most the weights and biases its layer sizes allow: the policy built from
+    the file then checks their number, and names them), V2's statistics (one per input)."""
+    obs_dim, n_outputs = (spaces.flatdim(meta[key]) for key in SPACE_KEYS)  # built, and capped
+    arch = meta["policy_kwargs"].get("net_arch", POLICIES[meta["policy"]]["net_arch"])
+    sizes = [n for n in (arch if isinstance(arch, list) else []) if _whole(n, MAX_PARAMETERS)]
+    most = sum(o * i + o for o, i in layer_shapes(obs_dim, sizes, n_outputs))
+    expected = {"parameters": ((most,), "f")}
     if "obs_rms_mean.npy" in names:
         rms = {"obs_rms_mean": ((obs_dim,), "f"), "obs_rms_var": ((obs_dim,), "f")}
         expected.update(rms, obs_rms_count=((), "iu"))
@@ -2749,52 +2823,7 @@ def _read_arrays(archive: zipfile.ZipFile, names: set[str], meta: dict, where: s
         found = sorted(n[:-4] for n in names - {"metadata.npy"})
         raise ValueError(f"{where}: expected the arrays {sorted(expected)}; the file holds {found}")
     arrays = {name: _npy(archive, name, *expected[name], where) for name in expected}
-    layers = policy._named(arrays.pop("parameters"))  # views, checked when loaded
-    return {**layers, **{k.replace("obs_rms_", "obs_rms."): v for k, v in arrays.items()}}
-
-
-# == Stable-Baselines3 adapters: VecEnvs, VecNormalize, parameter names, sb3-contrib files, torch ==
-# Duck-typed: SB3 and torch are never imported here unless the user's objects come from
-# them (a VecEnv given, an sb3-contrib file loaded, a torch tensor passed).
-
-
-def _is_vec_env(env: Any) -> bool:
-    return isinstance(env, gym.vector.VectorEnv) or all(
-        hasattr(env, name) for name in ("num_envs", "step_async", "step_wait", "env_method")
-    )
-
-
-def _observed_through(vec_normalize: Any, it: Iteration, training: bool = True) -> Iteration:
-    """``it`` with an SB3 VecNormalize's observations, its statistics frozen for the
-    iteration: the policy sees ``clip((obs - mean) / sqrt(var + epsilon), +-clip_obs)`` as
-    float32, as sb3-contrib's does; while VecNormalize learns, the rollouts keep raw states'."""
-    if vec_normalize is None or not vec_normalize.norm_obs:
-        return it
-    rms, clip = vec_normalize.obs_rms, vec_normalize.clip_obs
-    track = it.track_obs or (training and vec_normalize.training)
-    mean, scale = np.array(rms.mean), np.sqrt(rms.var + vec_normalize.epsilon)
-    see = lambda obs: np.clip((obs - mean) / scale, -clip, clip).astype(np.float32)
-    return it._replace(obs_filter=see, track_obs=track)
-
-
-def _update_vec_normalize(vec_normalize: Any, visited: Sequence[RunningMeanStd | None]) -> None:
-    """Merge the raw observations of an iteration into VecNormalize's statistics, exactly
-    and in candidate order (sb3-contrib updates them during the rollouts, and merges
-    workers with inflated counts)."""
-    if vec_normalize is not None and vec_normalize.norm_obs and vec_normalize.training:
-        shape = np.shape(vec_normalize.obs_rms.mean)
-        for rms in visited:
-            if rms is not None and rms.count:
-                vec_normalize.obs_rms.update_from_moments(
-                    rms.mean.reshape(shape), rms.var.reshape(shape), rms.count
-                )
-
-
-def observations_seen_by(model: Any) -> Any:
-    """The VecNormalize whose observations ``model`` (an ARS or a policy) learned on: the
-    env's, or the frozen one its file recorded (None for raw observations). An evaluation on
-    a raw env passes its observations through it, as SB3's would."""
-    return getattr(policy_of(model), "vec_normalize", None)
+    return {k.replace("obs_rms_", "obs_rms."): v for k, v in arrays.items()}
 
 
 def _normalization_from_file(data: Any, shape: tuple, where: str) -> Any:
@@ -2813,14 +2842,7 @@ def _normalization_from_file(data: Any, shape: tuple, where: str) -> Any:
     return types.SimpleNamespace(obs_rms=rms, **frozen)
 
 
-def _check_vec_normalize(model: ARS) -> None:
-    if model.normalize_obs and getattr(model.get_vec_normalize_env(), "norm_obs", False):
-        raise ValueError(
-            "the env is an SB3 VecNormalize, which already normalises observations: "
-            "use normalize_obs=False (V1 on its observations, as sb3-contrib), or "
-            "drop VecNormalize"
-        )
-
+# == Torch interop: a policy as a torch.nn.Module, made only when asked for =======================
 
 TORCH_ACTIVATIONS = dict(relu="ReLU", tanh="Tanh", sigmoid="Sigmoid", identity="Identity")
 
@@ -2912,7 +2934,7 @@ SETTING = {"type": _setting}
 SWITCH, FLAG = {"action": argparse.BooleanOptionalAction}, {"action": "store_true"}
 FLAGS = [  # flag, argparse keywords, help
     ("--env", {}, "gymnasium env id (default CartPole-v1; with --eval, the model's)"),
-    ("--policy", {"choices": list(POLICY_CLASSES)}, "LinearPolicy (the paper's) or MlpPolicy"),
+    ("--policy", {"choices": list(POLICIES)}, "LinearPolicy (the paper's) or MlpPolicy"),
     ("--net-arch", {"type": _net_arch}, "MlpPolicy hidden sizes, e.g. 64,64 (selects MlpPolicy)"),
     ("--n-delta", SETTING, "N: directions per iteration"),
     ("--n-top", SETTING, "b: best directions kept for the update (default N)"),
