@@ -3,6 +3,7 @@
     python benchmarks/ablation.py            # results/ablation_halfcheetah*.json -> its .md
     python benchmarks/ablation.py Swimmer    # results/ablation_swimmer.json -> its .md
     python benchmarks/ablation.py sb3        # issue 33: results/ablation_sb3.json -> its .md
+    python benchmarks/ablation.py orthogonal # issue 45: results/orthogonal.json -> its .md, .png
 
 The runs come from benchmarks/learning.py (same protocol: evaluations every 50k steps,
 stop at a confirmed threshold, the task's budget), one key per arm. HalfCheetah's and
@@ -20,7 +21,7 @@ import math
 import sys
 
 import numpy as np
-from learning import RESULTS, THRESHOLDS, locked_folder, write_table
+from learning import NOTES, RESULTS, THRESHOLDS, locked_folder, write_table, write_text
 
 LENGTH, TEN_SEEDS = 1000, RESULTS / "learning10.json"
 # HalfCheetah's arms added later ran beside the first; a later file's arm replaces an earlier
@@ -200,6 +201,120 @@ def early_runs() -> dict:
     return runs
 
 
+def episodes_to(run: dict, level: float) -> float:
+    """The episodes run (the evaluation's own count) at the first evaluation at ``level``, else
+    inf: Hopper's episodes vary in length, so timesteps are not episodes there."""
+    hit = next((e for e in run["evaluations"] if e[2] >= level), None)
+    return math.inf if hit is None else hit[4] if len(hit) > 4 else hit[0] / LENGTH
+
+
+def reference_runs() -> dict:
+    """The default's and sb3-contrib's runs under the learning10 protocol: the ten-seed table,
+    and issue 33's further seeds (HalfCheetah 8 to 20, Swimmer 8 to 33)."""
+    runs = json.loads(TEN_SEEDS.read_text())
+    more = json.loads((RESULTS / "ablation_sb3.json").read_text())
+    for impl in ("ars", "sb3-contrib"):
+        for task in ("Swimmer", "Hopper", "HalfCheetah"):
+            key = f"{impl}:{task}-v4"
+            extra = {s: r for s, r in more.get(key, {}).items() if s not in runs.get(key, {})}
+            runs.setdefault(key, {}).update(extra)
+    return runs
+
+
+def orthogonal_table(results: dict) -> str:
+    """Issue 45's table: the orthogonal arm beside the default and sb3-contrib, on the seeds
+    it ran; two-sided Mann-Whitney U on the seeds both ran, a seed never reaching counted as
+    infinitely many episodes."""
+    from scipy.stats import mannwhitneyu
+
+    rows = [
+        "| task | implementation | seeds | seeds reaching | median episodes | quartiles "
+        "| p against the default | p against sb3-contrib | median episodes to |",
+        "|---" * 9 + "|",
+    ]
+    for task in ("Swimmer", "Hopper", "HalfCheetah"):
+        ours = results.get(f"ars:{task}-v4:orthogonal", {})
+        if not ours:
+            continue
+        keys = {"orthogonal": ours}
+        for name, key in (
+            ("default (paper)", f"ars:{task}-v4"),
+            ("sb3-contrib", f"sb3-contrib:{task}-v4"),
+        ):
+            keys[name] = {s: r for s, r in REFERENCE[key].items() if s in ours}
+        hits = {
+            n: {s: episodes_to(r, THRESHOLDS[task]) for s, r in runs.items()}
+            for n, runs in keys.items()
+        }
+        for name, runs in keys.items():
+            values = np.array([hits[name][s] for s in sorted(runs)])
+            big = np.where(np.isinf(values), 1e18, values)
+            q1, median, q3 = (
+                (np.percentile(big, q) for q in (25, 50, 75)) if len(big) else [1e18] * 3
+            )
+            ps = []
+            for ref in ("default (paper)", "sb3-contrib"):
+                shared = sorted(set(hits[name]) & set(hits[ref]))
+                if name == ref or len(shared) < 2:
+                    ps.append("")
+                    continue
+                a, b = [hits[name][s] for s in shared], [hits[ref][s] for s in shared]
+                ps.append(f"{mannwhitneyu(a, b, alternative='two-sided').pvalue:.3f}")
+            levels = CLIMB.get(task, ())[:2]
+            climb = " / ".join(
+                show(np.median([min(episodes_to(r, x), 1e18) for r in runs.values()]))
+                for x in levels
+            )
+            rows.append(
+                f"| {task}-v4 | {name} | {len(values)} | {np.isfinite(values).sum()}/{len(values)} "
+                f"| {show(median)} | {show(q1)} to {show(q3)} | {' | '.join(ps)} "
+                f"| {climb + ' (' + ', '.join(map(str, levels)) + ')' if levels else ''} |"
+            )
+    return "\n".join(rows)
+
+
+def orthogonal_plot(results: dict, path: object) -> None:
+    """The median evaluation return over the seeds the arm ran, against episodes, per task."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    tasks = [t for t in ("Swimmer", "Hopper", "HalfCheetah") if f"ars:{t}-v4:orthogonal" in results]
+    fig, axes = plt.subplots(1, len(tasks), figsize=(5 * len(tasks), 4), squeeze=False)
+    for ax, task in zip(axes[0], tasks):
+        ours = results[f"ars:{task}-v4:orthogonal"]
+        for name, key in (
+            ("orthogonal", None),
+            ("default (paper)", f"ars:{task}-v4"),
+            ("sb3-contrib", f"sb3-contrib:{task}-v4"),
+        ):
+            runs = ours if key is None else {s: r for s, r in REFERENCE[key].items() if s in ours}
+            if not runs:
+                continue
+            grid = np.linspace(0, max(r["evaluations"][-1][4] for r in runs.values()), 200)
+            curves = []
+            for r in runs.values():  # a finished run keeps its last return (it stopped there)
+                x = [e[4] for e in r["evaluations"]]
+                curves.append(np.interp(grid, x, [e[2] for e in r["evaluations"]]))
+            ax.plot(grid, np.median(curves, axis=0), label=f"{name} ({len(runs)} seeds)")
+        ax.axhline(THRESHOLDS[task], color="grey", linestyle=":", linewidth=1)
+        ax.set(title=f"{task}-v4", xlabel="episodes", ylabel="median evaluation return")
+        ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=90)
+
+
+REFERENCE: dict = {}
+ORTHOGONAL = """Runs: `python benchmarks/learning.py --envs HalfCheetah-v4 --arm orthogonal --seeds
+237 759 959 1 2 3 4 5 6 7 --results benchmarks/results/orthogonal.json` (then Hopper-v4 on the same
+seeds, HalfCheetah-v4 on 8 to 20, Swimmer-v4 on the ten), the learning10 protocol, two workers;
+each seed's record is committed when it ends. The default's and sb3-contrib's runs are those
+of `learning10.json` and, for HalfCheetah's seeds 8 to 20, of `ablation_sb3.json`, on the
+same seeds. Rebuild this section: `python benchmarks/ablation.py orthogonal`. With N = 1
+(Swimmer) the arm is the paper's rule bit for bit (row 0 of a block is its Gaussian row)."""
+
+
 def main() -> None:
     with locked_folder(RESULTS):  # no learning.py run adds a record or a table meanwhile
         tables(sys.argv[1] if len(sys.argv) > 1 else "HalfCheetah")
@@ -207,6 +322,19 @@ def main() -> None:
 
 def tables(task: str) -> None:
     """Rebuild and print the ablation tables of ``task`` (or of issue 33: "sb3")."""
+    if task == "orthogonal":
+        path = RESULTS / "orthogonal.json"
+        results = json.loads(path.read_text())
+        REFERENCE.update(reference_runs())
+        text = orthogonal_table(results)
+        orthogonal_plot(results, RESULTS / "orthogonal.png")
+        md = path.with_suffix(".md")  # learning.py's table of the runs stays on top
+        top = md.read_text().partition(NOTES)[0].rstrip() if md.exists() else ""
+        heading = "## Issue 45: orthogonal directions beside the default and sb3-contrib"
+        picture = "![median learning curves](orthogonal.png)"
+        write_text(md, f"{top}\n\n{NOTES}\n\n{heading}\n\n{text}\n\n{picture}\n\n{ORTHOGONAL}\n")
+        print(text)
+        return
     if task == "sb3":
         path = RESULTS / "ablation_sb3.json"
         results, ten = json.loads(path.read_text()), json.loads(TEN_SEEDS.read_text())
