@@ -18,7 +18,7 @@ from typing import Any
 
 import gymnasium as gym
 import numpy as np
-from gymnasium import spaces
+from gymnasium import Space, spaces
 from gymnasium.wrappers import OrderEnforcing, PassiveEnvChecker, TimeLimit
 
 __version__ = "0.4.0"  # the one place of the version: pyproject.toml reads it
@@ -33,10 +33,15 @@ DEFAULTS.update(max_episode_steps=None, seed=None)
 INTEGERS = dict(n_delta=(1, 10**6), n_top=(1, 10**6), n_eval_episodes=(1, 10**6))
 INTEGERS.update(seed=(0, 2**63 - 1), max_episode_steps=(1, 2**63 - 1))  # max_episode_steps: or None
 SWITCHES = ("zero_policy", "normalize_obs", "common_random_numbers")
-# sb3-contrib's two policies: the paper's linear map, and an MLP
-POLICIES = dict(LinearPolicy=dict(net_arch=[], with_bias=False, squash_output=False))
-POLICIES.update(MlpPolicy=dict(net_arch=[64, 64], with_bias=True, squash_output=True))
 SCHEDULED = ("learning_rate", "delta_std")  # a number, or a function of the progress remaining
+# sb3-contrib's two policies (the paper's a = M x, and an MLP): their options and defaults
+POLICIES = dict(
+    LinearPolicy=dict(with_bias=False, squash_output=False),
+    MlpPolicy=dict(net_arch=[64, 64], activation_fn="relu", with_bias=True, squash_output=True),
+)
+ACTIVATIONS: dict[str, Callable] = dict(relu=lambda x: np.maximum(x, 0.0), tanh=np.tanh)
+ACTIVATIONS.update(sigmoid=lambda x: 0.5 * (1.0 + np.tanh(0.5 * x)), identity=lambda x: x)
+MAX_PARAMETERS = 10**7  # a direction this long per candidate is already slow
 
 
 def is_int(value: Any) -> bool:
@@ -61,35 +66,52 @@ def check_number(name: str, value: Any, low: float = -math.inf, positive: bool =
     return float(value)
 
 
+def check_switch(name: str, value: Any) -> bool:
+    """``value`` as a bool (NumPy's too), else a ValueError naming ``name``."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise ValueError(f"{name} must be True or False; got {value!r:.100}")
+    return bool(value)
+
+
+def policy_options(policy: Any, options: Any) -> dict[str, Any]:
+    """``policy``'s options (``policy_kwargs`` over POLICIES' defaults), checked: layer sizes,
+    an activation's name (torch's class ``nn.ReLU`` names ``"relu"``), and the switches."""
+    if not (isinstance(policy, str) and policy in POLICIES):
+        raise ValueError(f"policy must be one of {list(POLICIES)}; got {policy!r:.100}")
+    if not isinstance(options, (dict, type(None))):
+        raise ValueError(f"policy_kwargs must be a dict or None; got {options!r:.100}")
+    if unknown := sorted(set(options or {}) - set(POLICIES[policy])):
+        raise ValueError(f"policy_kwargs {unknown}: {policy}'s are {list(POLICIES[policy])}")
+    o = {"net_arch": [], "activation_fn": "relu", **POLICIES[policy], **(options or {})}
+    arch, name = o["net_arch"], str(getattr(o["activation_fn"], "__name__", o["activation_fn"]))
+    if not (isinstance(arch, (list, tuple)) and all(is_int(n) and n > 0 for n in arch)):
+        raise ValueError(f"net_arch must be a list of layer sizes >= 1; got {arch!r:.100}")
+    if name.lower() not in ACTIVATIONS:
+        raise ValueError(f"activation_fn must be one of {list(ACTIVATIONS)}; got {name!r:.60}")
+    switches = {k: check_switch(k, o[k]) for k in ("with_bias", "squash_output")}
+    return dict(o, net_arch=[int(n) for n in arch], activation_fn=name.lower(), **switches)
+
+
 def check_settings(hp: dict[str, Any], known: Sequence[str] = tuple(DEFAULTS)) -> dict[str, Any]:
-    """``hp`` over DEFAULTS, checked and completed, for every door (train(), ARS(), a file, CLI):
-    a ValueError names the first bad one. ``n_top`` > N warns and is N (the paper's b <= N;
-    sb3-contrib clamps too); a None ``seed`` is drawn from NumPy's global generator (as SB3)."""
+    """``hp`` over DEFAULTS, checked and completed, at every door (a ValueError names the first
+    bad one): ``n_top`` > N warns and is N (b <= N), a None ``seed`` is drawn (NumPy's, as SB3)."""
     if unknown := sorted(set(hp) - set(known)):
         raise TypeError(f"unknown settings {unknown}; the settings are {list(known)}")
     hp = {**{k: DEFAULTS[k] for k in known if k in DEFAULTS}, **hp}
     hp["seed"] = np.random.randint(0, 2**31 - 1) if hp["seed"] is None else hp["seed"]
     hp["n_top"] = hp["n_delta"] if hp["n_top"] is None else hp["n_top"]
-    for name in [
-        n for n in INTEGERS if n in hp and (hp[n] is not None or n != "max_episode_steps")
-    ]:
-        hp[name] = check_integer(name, hp[name], *INTEGERS[name])
+    ints = [n for n in INTEGERS if n in hp and (hp[n] is not None or n != "max_episode_steps")]
+    hp.update({name: check_integer(name, hp[name], *INTEGERS[name]) for name in ints})
     if hp["n_top"] > hp["n_delta"]:
         message = f"n_top={hp['n_top']} is larger than n_delta={hp['n_delta']}; using n_delta"
         warnings.warn(message, stacklevel=3)
         hp["n_top"] = hp["n_delta"]
-    for name in SWITCHES:
-        if not isinstance(hp[name], (bool, np.bool_)):
-            raise ValueError(f"{name} must be True or False; got {hp[name]!r:.100}")
-        hp[name] = bool(hp[name])
+    hp.update({name: check_switch(name, hp[name]) for name in SWITCHES})
     for name in SCHEDULED:  # a schedule is checked when it is called
         if not callable(hp[name]):
             hp[name] = check_number(name, hp[name], 0.0, positive=name == "delta_std")
     hp["alive_bonus_offset"] = check_number("alive_bonus_offset", hp["alive_bonus_offset"])
-    if hp["policy"] not in POLICIES:
-        raise ValueError(f"policy must be one of {list(POLICIES)}; got {hp['policy']!r:.100}")
-    if not isinstance(hp["policy_kwargs"], (dict, type(None))):
-        raise ValueError(f"policy_kwargs must be a dict or None; got {hp['policy_kwargs']!r:.100}")
+    policy_options(hp["policy"], hp["policy_kwargs"])
     return hp
 
 
@@ -101,8 +123,6 @@ def setting_at(hp: dict[str, Any], name: str, progress: float) -> float:
 
 
 # == Running statistics ==========================================================================
-
-
 class RunningMeanStd:
     """Mean and (population) variance of every row seen so far. Two merge exactly (Chan, Golub
     & LeVeque, 1979); with no data, mean 0 and var 1 make normalising the identity."""
@@ -151,8 +171,6 @@ def merge_statistics(obs_rms: RunningMeanStd | None, visited: Sequence[Any]) -> 
 
 # == The policy: a linear map or an MLP, with V2's normalisation folded into the first layer =====
 
-ACTIVATIONS: dict[str, Callable] = dict(relu=lambda x: np.maximum(x, 0.0), tanh=np.tanh)
-ACTIVATIONS.update(sigmoid=lambda x: 0.5 * (1.0 + np.tanh(0.5 * x)), identity=lambda x: x)
 MIN_VARIANCE = 1e-8  # V2: inputs with a smaller variance are treated as constant and zeroed
 
 
@@ -181,16 +199,15 @@ def inverse_std(var: np.ndarray) -> np.ndarray:
 
 
 class Network:
-    """A policy's structure and forward pass (its parameters are passed in): layers (options
-    ``net_arch``, ``activation_fn``, ``with_bias``, ``squash_output``, an MLP's by default; the
-    paper's ``a = M x`` has none) from a flat, normalised observation to the argmax of Discrete
-    actions, or to Box actions tanh-rescaled to the bounds or clipped."""
+    """A policy's structure and forward pass (its parameters are passed in): the layers of
+    ``policy`` (a name of POLICIES) with ``options``, from a flat, normalised observation to the
+    argmax of Discrete actions, or to Box actions tanh-rescaled to the bounds or clipped."""
 
-    def __init__(self, observation_space: spaces.Space, action_space: spaces.Space, **options: Any):
-        o = {**POLICIES["MlpPolicy"], "activation_fn": "relu", **options}
+    def __init__(self, observation_space: Space, action_space: Space, policy: str, options: Any):
+        o = policy_options(policy, options)
         self.observation_space, self.action_space = observation_space, action_space
-        self.net_arch, self.activation_fn = [int(n) for n in o["net_arch"]], o["activation_fn"]
-        self.with_bias, self.squash_output = bool(o["with_bias"]), bool(o["squash_output"])
+        self.net_arch, self.activation_fn = o["net_arch"], o["activation_fn"]
+        self.with_bias, self.squash_output = o["with_bias"], o["squash_output"]
         self.obs_dim = spaces.flatdim(observation_space)
         flat = isinstance(observation_space, spaces.Box) and len(observation_space.shape) == 1
         self.flatten = None if flat else flattener(observation_space)
@@ -203,6 +220,10 @@ class Network:
                 raise ValueError(f"{action_space} is unbounded: use squash_output=False")
         self.layer_shapes = layer_shapes(self.obs_dim, self.net_arch, self.action_dim)
         self.n_params = sum(o * i + o * self.with_bias for o, i in self.layer_shapes)
+        if self.n_params > MAX_PARAMETERS:
+            raise ValueError(
+                f"{self.n_params:,} parameters: more than ars takes ({MAX_PARAMETERS:,})"
+            )
 
     def layers(self, theta: np.ndarray, obs_rms: RunningMeanStd | None = None) -> list[tuple]:
         """``(weight, bias)`` per layer for ``theta`` (``(n_params,)`` or a population). V2 is
@@ -231,10 +252,9 @@ class Network:
         else:  # np.clip, in place and without its per-call overhead
             low, high, maximum, minimum = self._low, self._high, np.maximum, np.minimum
             to_box = lambda out: minimum(maximum(out, low, out=out), high, out=out)
-        shape = self.action_space.shape  # a Box of more axes: reshaped
-        return (
-            to_box if len(shape) == 1 else lambda out: to_box(out).reshape(out.shape[:-1] + shape)
-        )
+        if len(shape := self.action_space.shape) == 1:
+            return to_box
+        return lambda out: to_box(out).reshape(out.shape[:-1] + shape)  # a Box of more axes
 
     def actor(self, theta: np.ndarray, obs_rms: RunningMeanStd | None = None) -> Callable:
         """A fast ``obs -> action`` for one observation: the rollout's hot path."""
@@ -276,7 +296,6 @@ def direction(seed: int, iteration: int, k: int, n_params: int) -> np.ndarray:
 
 
 # == Rollouts ====================================================================================
-
 OBS_CHUNK_BYTES = 8 << 20  # visited observations are folded into statistics in chunks this big
 NO_LIMIT_STEPS = 100_000  # an episode this long in an env without a time limit is an error
 
@@ -299,17 +318,13 @@ def joined(rows: list, dtype: Any) -> np.ndarray:
     return np.asarray(rows, dtype=np.float64).reshape(-1)
 
 
-# What evaluators get and give back. An Iteration: the Network, theta, V2's statistics frozen
-# (None: V1), nu, the seed and index naming its directions, whether to return the statistics of
-# the states visited, a step limit, a function applied to every observation (SB3 VecNormalize's).
-# A Job, a few numbers: candidate c is ``theta + sign * nu * delta_k`` (sign 0: theta), or its
-# ``weights``, on one env seed per episode. A Result: each episode's return (the env's rewards)
-# and length, and the statistics of the states acted on (V1: None unless one was not finite).
-Iteration = collections.namedtuple(
-    "Iteration",
-    "network theta obs_rms delta_std seed index track_obs max_episode_steps obs_filter",
-    defaults=[False, None, None],
-)
+# What evaluators get and give back. An Iteration: the Network, theta, V2's frozen statistics, nu,
+# the seed and index naming its directions, whether to track the states visited, a step limit, an
+# observation filter (SB3 VecNormalize's). A Job: candidate c is ``theta + sign nu delta_k`` (sign
+# 0: theta, or its ``weights``), with an env seed per episode. A Result: returns, lengths and
+# the statistics of the states acted on (V1: None unless one was not finite).
+FIELDS = "network theta obs_rms delta_std seed index track_obs max_episode_steps obs_filter"
+Iteration = collections.namedtuple("Iteration", FIELDS, defaults=[False, None, None])
 Job = collections.namedtuple("Job", "candidate k sign seeds weights", defaults=[None])
 Result = collections.namedtuple("Result", "returns lengths visited")
 
@@ -370,27 +385,6 @@ def episodes(
     return Result(returns, lengths, visited if track_obs or flagged else None)
 
 
-def run_episodes(
-    env: gym.Env,
-    act: Callable,
-    seeds: Sequence[int],
-    options: dict | None = None,
-    track_obs: bool = True,
-    max_episode_steps: int | None = None,
-    on_step: Callable | None = None,
-) -> Result:
-    """:func:`episodes` on one env for ``act`` (``obs -> action``); ``options`` for every reset;
-    ``on_step(action, transition)`` after every step."""
-    step, env_limit = _inner_step(env)
-    reset = lambda seed: env.reset(seed=seed, options=options)[0]
-    limits = [env_limit, max_episode_steps]
-    loop = episodes(reset, env.observation_space, seeds, limits, track_obs, on_step, step, act)
-    try:
-        next(loop)  # it runs to its end without yielding
-    except StopIteration as end:
-        return end.value
-
-
 def candidate_parameters(it: Iteration, job: Job) -> np.ndarray:
     """The parameters a job evaluates (the same bits wherever it is computed)."""
     if job.weights is not None or job.sign == 0:
@@ -400,11 +394,18 @@ def candidate_parameters(it: Iteration, job: Job) -> np.ndarray:
 
 
 def run_job(env: gym.Env, it: Iteration, job: Job, options: Any = None, on_step: Any = None) -> Any:
-    """Evaluate one candidate: its episodes' returns and lengths, the states it visited."""
+    """Evaluate one candidate on ``env`` (:func:`episodes` run here): a Result. ``options`` go
+    to every reset, ``on_step(action, transition)`` is called after every step."""
     act = it.network.actor(candidate_parameters(it, job), it.obs_rms)
     if it.obs_filter is not None:  # an SB3 VecNormalize's view of the observations
         act = lambda obs, policy=act, see=it.obs_filter: policy(see(obs))
-    return run_episodes(env, act, job.seeds, options, it.track_obs, it.max_episode_steps, on_step)
+    (step, env_limit), limits = _inner_step(env), [it.max_episode_steps]
+    reset = lambda seed: env.reset(seed=seed, options=options)[0]
+    args = (reset, env.observation_space, job.seeds, [env_limit, *limits], it.track_obs, on_step)
+    try:
+        next(episodes(*args, step, act))  # it runs to its end without yielding
+    except StopIteration as end:
+        return end.value
 
 
 def check_finite(result: Result, job: Job, index: int) -> Result:
@@ -423,8 +424,6 @@ def check_finite(result: Result, job: Job, index: int) -> Result:
 
 
 # == One iteration of Algorithm 2, and training ==================================================
-
-
 def iteration(
     theta: np.ndarray, obs_rms: Any, evaluate: Callable, network: Network, index: int, hp: dict
 ) -> tuple[np.ndarray, Any, dict[str, Any]]:
@@ -433,7 +432,8 @@ def iteration(
     new ``theta`` and ``obs_rms``, and the Results, timesteps, sigma_R and step size."""
     n, b, alpha, nu, seed = (hp[k] for k in "n_delta n_top learning_rate delta_std seed".split())
     # Line 4: N directions delta_k ~ N(0, I), the streams direction(seed, index, k), drawn later.
-    it = Iteration(network, theta, obs_rms, nu, seed, index, bool(obs_rms), hp["max_episode_steps"])
+    track = hp["normalize_obs"]  # V2 returns the statistics of the states visited
+    it = Iteration(network, theta, obs_rms, nu, seed, index, track, hp["max_episode_steps"])
 
     # Line 5: 2N rollouts of theta +- nu delta_k (candidates k and N + k), mu and Sigma
     # frozen; common random numbers (ars's, not the paper's): a direction's two share env seeds.
@@ -469,8 +469,7 @@ def iteration(
 
 
 def initial_parameters(network: Network, zero_policy: bool, seed: int) -> np.ndarray:
-    """Line 2's M = 0 (the paper), else uniform in +-1/sqrt(fan_in) per layer (torch's nn.Linear
-    default) from the seed's stream."""
+    """Line 2's M = 0, else uniform in +-1/sqrt(fan_in) per layer (torch's Linear), seeded."""
     if zero_policy:
         return np.zeros(network.n_params)
     rng, sizes = np.random.default_rng(stream(seed)), network.layer_shapes
@@ -483,15 +482,15 @@ def train(env: str | gym.Env, total_timesteps: int, **hyper_parameters: Any) -> 
     DEFAULTS' settings checked as ``ARS`` checks them (its ``learn`` gives the same bits).
     Returns theta, V2's statistics (None: V1) and the Network: ``network.actor(theta, obs_rms)``."""
     hp = check_settings(hyper_parameters)
+    total = check_number("total_timesteps", total_timesteps, 0)
     env = gym.make(env) if isinstance(env, str) else env
-    kwargs = {**POLICIES[hp["policy"]], **(hp["policy_kwargs"] or {})}
-    network = Network(env.observation_space, env.action_space, **kwargs)
+    network = Network(env.observation_space, env.action_space, hp["policy"], hp["policy_kwargs"])
     theta = initial_parameters(network, hp["zero_policy"], hp["seed"])
     obs_rms = RunningMeanStd((network.obs_dim,)) if hp["normalize_obs"] else None
     evaluate = lambda it, jobs: [run_job(env, it, job) for job in jobs]
     steps = index = 0
-    while steps < total_timesteps:  # Line 3: loop
-        now = {k: setting_at(hp, k, 1 - steps / total_timesteps) for k in SCHEDULED}
+    while steps < total:  # Line 3: loop
+        now = {k: setting_at(hp, k, 1 - steps / total) for k in SCHEDULED}
         theta, obs_rms, info = iteration(theta, obs_rms, evaluate, network, index, {**hp, **now})
         steps, index = steps + info["timesteps"], index + 1
     return theta, obs_rms, network
@@ -527,7 +526,6 @@ from pathlib import Path
 # == Shared helpers: optional imports, small checks and conversions used below ====================
 
 Schedule = Callable[[float], float]
-MAX_PARAMETERS = 10**7  # a random direction of this size per candidate is already slow
 SPACE_KEYS = ("observation_space", "action_space")
 # ARS()'s settings: the core's hyper-parameters (but the policy, an argument of its own) and
 # the API's, each a name of ``model.hparams`` and an attribute (``model.n_delta``).
@@ -692,22 +690,14 @@ class ARSPolicy(Network):
         with_bias: bool = True,
         squash_output: bool = True,
     ):
-        check_spaces(observation_space, action_space)
-        arch = POLICIES["MlpPolicy"]["net_arch"] if net_arch is None else net_arch
-        name = str(getattr(activation_fn, "__name__", activation_fn)).lower()  # nn.ReLU: relu
-        if not (isinstance(arch, (list, tuple)) and all(is_int(n) and n > 0 for n in arch)):
-            raise ValueError(f"net_arch must be a list of layer sizes >= 1; got {arch!r:.100}")
-        if name not in ACTIVATIONS:
-            raise ValueError(f"activation_fn must be one of {list(ACTIVATIONS)}; got {name!r:.60}")
-        if not (isinstance(with_bias, bool) and isinstance(squash_output, bool)):
-            raise ValueError("with_bias and squash_output must be True or False")
-        options = dict(net_arch=arch, activation_fn=name, with_bias=with_bias)
-        super().__init__(observation_space, action_space, **options, squash_output=squash_output)
-        if self.n_params > MAX_PARAMETERS:
-            raise ValueError(
-                f"a policy of {self.n_params:,} parameters is more than ars handles "
-                f"({MAX_PARAMETERS:,}): ARS draws that many normals per candidate"
-            )
+        options = dict(net_arch=net_arch, activation_fn=activation_fn, with_bias=with_bias)
+        options.update(squash_output=squash_output)  # net_arch None: the default's
+        self._build(observation_space, action_space, options)
+
+    def _build(self, observation_space: Space, action_space: Space, options: dict) -> None:
+        check_spaces(observation_space, action_space)  # then the options, by the core's check
+        options = {k: v for k, v in options.items() if v is not None}
+        super().__init__(observation_space, action_space, self.policy_name, options)
         self._theta, self.obs_rms = np.zeros(self.n_params), None  # obs_rms: V2's statistics
         self.vec_normalize = None  # the SB3 VecNormalize (or a file's copy) it learned through
 
@@ -716,12 +706,11 @@ class ARSPolicy(Network):
 
     def config(self) -> dict[str, Any]:
         """The constructor's arguments beyond the spaces, as plain data."""
-        keys = ("net_arch", "activation_fn", "with_bias", "squash_output")
-        return {key: getattr(self, key) for key in keys}
+        return {key: getattr(self, key) for key in POLICIES[self.policy_name]}
 
     def network(self) -> Network:
         """The structure alone, for evaluators (an Iteration carries the parameters)."""
-        return Network(self.observation_space, self.action_space, **self.config())
+        return Network(self.observation_space, self.action_space, self.policy_name, self.config())
 
     def parameters_to_vector(self) -> np.ndarray:
         """A copy of the flat parameter vector (layer by layer: weight row-major, then bias)."""
@@ -853,7 +842,9 @@ class ARSLinearPolicy(ARSPolicy):
         with_bias: bool = False,
         squash_output: bool = False,
     ):
-        super().__init__(observation_space, action_space, [], "relu", with_bias, squash_output)
+        self._build(
+            observation_space, action_space, dict(with_bias=with_bias, squash_output=squash_output)
+        )
 
 
 MlpPolicy, LinearPolicy = ARSPolicy, ARSLinearPolicy  # sb3-contrib's names
@@ -861,9 +852,17 @@ POLICY_CLASSES = {"LinearPolicy": ARSLinearPolicy, "MlpPolicy": ARSPolicy}
 
 
 def check_model_settings(policy: Any, settings: dict[str, Any]) -> dict[str, Any]:
-    """:func:`check_settings` for ``ARS``'s settings (a policy class or instance is checked
-    when the model is built), and the API's own: the device and the log folder."""
-    name = policy if isinstance(policy, str) else DEFAULTS["policy"]
+    """:func:`check_settings` for ``ARS``'s settings (``policy_kwargs`` by the policy class's
+    ``policy_name``), and the API's own: the device and the log folder."""
+    cls = policy if isinstance(policy, type) else type(policy)
+    if not (isinstance(policy, str) or issubclass(cls, ARSPolicy)):
+        raise ValueError(
+            f"policy must be one of {list(POLICY_CLASSES)}, an ARSPolicy class or instance; "
+            f"got {policy!r:.100}"
+        )
+    if isinstance(policy, ARSPolicy) and settings.get("policy_kwargs"):
+        raise ValueError("policy_kwargs shape a policy ars builds; this instance is built")
+    name = getattr(policy, "policy_name", policy)
     hp = check_settings({"policy": name, **settings}, ("policy", *HPARAMS))
     del hp["policy"]
     _check_device(hp["device"])
@@ -890,8 +889,7 @@ def check_learn_arguments(args: dict[str, Any]) -> None:
         if not (args[name] is None or is_int(args[name]) and args[name] >= 1):
             raise ValueError(f"{name} must be an integer >= 1 or None; got {args[name]!r:.60}")
     for name in ("reset_num_timesteps", "progress_bar"):
-        if not isinstance(args[name], (bool, np.bool_)):
-            raise ValueError(f"{name} must be True or False; got {args[name]!r:.60}")
+        check_switch(name, args[name])
     if not (evaluator is None or hasattr(evaluator, "evaluate")):
         raise TypeError(f"async_eval must be an AsyncEval or ExecutorEval; got {evaluator!r:.60}")
 
@@ -1000,18 +998,20 @@ class ARS:
 
     def __setattr__(self, name: str, value: Any) -> None:
         if name in HPARAMS and "hparams" in self.__dict__:  # checked as the constructor's
+            if name in ("policy_kwargs", "zero_policy") and self.policy is not None:
+                raise ValueError(f"{name} shapes a policy when it is built: pass it to ARS(...)")
             self.hparams = check_model_settings(self.policy_class, {**self.hparams, name: value})
         else:
             object.__setattr__(self, name, value)
 
+    def _settings(self) -> dict[str, Any]:
+        """``hparams`` checked again where they are used: the seed's users may edit the dict."""
+        self.hparams = check_model_settings(self.policy_class, self.hparams)
+        return self.hparams
+
     def _setup_model(self) -> None:
         policy, cls = self.policy_class, POLICY_CLASSES.get(self.policy_class, self.policy_class)
-        if not isinstance(policy, ARSPolicy):
-            if not (isinstance(cls, type) and issubclass(cls, ARSPolicy)):
-                raise ValueError(
-                    f"policy must be one of {list(POLICY_CLASSES)}, an ARSPolicy "
-                    f"class or instance; got {policy!r:.100}"
-                )
+        if not isinstance(policy, ARSPolicy):  # a name or a class, checked by the settings'
             policy = cls(self.observation_space, self.action_space, **(self.policy_kwargs or {}))
         self._match_normalization(policy)
         if self.zero_policy or policy is not self.policy_class:  # else an instance keeps its own
@@ -1093,7 +1093,7 @@ class ARS:
             raise ValueError("no env to train on: pass env= to ARS(...) or to learn(...)")
         if self.policy is None:
             self._setup_model()
-        self.hparams = check_model_settings(self.policy_class, self.hparams)  # edited in place?
+        self._settings()
         _check_vec_normalize(self)
         self._match_normalization(self.policy)
         evaluator = async_eval or InProcessEval(self.gym_env)
@@ -1211,7 +1211,7 @@ class ARS:
         """The seed's: the shifted return of each row of ``candidate_weights`` (the mean over
         ``n_eval_episodes``), on the env seeds of this iteration's first candidates. An array
         (or torch tensor) in, the same kind out."""
-        weights, policy = _as_array(candidate_weights), self._need_policy()
+        weights, policy, _ = _as_array(candidate_weights), self._need_policy(), self._settings()
         if weights.ndim != 2 or weights.shape[1] != policy.n_params:
             raise ValueError(
                 f"candidate_weights must have shape (n, {policy.n_params}); got {weights.shape}"
@@ -1275,8 +1275,11 @@ class ARS:
         return self._vec_normalize
 
     def set_random_seed(self, seed: int | None = None) -> None:
-        """Use ``seed`` from now on (directions and env seeds of later iterations)."""
-        self.hparams = check_model_settings(self.policy_class, {**self.hparams, "seed": seed})
+        """Use ``seed`` from now on (directions and env seeds of later iterations); None, as
+        in SB3, changes nothing."""
+        if seed is None:
+            return
+        self.seed = seed
         if self.action_space is not None:
             self.action_space.seed(self.seed)
 
@@ -1315,7 +1318,7 @@ class ARS:
         A path without a suffix gets ``.zip``, as in SB3. ``exclude`` drops settings (they
         load as their defaults) or the episode window (``"ep_info_buffer"``); ``include``
         adds attributes with JSON values; a checkpoint adds the ``callbacks``' state."""
-        self._need_policy()
+        self._need_policy(), self._settings()
         meta, included = _metadata(self), {}
         for name in set(exclude or ()) - set(include or ()):  # as in SB3: include wins
             (meta if name == "ep_info_buffer" else meta["hparams"]).pop(name, None)
@@ -1469,8 +1472,6 @@ def paper_model(env_id: str, env: Any = None, **overrides: Any) -> ARS:
     """
     config = {**settings_for(env_id), **overrides}
     net_arch, _ = config.pop("net_arch"), config.pop("total_timesteps")
-    if net_arch and config["policy"] == "LinearPolicy":
-        raise ValueError(f"net_arch={net_arch} needs policy='MlpPolicy' (LinearPolicy has none)")
     if net_arch:
         config["policy_kwargs"] = {**(config.get("policy_kwargs") or {}), "net_arch": net_arch}
     return ARS(config.pop("policy"), env=env if env is not None else env_id, **config)
@@ -2614,10 +2615,8 @@ def _space_from_json(data: dict[str, Any], where: str) -> spaces.Space:
 def _metadata(model: Any, kind: str = "model") -> dict[str, Any]:
     """The plain-data description of a model (or, with ``kind="policy"``, of its policy)."""
     policy = model.policy if kind == "model" else model
-    linear, config = policy.policy_name == "LinearPolicy", policy.config()
     header = dict(format=FORMAT, format_version=FORMAT_VERSION, kind=kind, ars_version=__version__)
-    kwargs = {k: config[k] for k in ("with_bias", "squash_output")} if linear else config
-    meta = dict(header, policy="LinearPolicy" if linear else "MlpPolicy", policy_kwargs=kwargs)
+    meta = dict(header, policy=policy.policy_name, policy_kwargs=policy.config())
     meta.update({k: _space_to_json(getattr(policy, k)) for k in SPACE_KEYS})
     meta["system_info"] = _system_info()
     if kind == "model":
@@ -2750,9 +2749,8 @@ def _json(text: str | bytes, where: str) -> Any:
 
 
 def _check_metadata(meta: Any, where: str) -> dict[str, Any]:
-    """The metadata (ars's, or sb3-contrib's in ars's form): its fields of the right types,
-    its sizes within the caps, its spaces built. What the constructors check (settings,
-    policy options) is left to them."""
+    """The metadata: its fields of the right types, the policy's options (the core's check),
+    its sizes within the caps, its spaces built. The settings are checked as ARS() checks them."""
     if not isinstance(meta, dict) or meta.get("format") != FORMAT:
         raise ValueError(f"{where} is an .npz file but not one written by ars (ARS.save)")
 
@@ -2768,16 +2766,19 @@ def _check_metadata(meta: Any, where: str) -> dict[str, Any]:
         raise ValueError(f"{where}: the metadata holds fields ars does not know: {unknown}")
     kind, kwargs = meta.setdefault("kind", "model"), meta.get("policy_kwargs")
     need("kind", kind in ("model", "policy"), '"model" or "policy"')
-    need("policy", meta.get("policy") in POLICIES, f"one of {list(POLICIES)}")
-    need("policy_kwargs", isinstance(kwargs, dict), "a dict")  # its values: the policy's checks
+    try:  # the policy's name and options, by the core's check
+        sizes = policy_options(meta.get("policy"), kwargs)["net_arch"]
+    except ValueError as error:
+        raise ValueError(f"{where}: {error}") from None
+    meta["policy_kwargs"] = kwargs or {}
     # The weights the spaces' JSON implies (biases aside), before the spaces are built: a small
     # file must not make ars build large ones. The policy then counts its parameters exactly.
     dims = [_space_size(meta.get(key), f"{where}: {key}") for key in SPACE_KEYS]
-    arch = kwargs.get("net_arch", POLICIES[meta["policy"]]["net_arch"])
-    sizes = [n for n in (arch if isinstance(arch, list) else []) if _whole(n, MAX_PARAMETERS)]
     n_weights = sum(o * i for o, i in layer_shapes(dims[0], sizes, dims[1]))
     if n_weights > MAX_PARAMETERS:
-        raise ValueError(f"{where}: a policy of {n_weights:,} weights is more than ars handles")
+        raise ValueError(
+            f"{where}: {n_weights:,} weights: more than ars takes ({MAX_PARAMETERS:,})"
+        )
     for key in SPACE_KEYS:
         meta[key] = _space_from_json(meta[key], f"{where}: {key}")
     if "vec_normalize" in meta:  # a frozen stand-in for the VecNormalize it learned through
@@ -2812,8 +2813,7 @@ def _read_arrays(archive: zipfile.ZipFile, names: set[str], meta: dict, where: s
     parameters (at most the weights and biases its layer sizes allow: the policy built from
     the file then checks their number, and names them), V2's statistics (one per input)."""
     obs_dim, n_outputs = (spaces.flatdim(meta[key]) for key in SPACE_KEYS)  # built, and capped
-    arch = meta["policy_kwargs"].get("net_arch", POLICIES[meta["policy"]]["net_arch"])
-    sizes = [n for n in (arch if isinstance(arch, list) else []) if _whole(n, MAX_PARAMETERS)]
+    sizes = policy_options(meta["policy"], meta["policy_kwargs"])["net_arch"]  # checked
     most = sum(o * i + o for o, i in layer_shapes(obs_dim, sizes, n_outputs))
     expected = {"parameters": ((most,), "f")}
     if "obs_rms_mean.npy" in names:
@@ -2915,21 +2915,20 @@ def _number(kind: type, low: float | None = None) -> Callable[[str], Any]:
     return number
 
 
-def _net_arch(text: str) -> list[int]:
-    sizes = [_number(int, 1)(n) for n in text.split(",") if n.strip()]
-    if not sizes:
-        raise argparse.ArgumentTypeError(f"{text!r} names no layer sizes; e.g. 64,64")
-    return sizes
+def _setting(text: str) -> Any:
+    """A setting as written: an int (``8``), a float (``2.0``, ``1e3``) or the text itself;
+    ``check_settings`` then judges it, with the message any other door gives."""
+    for kind in (int, float):
+        with contextlib.suppress(ValueError):
+            return kind(text)
+    return text
 
 
-def _setting(text: str) -> int | float:
-    """A hyper-parameter's number as written: an int if whole (``8``, ``1e3``), else a float;
-    ``check_settings`` then checks it, with the message any other door gives."""
-    value = float(text)  # a ValueError: argparse says "invalid value"
-    return int(value) if value.is_integer() and abs(value) < 2**63 else value
+def _net_arch(text: str) -> list[Any]:
+    return [_setting(n) for n in text.split(",") if n.strip()]  # checked as policy_kwargs
 
 
-POSITIVE, COUNT, REAL = ({"type": t} for t in (_number(int, 1), _number(int, 0), _number(float)))
+POSITIVE, REAL = ({"type": t} for t in (_number(int, 1), _number(float)))
 SETTING = {"type": _setting}
 SWITCH, FLAG = {"action": argparse.BooleanOptionalAction}, {"action": "store_true"}
 FLAGS = [  # flag, argparse keywords, help
@@ -2959,7 +2958,7 @@ FLAGS = [  # flag, argparse keywords, help
     ("--overwrite", FLAG, "start a new run in a --run-dir that holds one"),
     ("--resume", {"metavar": "RUN_DIR"}, "continue an interrupted run from its checkpoint"),
     ("--eval", {"metavar": "MODEL"}, "evaluate a saved model instead of training"),
-    ("--verbose", {**COUNT, "default": 0}, "1: print the full log table each iteration"),
+    ("--verbose", {**SETTING, "default": 0}, "1: print the full log table each iteration"),
 ]
 RUN_FLAGS = set(  # flags whose value defines a run: on --resume, refused unless unchanged
     "env policy net_arch n_delta n_top learning_rate delta_std alive_bonus_offset normalize_obs "

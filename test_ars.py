@@ -13,6 +13,7 @@ import multiprocessing
 import os
 import pickle
 import platform
+import re
 import shutil
 import signal
 import subprocess
@@ -48,6 +49,24 @@ def _actor(policy, theta=None):
     """``obs -> action`` for a policy's own parameters and statistics, or for ``theta``."""
     theta = policy.parameters_to_vector() if theta is None else theta
     return policy.actor(theta, policy.obs_rms)
+
+
+def _episodes(env, policy, seeds, theta=None, track_obs=True):
+    """ars.run_job for a policy's own parameters (or ``theta``) on episodes of ``seeds``."""
+    theta = policy.parameters_to_vector() if theta is None else theta
+    network, rms = policy.network(), policy.obs_rms
+    it, jobs = ars.fixed_jobs(network, rms, theta, [list(seeds)], track_obs=track_obs)
+    return ars.run_job(env, it, jobs[0])
+
+
+class _Acting:
+    """A Network whose actor is made already: what run_job does per step, measured alone."""
+
+    def __init__(self, network, act):
+        self.network, self.act, self.n_params = network, act, network.n_params
+
+    def actor(self, theta, obs_rms):
+        return self.act
 
 
 def _seed(seed, iteration, candidate, episode):
@@ -849,9 +868,7 @@ def test_float128_spaces_are_refused_at_construction_in_one_line():
 @pytest.mark.parametrize("scale", [1e-200, 1.0, 1e200])
 def test_the_step_is_right_for_returns_of_any_size(scale):
     """sigma_R and the step from returns of 1e-200 and 1e200 (squares under- and overflow)."""
-    network = ars.Network(
-        spaces.Box(-1, 1, (3,)), spaces.Box(-1, 1, (2,)), net_arch=[], with_bias=False
-    )
+    network = ars.Network(spaces.Box(-1, 1, (3,)), spaces.Box(-1, 1, (2,)), "LinearPolicy", {})
     n, b, alpha, seed = 4, 2, 0.1, 3
     r = np.array([3.0, -1.0, 2.5, 0.5, 1.0, 2.0, -0.5, 4.0])  # r+ of k = 0..3, then r-
 
@@ -917,12 +934,12 @@ def test_env_seeds_follow_seed_iteration_direction_episode():
 
 @pytest.mark.parametrize("env_id", ["CartPole-v1", "Pendulum-v1"])
 def test_rollouts_match_stepping_through_every_wrapper(env_id):
-    """run_episodes steps past gymnasium's pass-through wrappers: the episodes must not change."""
+    """run_job steps past gymnasium's pass-through wrappers: the episodes must not change."""
     model = ARS("LinearPolicy", env_id, n_delta=2, seed=0).learn(
         20_000 if env_id == "CartPole-v1" else 2000
     )
     act, seeds = _actor(model.policy), [11, 12, 13]
-    returns, lengths, visited = ars.run_episodes(ars.make_env(env_id), act, seeds)
+    returns, lengths, visited = _episodes(ars.make_env(env_id), model.policy, seeds)
     env, expected, observations = ars.make_env(env_id), [], []
     for seed in seeds:
         obs, _ = env.reset(seed=seed)
@@ -1110,6 +1127,7 @@ BAD_SETTINGS = [
     ({"seed": -1}, "seed must be an integer from 0 to 9,223,372,036,854,775,807; got -1"),
     ({"max_episode_steps": 0}, "max_episode_steps must be an integer from 1 to"),
     ({"normalize_obs": 1}, "normalize_obs must be True or False; got 1"),
+    ({"n_delta": 2.0}, "n_delta must be an integer from 1 to 1,000,000; got 2.0"),
 ]
 
 
@@ -1155,6 +1173,73 @@ def test_a_bad_setting_meets_the_same_fate_at_every_door(settings, message, tmp_
         assert ars.main(flags + _flags(settings)) == 2
         assert capsys.readouterr().err == f"error: {train_door.value}\n"
         assert not run_dir.exists() or not any(run_dir.iterdir())
+
+
+BAD_POLICY_OPTIONS = [  # policy, policy_kwargs, the core's message
+    ("LinearPolicy", {"net_arch": [8]}, "policy_kwargs ['net_arch']: LinearPolicy's are"),
+    ("MlpPolicy", {"net_arch": [0]}, "net_arch must be a list of layer sizes >= 1; got [0]"),
+    ("MlpPolicy", {"net_arch": [8.0]}, "net_arch must be a list of layer sizes >= 1; got [8.0]"),
+    ("MlpPolicy", {"activation_fn": "gelu"}, "activation_fn must be one of ['relu', 'tanh'"),
+    ("MlpPolicy", {"with_bias": 1}, "with_bias must be True or False; got 1"),
+    ("MlpPolicy", {"net_arch": [4000, 4000]}, "parameters: more than ars takes (10,000,000)"),
+    ("MlpPolicy", [64], "policy_kwargs must be a dict or None; got [64]"),
+]
+
+
+@pytest.mark.parametrize("policy,options,message", BAD_POLICY_OPTIONS)
+def test_bad_policy_options_meet_the_same_fate_at_every_door(policy, options, message, tmp_path):
+    """train(), ARS() (by name or class), a policy's constructor, a file and the command line
+    refuse a policy's bad options with the core's one message."""
+    doors = [
+        lambda: ars.train("CartPole-v1", 100, policy=policy, policy_kwargs=options),
+        lambda: ARS(policy, "CartPole-v1", policy_kwargs=options),
+        lambda: ARS(ars.POLICY_CLASSES[policy], "CartPole-v1", policy_kwargs=options),
+    ]
+    if isinstance(options, dict) and set(options) <= set(ars.POLICIES[policy]):  # keywords
+        env = gym.make("CartPole-v1")
+        policy_class = ars.POLICY_CLASSES[policy]
+        doors.append(lambda: policy_class(env.observation_space, env.action_space, **options))
+    for door in doors:
+        with pytest.raises(ValueError) as refusal:
+            door()
+        assert message in str(refusal.value) and "\n" not in str(refusal.value)
+    path = tmp_path / "model.npz"
+    ARS("MlpPolicy", "CartPole-v1", policy_kwargs={"net_arch": [2]}, seed=0).save(path)
+    with np.load(path) as data:
+        arrays = {k: data[k] for k in data.files}
+    meta = json.loads(str(arrays["metadata"]))
+    meta.update(policy=policy, policy_kwargs=options)
+    np.savez(path, **{**arrays, "metadata": np.array(json.dumps(meta))})
+    with pytest.raises(ValueError, match=re.escape(f"{path}: ")) as refusal:
+        ARS.load(path)
+    big = "parameters" in message  # a file's cap counts weights, before anything is built
+    assert (message if not big else "weights: more than ars takes") in str(refusal.value)
+    if isinstance(options, dict) and set(options) == {"net_arch"}:
+        sizes = ",".join(map(str, options["net_arch"]))
+        flags = ["--policy", policy, "--net-arch", sizes, "--total-timesteps", "100"]
+        result = _run(["ars.py", *flags, "--run-dir", str(tmp_path / "run")], HERE)
+        assert result.returncode == 2 and message in result.stderr, result.stderr
+
+
+def test_policy_settings_after_the_policy_is_built_are_refused_and_none_seed_is_kept():
+    model = ARS("LinearPolicy", "CartPole-v1", seed=3)
+    for name, value in (("policy_kwargs", {"with_bias": True}), ("zero_policy", False)):
+        with pytest.raises(ValueError, match=f"{name} shapes a policy when it is built"):
+            setattr(model, name, value)
+    model.set_random_seed(None)  # SB3's: None changes nothing
+    assert model.seed == 3
+    model.set_random_seed(5)
+    assert model.seed == 5 == model.hparams["seed"]
+
+
+def test_the_command_line_reads_settings_as_written(tmp_path, capsys):
+    """--n-delta 2.0 is refused as n_delta=2.0 is; a seed of 20 digits keeps every digit."""
+    flags = ["--env", "CartPole-v1", "--total-timesteps", "100", "--run-dir"]
+    assert ars.main([*flags, str(tmp_path / "a"), "--n-delta", "abc"]) == 2
+    assert "n_delta must be an integer from 1 to 1,000,000; got 'abc'" in capsys.readouterr().err
+    seed = 2**63 - 2
+    assert ars.main([*flags, str(tmp_path / "b"), "--seed", str(seed), "--eval-freq", "100"]) == 0
+    assert json.loads((tmp_path / "b" / "config.json").read_text())["seed"] == seed
 
 
 def test_n_top_above_n_delta_is_clamped_with_one_warning_at_every_door(tmp_path, capsys):
@@ -1217,12 +1302,14 @@ def test_memory_stays_bounded_however_long_the_episode():
             )  # 1000 x 21 kB observations: 170 MB as float64
 
     env, policy = LongImageEnv(), ARSLinearPolicy(ImageEnv.observation_space, ImageEnv.action_space)
-    act = _actor(policy)
     tracemalloc.start()
     for track in (True, False):
+        it, jobs = ars.fixed_jobs(policy.network(), None, np.zeros(policy.n_params), [[1]])
+        it = it._replace(track_obs=track, network=_Acting(it.network, _actor(policy)))
         tracemalloc.reset_peak()
-        _, lengths, visited = ars.run_episodes(env, act, [1], track_obs=track)
-        peak = tracemalloc.get_traced_memory()[1]
+        before = tracemalloc.get_traced_memory()[0]
+        _, lengths, visited = ars.run_job(env, it, jobs[0])
+        peak = tracemalloc.get_traced_memory()[1] - before
         assert lengths[0] == 1000 and (visited.count if track else visited) == (
             1000 if track else None
         )
@@ -1235,9 +1322,7 @@ def test_memory_stays_bounded_however_long_the_episode():
 def test_chunked_statistics_equal_those_of_all_observations():
     env, policy = ImageEnv(), ARSLinearPolicy(ImageEnv.observation_space, ImageEnv.action_space)
     recorder = Recorder(env)
-    _, lengths, visited = ars.run_episodes(
-        recorder, _actor(policy), range(40)
-    )  # 160 rows, chunks of 49
+    _, lengths, visited = _episodes(recorder, policy, range(40))  # 160 rows, chunks of 49
     everything = np.array(recorder.acted_on)
     assert visited.count == len(everything) == lengths.sum()
     np.testing.assert_allclose(visited.mean, everything.mean(axis=0), rtol=1e-12)
@@ -1501,8 +1586,12 @@ def test_hparams_are_a_dict_read_only_initial_copy_and_saved_as_in_use(tmp_path)
     with pytest.raises(TypeError, match="does not support item assignment"):
         model.hparams_initial["n_delta"] = 3
     model.hparams["n_delta"] = 0
+    for use in (lambda: model.learn(100), lambda: model.save(tmp_path / "bad")):
+        with pytest.raises(ValueError, match="n_delta must be an integer from 1"):
+            use()  # checked by the one check, where the settings are used
     with pytest.raises(ValueError, match="n_delta must be an integer from 1"):
-        model.learn(100)  # checked in the one place, when learn starts
+        model.evaluate_candidates(np.zeros((2, model.policy.n_params)))
+    assert not list(tmp_path.iterdir())
     model.n_delta = 16
     loaded = ARS.load(model.save(tmp_path / "m"))
     assert (loaded.n_delta, loaded.learning_rate) == (16, 0.5)  # in use, not the initial ones
@@ -1630,7 +1719,7 @@ def test_async_eval_api_and_exact_statistics():
     weights = np.random.default_rng(1).normal(0, 0.3, (6, model.policy.n_params))
     seeds = np.arange(12).reshape(6, 2) + 1000
     env = PENDULUM()
-    expected = [ars.run_episodes(env, _actor(model.policy, w), s) for w, s in zip(weights, seeds)]
+    expected = [_episodes(env, model.policy, s, w) for w, s in zip(weights, seeds)]
     with AsyncEval([PENDULUM] * 2, model.policy, n_eval_episodes=2) as async_eval:
         assert async_eval.seed(5) == [[5], [6]] and async_eval.seed(None) == []  # as sb3-contrib
         async_eval.sync_obs_rms(model.policy.obs_rms)
@@ -2368,7 +2457,7 @@ def test_eval_callback_logs_and_keeps_the_best_model(tmp_path):
     kept = ARS.load(tmp_path / "best_model")  # SB3's name: best_model.zip
     mean, _ = ars.evaluate_policy(kept, "CartPole-v1", 4)
     seeds = ars.evaluation_seeds(3, 4)  # the EVALUATION stream of the callback's seed
-    returns = ars.run_episodes(ars.make_env("CartPole-v1"), _actor(kept.policy), seeds)[0]
+    returns = _episodes(ars.make_env("CartPole-v1"), kept.policy, seeds)[0]
     assert (
         returns.mean() == best
     )  # the saved best model is the one that scored best, without the alive bonus
@@ -2926,9 +3015,9 @@ def test_hostile_files_are_rejected_before_any_large_allocation(tmp_path):
             {"type": "Box", "low": 0, "high": 1, "shape": [10**6, 10**6], "dtype": "float32"},
             "has 1,000,000,000,000 elements",
         ),
-        ("observation_space", {"type": "Discrete", "n": 10**7}, "policy of 20,000,000"),
+        ("observation_space", {"type": "Discrete", "n": 10**7}, "20,000,000 weights: more than ars takes"),
         ("action_space", {"type": "Discrete", "n": 10**12}, "sizes must be integers"),
-        ("policy", "CnnPolicy", "'policy' must be one of"),
+        ("policy", "CnnPolicy", "policy must be one of"),
         ("format_version", 0, "'format_version' must be a positive integer"),
         ("run_this", "os.system", r"fields ars does not know: \['run_this'\]"),
         ("included", {"learn": 1}, "'included' must be a dict of public attributes the model"),
@@ -2938,7 +3027,7 @@ def test_hostile_files_are_rejected_before_any_large_allocation(tmp_path):
         ("included", {"policy": None}, "the model lacks .*; got {'policy': None}"),
         ("schedules", ["n_delta"], "'schedules' must be a list of learning_rate, delta_std"),
         ("schedules", [[1]], "'schedules' must be a list of learning_rate, delta_std"),
-        ("policy_kwargs", {"with_bias": "x"}, "with_bias and squash_output must be True or False"),
+        ("policy_kwargs", {"with_bias": "x"}, "with_bias must be True or False"),
         # n_top above n_delta: clamped at every door (test_n_top_above_n_delta_is_clamped...)
     ],
 )
@@ -3787,7 +3876,7 @@ def test_warm_start_example_trains_from_demos_and_the_cli_flag_names_it(tmp_path
         (["--env", ""], "needs an env id"),
         (["--verbose", "-3"], "at least 0"),
         (["--n-delta", "10000000"], "n_delta must be an integer from 1 to 1,000,000"),
-        (["--net-arch", "100000,100000"], "more than ars handles"),
+        (["--net-arch", "100000,100000"], "more than ars takes"),
         (["--video", "clip.gif"], "--video moved: python examples/video.py MODEL FILE"),
         (["--render"], "--render moved: python examples/video.py MODEL --render"),
     ],
@@ -4184,7 +4273,7 @@ def test_benchmark_models_reach_their_recorded_return():
         model = ARS.load(path)
         assert model.num_timesteps == run["evaluations"][-1][0]
         seeds = learning.eval_seeds(int(seed))  # the benchmark's evaluation episodes
-        mean = ars.run_episodes(ars.make_env(env_id), _actor(model.policy), seeds)[0].mean()
+        mean = _episodes(ars.make_env(env_id), model.policy, seeds)[0].mean()
         assert mean == pytest.approx(run["evaluations"][-1][2], rel=1e-9), path.name
         checked += 1
     assert checked >= 3
@@ -4196,9 +4285,7 @@ def test_per_step_statistics_rule_in_closed_form(monkeypatch):
     before. Clip-10: the frozen statistics, the normalised observations clipped to +-10."""
     arms = _arms(monkeypatch)
     env, frozen = CountingEnv(), RunningMeanStd.from_moments(np.zeros(1), np.ones(1), 2)
-    network = ars.Network(
-        env.observation_space, env.action_space, net_arch=[], with_bias=False, squash_output=False
-    )
+    network = ars.Network(env.observation_space, env.action_space, "LinearPolicy", None)
     it = ars.Iteration(network, np.ones(1), frozen, 0.0, 0, 1, track_obs=True)  # nu 0: theta
     jobs = [ars.Job(c, 0, (-1) ** c, np.array([c])) for c in range(2)]  # + and - of a direction
     results = [arms.run_job(env, it, job) for job in jobs]

@@ -48,6 +48,7 @@ that runs rollouts: :func:`make_env` installs it in the worker that builds its e
 
 from __future__ import annotations
 
+import copy
 import functools
 from typing import Any
 
@@ -123,10 +124,9 @@ def run_job(
     actor = {"clip-10": clipped_actor, "per-step-sb3-first-iteration": sb3_actor}.get(
         arm, per_step_actor
     )
-    act = actor(it.network, ars.candidate_parameters(it, job), it.obs_rms)
-    return ars.run_episodes(
-        env, act, job.seeds, options, it.track_obs, it.max_episode_steps, on_step
-    )
+    network = copy.copy(it.network)  # acting by the arm's rule
+    network.actor = lambda theta, obs_rms: actor(it.network, theta, obs_rms)
+    return ars.run_job(env, it._replace(network=network), job, options, on_step)
 
 
 @functools.lru_cache(maxsize=4)
