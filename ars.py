@@ -221,9 +221,7 @@ class Network:
         self.layer_shapes = layer_shapes(self.obs_dim, self.net_arch, self.action_dim)
         self.n_params = sum(o * i + o * self.with_bias for o, i in self.layer_shapes)
         if self.n_params > MAX_PARAMETERS:
-            raise ValueError(
-                f"{self.n_params:,} parameters: more than ars takes ({MAX_PARAMETERS:,})"
-            )
+            raise ValueError(f"{self.n_params:,} parameters: ars takes up to {MAX_PARAMETERS:,}")
 
     def layers(self, theta: np.ndarray, obs_rms: RunningMeanStd | None = None) -> list[tuple]:
         """``(weight, bias)`` per layer for ``theta`` (``(n_params,)`` or a population). V2 is
@@ -857,8 +855,7 @@ def check_model_settings(policy: Any, settings: dict[str, Any]) -> dict[str, Any
     cls = policy if isinstance(policy, type) else type(policy)
     if not (isinstance(policy, str) or issubclass(cls, ARSPolicy)):
         raise ValueError(
-            f"policy must be one of {list(POLICY_CLASSES)}, an ARSPolicy class or instance; "
-            f"got {policy!r:.100}"
+            f"policy must be one of {list(POLICIES)} or an ARSPolicy; got {policy!r:.40}"
         )
     if isinstance(policy, ARSPolicy) and settings.get("policy_kwargs"):
         raise ValueError("policy_kwargs shape a policy ars builds; this instance is built")
@@ -866,10 +863,10 @@ def check_model_settings(policy: Any, settings: dict[str, Any]) -> dict[str, Any
     hp = check_settings({"policy": name, **settings}, ("policy", *HPARAMS))
     del hp["policy"]
     _check_device(hp["device"])
-    if not isinstance(hp["tensorboard_log"], (str, os.PathLike, type(None))):
-        raise ValueError(
-            f"tensorboard_log must be a folder or None; got {hp['tensorboard_log']!r:.100}"
-        )
+    if not isinstance(folder := hp["tensorboard_log"], (str, os.PathLike, type(None))):
+        raise ValueError(f"tensorboard_log must be a folder or None; got {folder!r:.100}")
+    if hp["normalization_samples"] and not hp["normalize_obs"]:  # V1 keeps no statistics
+        raise ValueError("normalization_samples needs normalize_obs=True (V2's statistics)")
     return hp
 
 
@@ -977,7 +974,7 @@ class ARS:
         self.hparams = check_model_settings(policy, settings)
         self.hparams_initial = types.MappingProxyType(dict(self.hparams))
         self.policy_class, self.policy, self._logger = policy, None, None
-        self.num_timesteps = self._n_updates = self._total_timesteps = 0
+        self.num_timesteps = self.n_updates = self._total_timesteps = 0
         self._current_progress_remaining = 1.0
         self.ep_info_buffer: collections.deque = collections.deque(maxlen=self.stats_window_size)
         self.gym_env = self.env_id = self._vec_env = self._vec_normalize = None
@@ -1110,7 +1107,7 @@ class ARS:
         self._start_time, self._start_steps = time.perf_counter(), self.num_timesteps
         if self.normalization_samples and getattr(self.policy.obs_rms, "count", 1) == 0:
             self._warm_up(evaluator)
-        if checkpoint and self._n_updates == 0:  # a run killed early can resume too
+        if checkpoint and self.n_updates == 0:  # a run killed early can resume too
             self.save(checkpoint, callbacks=callbacks)
         start = dict(locals(), total_timesteps=self._total_timesteps)  # SB3's: the absolute target
         callbacks.hook("on_training_start", start, globals())
@@ -1118,7 +1115,7 @@ class ARS:
             self._current_progress_remaining = 1.0 - self.num_timesteps / self._total_timesteps
             if not self._step(evaluator, callbacks, log_interval):
                 break
-            if checkpoint and self._n_updates % checkpoint_interval == 0:
+            if checkpoint and self.n_updates % checkpoint_interval == 0:
                 self.save(checkpoint, callbacks=callbacks)
         if checkpoint:
             self.save(checkpoint, callbacks=callbacks)
@@ -1129,7 +1126,7 @@ class ARS:
         """One iteration of the core, its callbacks and its log row, or nothing at all: on
         Ctrl+C, an error or a callback's stop, the model and the callbacks are left as they
         were. Returns False to stop training."""
-        policy, start, n_updates = self.policy, self.num_timesteps, self._n_updates
+        policy, start, n_updates = self.policy, self.num_timesteps, self.n_updates
         saved = policy.parameters_to_vector(), policy.obs_rms, self.ep_info_buffer.copy()
         rms, callback_states = getattr(self._vec_normalize, "obs_rms", None), callbacks.state_dict()
         rms = None if rms is None else rms.copy()  # VecNormalize's, updated in place
@@ -1137,7 +1134,7 @@ class ARS:
             hp = dict(self.hparams, learning_rate=self._schedule_value("learning_rate"))
             hp["delta_std"] = self._schedule_value("delta_std")
             evaluate, theta = self._rollouts(evaluator, callbacks), policy.parameters_to_vector()
-            network, index = policy.network(), self._n_updates
+            network, index = policy.network(), self.n_updates
             theta, obs_rms, info = iteration(theta, policy.obs_rms, evaluate, network, index, hp)
             policy.load_from_vector(theta)
             policy.obs_rms = obs_rms
@@ -1146,23 +1143,24 @@ class ARS:
             for r in info["results"]:
                 episodes = zip(r.returns.tolist(), r.lengths.tolist())
                 self.ep_info_buffer.extend({"r": x, "l": n} for x, n in episodes)
-            self.logger.record("train/iterations", self._n_updates, exclude="tensorboard")
-            self._n_updates += 1
+            self.logger.record("train/iterations", self.n_updates, exclude="tensorboard")
+            self.n_updates += 1
             for key in ("delta_std", "learning_rate", "step_size", "sigma_r"):
                 name = "rollout/return_std" if key == "sigma_r" else f"train/{key}"
                 self.logger.record(name, float(hp[key] if key in hp else info[key]))
             keep_going = callbacks.on_iteration(locals())  # before the log row: evaluations
-            if log_interval and self._n_updates % log_interval == 0:
+            if log_interval and self.n_updates % log_interval == 0:
                 self.dump_logs()
             return keep_going
         except BaseException as error:  # all put back as it was
             policy.load_from_vector(saved[0])
             policy.obs_rms, self.ep_info_buffer = saved[1:]  # a copy: the window's length kept
-            self.num_timesteps, self._n_updates = start, n_updates
+            self.num_timesteps, self.n_updates = start, n_updates
             if self._vec_normalize is not None:
                 self._vec_normalize.obs_rms = rms
             callbacks.load_state_dict(callback_states)
             getattr(self.logger, "values", {}).clear()
+            getattr(self.logger, "_means", {}).clear()
             if isinstance(error, StopTraining):
                 return False
             raise
@@ -1217,7 +1215,7 @@ class ARS:
                 f"candidate_weights must have shape (n, {policy.n_params}); got {weights.shape}"
             )
         evaluator, max_steps = async_eval or InProcessEval(self.gym_env), self.max_episode_steps
-        episodes, index, n = range(self.n_eval_episodes), self._n_updates, len(weights)
+        episodes, index, n = range(self.n_eval_episodes), self.n_updates, len(weights)
         seeds = [[env_seed(self.seed, ENV_SEEDS, index, c, e) for e in episodes] for c in range(n)]
         it, jobs = fixed_jobs(policy.network(), policy.obs_rms, weights, seeds, max_steps)
         start, shift = self.num_timesteps, self.alive_bonus_offset
@@ -1376,16 +1374,14 @@ class ARS:
             model = ARS(meta["policy"], _init_setup_model=False, **settings)
             if model.normalize_obs != ("obs_rms.mean" in state):  # V2 needs the file's statistics
                 what = "lacks" if model.normalize_obs else "holds"
-                raise ValueError(
-                    f"normalize_obs is {model.normalize_obs} but the file {what} V2's statistics"
-                )
+                raise ValueError(f"normalize_obs is {model.normalize_obs}; the file {what} V2's")
         except ValueError as error:  # not TypeError: ARS() names an override it does not take
             raise ValueError(f"{where}: {error}") from None
         meta["policy_kwargs"] = model.policy_kwargs or {}  # the file's, or those given
         model.policy = _build_policy(meta, state, where)  # and the VecNormalize it learned through
         model.observation_space, model.action_space = _spaces_of(model.policy)
         model.env_id = meta.get("env_id")
-        model.num_timesteps, model._n_updates = meta["num_timesteps"], meta["n_updates"]
+        model.num_timesteps, model.n_updates = meta["num_timesteps"], meta["n_updates"]
         model.ep_info_buffer.extend({"r": float(r), "l": int(n)} for r, n in meta["ep_info_buffer"])
         if set(meta.get("included", {})) & _own_attributes():  # a file adds, never replaces
             raise ValueError(
@@ -1416,9 +1412,7 @@ def _build_policy(meta: dict, state: dict | None, where: str) -> ARSPolicy:
             state, theta = dict(state), state.get("parameters")
             if theta is not None:  # a file's flat vector: its layers, by sb3-contrib's names
                 if theta.shape != (policy.n_params,):
-                    raise ValueError(
-                        f"parameters holds {theta.shape}; expected ({policy.n_params},)"
-                    )
+                    raise ValueError(f"parameters: {theta.shape}; expected ({policy.n_params},)")
                 state.update(policy._named(state.pop("parameters")))
             has = "obs_rms.mean" in state  # V2's statistics
             policy.obs_rms = RunningMeanStd((policy.obs_dim,)) if has else None
@@ -1708,6 +1702,7 @@ def batch_sizes(n_jobs: int, n_workers: int) -> list[int]:
 
 def evaluation_seeds(seed: int, n_episodes: int) -> np.ndarray:
     """The env seeds of evaluation episodes: the seed's EVALUATION stream, never training's."""
+    seed = check_integer("seed", seed, *INTEGERS["seed"])
     episodes = range(check_integer("n_eval_episodes", n_episodes))
     return np.array([env_seed(seed, EVALUATION, e) for e in episodes], np.uint64)
 
@@ -1907,7 +1902,7 @@ class Evaluator:
         """Seed the env seeds of later ``send_jobs``; as sb3-contrib, ``None`` does nothing."""
         if seed is None:
             return []
-        self._seed, self._n_sends = int(seed), 0
+        self._seed, self._n_sends = check_integer("seed", seed, *INTEGERS["seed"]), 0
         return [[int(seed) + i] for i in range(self.n_workers)]
 
     def set_options(self, options: list[dict] | dict | None = None) -> list[None]:
@@ -2188,6 +2183,7 @@ class Logger:
 
     def __init__(self, verbose: int = 0, folder: Any = None, tensorboard: bool = False):
         self.verbose, self.values, self.columns, self._writer = verbose, {}, [], None
+        self._means: dict[str, tuple[float, int]] = {}  # record_mean's: mean and count
         self.dir = None if folder is None else Path(folder)
         if self.dir is not None:
             self.dir.mkdir(parents=True, exist_ok=True)
@@ -2200,7 +2196,11 @@ class Logger:
         """Set ``key`` for the next :meth:`dump` (``exclude`` is accepted for SB3 callbacks)."""
         self.values[key] = value
 
-    record_mean = record  # SB3's record_mean: here the last value is kept
+    def record_mean(self, key: str, value: Any, exclude: Any = None) -> None:
+        """Set ``key`` to the mean of the values given until the next :meth:`dump` (SB3's)."""
+        mean, n = self._means.get(key, (0.0, 0))
+        self._means[key] = mean + (value - mean) / (n + 1), n + 1
+        self.values[key] = self._means[key][0]
 
     def get_dir(self) -> str | None:
         return None if self.dir is None else str(self.dir)
@@ -2227,7 +2227,7 @@ class Logger:
                 self._writer.add_scalar(key, value, step)
         if self._writer is not None:
             self._writer.flush()
-        self.values = {}
+        self.values, self._means = {}, {}
 
     def close(self) -> None:
         if self._writer is not None:
@@ -2622,7 +2622,7 @@ def _metadata(model: Any, kind: str = "model") -> dict[str, Any]:
     if kind == "model":
         schedules = [k for k in ("learning_rate", "delta_std") if callable(model.hparams[k])]
         value = lambda k: model._schedule_value(k) if k in schedules else model.hparams[k]
-        counters = dict(num_timesteps=model.num_timesteps, n_updates=model._n_updates)
+        counters = dict(num_timesteps=model.num_timesteps, n_updates=model.n_updates)
         meta.update(hparams={k: value(k) for k in SAVED}, env_id=model.env_id, **counters)
         episodes = [[e["r"], e["l"]] for e in model.ep_info_buffer]
         meta.update(schedules=schedules, ep_info_buffer=episodes)
@@ -2776,9 +2776,7 @@ def _check_metadata(meta: Any, where: str) -> dict[str, Any]:
     dims = [_space_size(meta.get(key), f"{where}: {key}") for key in SPACE_KEYS]
     n_weights = sum(o * i for o, i in layer_shapes(dims[0], sizes, dims[1]))
     if n_weights > MAX_PARAMETERS:
-        raise ValueError(
-            f"{where}: {n_weights:,} weights: more than ars takes ({MAX_PARAMETERS:,})"
-        )
+        raise ValueError(f"{where}: {n_weights:,} weights: ars takes up to {MAX_PARAMETERS:,}")
     for key in SPACE_KEYS:
         meta[key] = _space_from_json(meta[key], f"{where}: {key}")
     if "vec_normalize" in meta:  # a frozen stand-in for the VecNormalize it learned through
@@ -3088,7 +3086,7 @@ def _print_progress(total: int, evaluation: EvalCallback, interrupts: _Interrupt
             latest = evaluations[-1][2] if evaluations else float("nan")
             eta = max(total - model.num_timesteps, 0) / max(fps, 1e-9) / 60
             print(
-                f"{model.num_timesteps:>12,} / {total:,} steps | iter {model._n_updates:>6} | "
+                f"{model.num_timesteps:>12,} / {total:,} steps | iter {model.n_updates:>6} | "
                 f"train return {reward:10.2f} | eval {latest:10.2f} (best "
                 f"{evaluation.best_mean_reward:10.2f}) | {fps:9,.0f} steps/s | eta "
                 f"{eta:6.1f} min",
@@ -3170,8 +3168,9 @@ def _evaluate_saved(args: argparse.Namespace) -> int:
     env_id = args.env or getattr(model, "env_id", None)
     if env_id is None:
         raise ValueError(f"{args.eval} does not record its env; pass --env")
-    if args.max_episode_steps is not None:
-        model.max_episode_steps = args.max_episode_steps
+    if args.max_episode_steps is not None:  # a policy alone too: checked as the setting
+        limit = INTEGERS["max_episode_steps"]
+        model.max_episode_steps = check_integer("max_episode_steps", args.max_episode_steps, *limit)
     env = make_env(env_id)
     _check_same_spaces(_spaces_of(env), _spaces_of(policy_of(model)), env_id, "the model")
     mean, std = evaluate_policy(model, env, n := args.eval_episodes)  # the model's own seeds
@@ -3209,9 +3208,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                 raise ValueError(f"{checkpoint} is not a checkpoint of ars.py ({error})") from None
             for stale in run_dir.glob(".*.tmp"):  # left by a kill in the middle of a write
                 stale.unlink(missing_ok=True)
-            _trim_progress(run_dir / "progress.csv", model._n_updates)
+            _trim_progress(run_dir / "progress.csv", model.n_updates)
             print(
-                f"resuming {run_dir} at {model.num_timesteps:,} steps, iteration {model._n_updates}"
+                f"resuming {run_dir} at {model.num_timesteps:,} steps, iteration {model.n_updates}"
             )
         else:
             for name in RUN_FILES.split():  # --overwrite: the old run's files go
@@ -3276,7 +3275,7 @@ def _train(model: ARS, config: dict, run_dir: Path, evaluation: EvalCallback, lo
             how = "discarded the unfinished" if interrupts.discarded else "finished the current"
             print(
                 f"interrupted: {how} iteration; {path} and the checkpoint hold iteration "
-                f"{model._n_updates} ({model.num_timesteps:,} steps). Continue with: python "
+                f"{model.n_updates} ({model.num_timesteps:,} steps). Continue with: python "
                 f"ars.py --resume {run_dir}"
             )
             return 130

@@ -537,7 +537,7 @@ def _files_of(run_dir):
         row.pop("time/fps")
         row.pop("time/time_elapsed")
     models = [ARS.load(run_dir / name) for name in ("model.npz", "best_model.npz")]
-    return rows, [_weights(m) for m in models], [(m.num_timesteps, m._n_updates) for m in models]
+    return rows, [_weights(m) for m in models], [(m.num_timesteps, m.n_updates) for m in models]
 
 
 def _same_files(a, b):
@@ -966,9 +966,9 @@ def test_non_finite_values_raise_and_leave_the_weights(what, v2):
     model = ARS("LinearPolicy", env, n_delta=3, normalize_obs=bool(v2), seed=2)
     model.learn(30)
     before = model.get_parameters()["policy"]
-    env.poison_seed = _seed(2, model._n_updates, 1, 0)  # candidate 1 (and 4, its mirror)
+    env.poison_seed = _seed(2, model.n_updates, 1, 0)  # candidate 1 (and 4, its mirror)
     with pytest.raises(
-        FloatingPointError, match=rf"iteration {model._n_updates}, candidate 1 .*non-finite {what}"
+        FloatingPointError, match=rf"iteration {model.n_updates}, candidate 1 .*non-finite {what}"
     ):
         model.learn(30, reset_num_timesteps=False)
     after = model.get_parameters()["policy"]
@@ -1181,7 +1181,7 @@ BAD_POLICY_OPTIONS = [  # policy, policy_kwargs, the core's message
     ("MlpPolicy", {"net_arch": [8.0]}, "net_arch must be a list of layer sizes >= 1; got [8.0]"),
     ("MlpPolicy", {"activation_fn": "gelu"}, "activation_fn must be one of ['relu', 'tanh'"),
     ("MlpPolicy", {"with_bias": 1}, "with_bias must be True or False; got 1"),
-    ("MlpPolicy", {"net_arch": [4000, 4000]}, "parameters: more than ars takes (10,000,000)"),
+    ("MlpPolicy", {"net_arch": [4000, 4000]}, "parameters: ars takes up to 10,000,000"),
     ("MlpPolicy", [64], "policy_kwargs must be a dict or None; got [64]"),
 ]
 
@@ -1213,7 +1213,7 @@ def test_bad_policy_options_meet_the_same_fate_at_every_door(policy, options, me
     with pytest.raises(ValueError, match=re.escape(f"{path}: ")) as refusal:
         ARS.load(path)
     big = "parameters" in message  # a file's cap counts weights, before anything is built
-    assert (message if not big else "weights: more than ars takes") in str(refusal.value)
+    assert (message if not big else "weights: ars takes up to") in str(refusal.value)
     if isinstance(options, dict) and set(options) == {"net_arch"}:
         sizes = ",".join(map(str, options["net_arch"]))
         flags = ["--policy", policy, "--net-arch", sizes, "--total-timesteps", "100"]
@@ -2383,7 +2383,7 @@ def test_callbacks_function_and_sb3_object_can_stop_training():
     cb = SB3Style()  # an SB3-style object: on_step after every env step, as in SB3
     model = ARS("LinearPolicy", QuadraticBandit(), n_delta=2, seed=0).learn(1000, callback=[cb])
     # False at step 12, in the third iteration (4 one-step episodes each): it is discarded
-    assert model.num_timesteps == 8 and model._n_updates == 2
+    assert model.num_timesteps == 8 and model.n_updates == 2
     iteration = ["rollout_start"] + ["step"] * 4 + ["rollout_end"]
     assert cb.events == ["init", "start"] + iteration * 2 + ["rollout_start"] + ["step"] * 4 + [
         "end"
@@ -2409,10 +2409,10 @@ def test_verbose_table_and_progress_csv(tmp_path, capsys):
     for key in keys:
         assert key.split("/")[1] in out
     rows = _rows(tmp_path / "progress.csv")
-    assert len(rows) == model._n_updates // 2 and set(keys) <= set(rows[0])
+    assert len(rows) == model.n_updates // 2 and set(keys) <= set(rows[0])
     assert int(rows[-1]["time/total_timesteps"]) <= model.num_timesteps
     # sb3-contrib logs the iteration's index before counting it: 1, 3, ... for rows after 2, 4, ...
-    assert [int(r["train/iterations"]) for r in rows] == list(range(1, model._n_updates, 2))
+    assert [int(r["train/iterations"]) for r in rows] == list(range(1, model.n_updates, 2))
     model.logger.record(
         "eval/mean_reward", 1.0
     )  # a key an SB3 EvalCallback would add: the header widens
@@ -2489,7 +2489,7 @@ def test_episode_ends_reach_callbacks_alike_and_unseedable_vector_envs_are_refus
         env = make()  # SB3's callback counts max_episodes per env: 6 episodes in all
         stop = StopTrainingOnMaxEpisodes(max_episodes=6 if name == "env" else 3)
         model = ARS("LinearPolicy", env, n_delta=2, seed=0).learn(5000, callback=stop)
-        counts[name] = (model.num_timesteps, model._n_updates, stop.n_episodes)
+        counts[name] = (model.num_timesteps, model.n_updates, stop.n_episodes)
         getattr(env, "close", lambda: None)()
     assert set(counts.values()) == {(800, 1, 6)}, counts  # the second iteration: discarded
     model = ARS("LinearPolicy", "Pendulum-v1", n_delta=2, seed=0, max_episode_steps=50)
@@ -2852,7 +2852,7 @@ def test_checkpoint_resume_is_exact_in_one_process_and_with_async_eval(tmp_path)
 
     straight = model().learn(6400)  # 4 iterations of 1600 steps
     first = model().learn(3200, default_root_dir=tmp_path / "a", checkpoint_interval=1)
-    assert first._n_updates == 2 and (tmp_path / "a" / "checkpoint.npz").exists()
+    assert first.n_updates == 2 and (tmp_path / "a" / "checkpoint.npz").exists()
     resumed = ARS.load(tmp_path / "a" / "checkpoint.npz", env="Pendulum-v1")
     resumed.learn(6400 - resumed.num_timesteps, reset_num_timesteps=False)
     with AsyncEval([PENDULUM] * 2, resumed.policy, start_method="fork") as async_eval:
@@ -2861,7 +2861,7 @@ def test_checkpoint_resume_is_exact_in_one_process_and_with_async_eval(tmp_path)
             6400 - parallel.num_timesteps, reset_num_timesteps=False, async_eval=async_eval
         )
     for other in (resumed, parallel):
-        assert other._n_updates == straight._n_updates == 4
+        assert other.n_updates == straight.n_updates == 4
         _assert_same_weights(other, straight)
     rows = _rows(tmp_path / "a" / "progress.csv")
     assert [int(r["train/iterations"]) for r in rows] == [0, 1]
@@ -3007,7 +3007,7 @@ def test_hostile_files_are_rejected_before_any_large_allocation(tmp_path):
         ("hparams", {"tensorboard_log": "/etc"}, "may not set"),
         ("hparams", {"n_delta": "8"}, "n_delta must be an integer from 1"),
         ("hparams", {"n_delta": 10**15}, "n_delta must be an integer from 1"),
-        ("hparams", {"normalize_obs": True}, "normalize_obs is True but the file lacks"),
+        ("hparams", {"normalize_obs": True}, "normalize_obs is True; the file lacks"),
         ("num_timesteps", -5, "'num_timesteps' must be an integer >= 0"),
         ("policy_kwargs", {"net_arch": "64"}, "net_arch"),
         (
@@ -3015,7 +3015,11 @@ def test_hostile_files_are_rejected_before_any_large_allocation(tmp_path):
             {"type": "Box", "low": 0, "high": 1, "shape": [10**6, 10**6], "dtype": "float32"},
             "has 1,000,000,000,000 elements",
         ),
-        ("observation_space", {"type": "Discrete", "n": 10**7}, "20,000,000 weights: more than ars takes"),
+        (
+            "observation_space",
+            {"type": "Discrete", "n": 10**7},
+            "20,000,000 weights: ars takes up to",
+        ),
         ("action_space", {"type": "Discrete", "n": 10**12}, "sizes must be integers"),
         ("policy", "CnnPolicy", "policy must be one of"),
         ("format_version", 0, "'format_version' must be a positive integer"),
@@ -3835,7 +3839,7 @@ def test_cli_survives_sigkill_at_random_moments(tmp_path):
     _assert_same_weights(killed, straight)
     rows = _rows(tmp_path / "killed" / "progress.csv")
     assert [int(r["train/iterations"]) for r in rows] == list(
-        range(killed._n_updates)
+        range(killed.n_updates)
     )  # no row lost or repeated
 
 
@@ -3876,7 +3880,7 @@ def test_warm_start_example_trains_from_demos_and_the_cli_flag_names_it(tmp_path
         (["--env", ""], "needs an env id"),
         (["--verbose", "-3"], "at least 0"),
         (["--n-delta", "10000000"], "n_delta must be an integer from 1 to 1,000,000"),
-        (["--net-arch", "100000,100000"], "more than ars takes"),
+        (["--net-arch", "100000,100000"], "ars takes up to"),
         (["--video", "clip.gif"], "--video moved: python examples/video.py MODEL FILE"),
         (["--render"], "--render moved: python examples/video.py MODEL --render"),
     ],
@@ -3988,7 +3992,7 @@ def test_interrupts_finish_or_discard_the_iteration_and_resume_is_exact(tmp_path
             ARS.load(tmp_path / run / "checkpoint.npz"),
         )
         assert (
-            model._n_updates == checkpoint._n_updates
+            model.n_updates == checkpoint.n_updates
             and model.num_timesteps == checkpoint.num_timesteps
         )
         assert _cli(tmp_path, "--resume", run).returncode == 0
@@ -4066,7 +4070,7 @@ def test_resume_of_a_finished_run_and_of_a_damaged_checkpoint(tmp_path):
     assert again.returncode == 0 and "has trained its 3,000 steps" in again.stdout, again.stderr
     assert "evaluation: mean return" in again.stdout and not stale.exists()
     model = ARS.load(tmp_path / "r" / "checkpoint.npz")
-    model._n_updates = 1
+    model.n_updates = 1
     model.save(tmp_path / "r" / "checkpoint.npz")  # a model file: no EvalCallback state
     stale.write_bytes(b"half")
     progress = (tmp_path / "r" / "progress.csv").read_bytes()
@@ -4441,3 +4445,27 @@ def test_sb3_emulation_gives_sb3_contribs_weights_and_statistics(monkeypatch):
     assert np.array_equal(rms.mean, emulation.main.mean) and np.array_equal(
         rms.var, emulation.main.var
     )
+
+
+def test_record_mean_averages_until_the_row_is_written(tmp_path):
+    logger = ars.Logger(folder=tmp_path)
+    for value in (1.0, 2.0, 6.0):
+        logger.record_mean("custom/x", value)
+    logger.dump(1)
+    logger.record_mean("custom/x", 10.0)  # a new row: a new mean
+    logger.dump(2)
+    rows = list(csv.DictReader((tmp_path / "progress.csv").open()))
+    assert [float(r["custom/x"]) for r in rows] == [3.0, 10.0]
+
+
+def test_settings_that_v1_cannot_honour_and_bad_evaluation_seeds_are_refused(tmp_path, capsys):
+    with pytest.raises(ValueError, match="normalization_samples needs normalize_obs=True"):
+        ARS("LinearPolicy", "CartPole-v1", normalization_samples=100)
+    model = ARS("LinearPolicy", "CartPole-v1", n_delta=2, seed=0)
+    for seed in (-1, 1.5, "7"):
+        with pytest.raises(ValueError, match="seed must be an integer from 0 to"):
+            ars.evaluate_policy(model, "CartPole-v1", 1, seed=seed)
+    model.policy.save(tmp_path / "policy.npz")  # a policy alone: the limit is checked too
+    flags = ["--eval", str(tmp_path / "policy.npz"), "--env", "CartPole-v1"]
+    assert ars.main([*flags, "--max-episode-steps", "0"]) == 2
+    assert "max_episode_steps must be an integer from 1 to" in capsys.readouterr().err

@@ -169,7 +169,7 @@ def run_ars(env_id: str, seed: int, budget: int, eval_freq: int, args: argparse.
         state = json.loads(state_path.read_text())
         model = ars.ARS.load(run_dir / state["checkpoint"], env=env_id)
         print(
-            f"  resuming at {model.num_timesteps:,} steps, iteration {model._n_updates}", flush=True
+            f"  resuming at {model.num_timesteps:,} steps, iteration {model.n_updates}", flush=True
         )
     else:
         model = ars.paper_model(env_id, seed=seed, **overrides)
@@ -180,7 +180,7 @@ def run_ars(env_id: str, seed: int, budget: int, eval_freq: int, args: argparse.
     seeds, per_iteration = eval_seeds(seed), 2 * model.n_delta * model.n_eval_episodes
 
     def checkpoint() -> None:
-        old, new = state["checkpoint"], f"checkpoint-{model._n_updates}.npz"
+        old, new = state["checkpoint"], f"checkpoint-{model.n_updates}.npz"
         model.save(run_dir / new)
         state["checkpoint"] = new
         write_json(state_path, state)
@@ -207,7 +207,7 @@ def run_ars(env_id: str, seed: int, budget: int, eval_freq: int, args: argparse.
                 theta = np.tile(model.policy.parameters_to_vector(), (len(seeds), 1))
                 async_eval.send_jobs(theta, len(seeds), episode_seeds=seeds[:, None])
                 returns = np.array([r[0] for _, (r, _) in async_eval.get_results()])
-            episodes = model._n_updates * per_iteration
+            episodes = model.n_updates * per_iteration
             state["evaluations"].append(
                 [
                     model.num_timesteps,
@@ -458,7 +458,7 @@ def run_sb3(env_id: str, seed: int, budget: int, eval_freq: int, args: argparse.
             began = time.perf_counter()
             mean, std = evaluate()
             self.eval_seconds += time.perf_counter() - began
-            episodes = self.model._n_updates * 2 * n_delta
+            episodes = self.model.n_updates * 2 * n_delta
             self.records.append((self.model.num_timesteps, seconds, mean, std, episodes))
             while self.next <= self.model.num_timesteps:
                 self.next += eval_freq

@@ -44,7 +44,7 @@ def probe(mode: str, seed: int) -> dict:
         if model.num_timesteps < next_eval[0]:
             return True
         next_eval[0] = model.num_timesteps + EVAL_EVERY
-        records.append((model.num_timesteps, model._n_updates * 2 * model.n_delta, evaluate()))
+        records.append((model.num_timesteps, model.n_updates * 2 * model.n_delta, evaluate()))
         return not confirmed(records, THRESHOLD)  # (timesteps, episodes, mean)
 
     env_fns = [functools.partial(ars.make_env, ENV_ID)] * 2

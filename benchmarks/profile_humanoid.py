@@ -98,12 +98,12 @@ def main() -> None:
         timed = TimedEvaluator(async_eval)
 
         def iterations(n: int) -> None:
-            target = model._n_updates + n
+            target = model.n_updates + n
             model.learn(
                 10**9,
                 async_eval=timed,
                 reset_num_timesteps=False,
-                callback=lambda locals_, globals_: model._n_updates < target,
+                callback=lambda locals_, globals_: model.n_updates < target,
             )
 
         iterations(1)  # warm up: workers and envs built

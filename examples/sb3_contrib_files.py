@@ -118,7 +118,7 @@ def load_sb3_contrib(path: str | Path, env: Any = None) -> ars.ARS:
         counters = data.get("num_timesteps", 0), data.get("_n_updates", 0)
         if not all(ars.is_int(n) and 0 <= n < 2**63 for n in counters):
             raise ValueError(f"its counters must be integers >= 0; got {counters}")
-        model.num_timesteps, model._n_updates = counters  # SB3's names
+        model.num_timesteps, model.n_updates = counters
         return model
     except (ValueError, TypeError, KeyError, RuntimeError, OSError, zipfile.BadZipFile) as error:
         message = " ".join(str(error).split())[:300]

@@ -93,7 +93,7 @@ def warm_start(model: ars.ARS, demonstrations: Any, ridge: float = 1e-3) -> None
         targets = np.where(np.arange(policy.action_dim) == index[:, None], 1.0, -1.0)
     else:
         targets = actions.astype(np.float64).reshape(len(actions), -1)
-        low, high = policy._low, policy._high
+        low, high = (np.ravel(bound).astype(np.float64) for bound in (space.low, space.high))
         if targets.shape[1:] != low.shape or not ((low <= targets) & (targets <= high)).all():
             raise ValueError(
                 f"demonstration actions must lie in {space}; got shape "
