@@ -74,8 +74,8 @@ def check_switch(name: str, value: Any) -> bool:
 
 
 def policy_options(policy: Any, options: Any) -> dict[str, Any]:
-    """``policy``'s options (``policy_kwargs`` over POLICIES' defaults), checked: layer sizes,
-    an activation's name (torch's class ``nn.ReLU`` names ``"relu"``), and the switches."""
+    """``policy``'s options (``policy_kwargs`` over POLICIES' defaults), checked: the layer
+    sizes, an activation's name (or torch's class of that name), the switches."""
     if not (isinstance(policy, str) and policy in POLICIES):
         raise ValueError(f"policy must be one of {list(POLICIES)}; got {policy!r:.100}")
     if not isinstance(options, (dict, type(None))):
@@ -83,7 +83,9 @@ def policy_options(policy: Any, options: Any) -> dict[str, Any]:
     if unknown := sorted(set(options or {}) - set(POLICIES[policy])):
         raise ValueError(f"policy_kwargs {unknown}: {policy}'s are {list(POLICIES[policy])}")
     o = {"net_arch": [], "activation_fn": "relu", **POLICIES[policy], **(options or {})}
-    arch, name = o["net_arch"], str(getattr(o["activation_fn"], "__name__", o["activation_fn"]))
+    arch, fn = o["net_arch"], o["activation_fn"]  # net_arch None: the default, as in SB3
+    arch = POLICIES["MlpPolicy"]["net_arch"] if arch is None else arch
+    name = str(fn.__name__ if isinstance(fn, type) else fn)  # a class: torch's nn.ReLU
     if not (isinstance(arch, (list, tuple)) and all(is_int(n) and n > 0 for n in arch)):
         raise ValueError(f"net_arch must be a list of layer sizes >= 1; got {arch!r:.100}")
     if name.lower() not in ACTIVATIONS:
@@ -527,6 +529,7 @@ Schedule = Callable[[float], float]
 SPACE_KEYS = ("observation_space", "action_space")
 # ARS()'s settings: the core's hyper-parameters (but the policy, an argument of its own) and
 # the API's, each a name of ``model.hparams`` and an attribute (``model.n_delta``).
+BUILT_WITH = ("policy_kwargs", "zero_policy")  # settings read only when a policy is built
 HPARAMS = tuple(k for k in DEFAULTS if k != "policy") + tuple(
     "normalization_samples stats_window_size tensorboard_log verbose device".split()
 )
@@ -656,8 +659,9 @@ def policy_of(policy: Any) -> Any:
 
 
 # == The API: ARSPolicy and ARS, as the seed and Stable-Baselines3 shape them =====================
-# Built on the plumbing that follows, in the order data flows: envs and SB3's VecEnvs,
-# evaluators, logging and callbacks, files, torch interop; then the command line.
+# Then the paper's settings per env (paper_model) and the names that moved out. Built on the
+# plumbing that follows, in the order data flows: envs and SB3's VecEnvs, evaluators, logging
+# and callbacks, files, torch interop; then the command line.
 
 
 class ARSPolicy(Network):
@@ -689,12 +693,11 @@ class ARSPolicy(Network):
         squash_output: bool = True,
     ):
         options = dict(net_arch=net_arch, activation_fn=activation_fn, with_bias=with_bias)
-        options.update(squash_output=squash_output)  # net_arch None: the default's
+        options.update(squash_output=squash_output)  # net_arch None: the default's, as SB3
         self._build(observation_space, action_space, options)
 
     def _build(self, observation_space: Space, action_space: Space, options: dict) -> None:
         check_spaces(observation_space, action_space)  # then the options, by the core's check
-        options = {k: v for k, v in options.items() if v is not None}
         super().__init__(observation_space, action_space, self.policy_name, options)
         self._theta, self.obs_rms = np.zeros(self.n_params), None  # obs_rms: V2's statistics
         self.vec_normalize = None  # the SB3 VecNormalize (or a file's copy) it learned through
@@ -854,9 +857,7 @@ def check_model_settings(policy: Any, settings: dict[str, Any]) -> dict[str, Any
     ``policy_name``), and the API's own: the device and the log folder."""
     cls = policy if isinstance(policy, type) else type(policy)
     if not (isinstance(policy, str) or issubclass(cls, ARSPolicy)):
-        raise ValueError(
-            f"policy must be one of {list(POLICIES)} or an ARSPolicy; got {policy!r:.40}"
-        )
+        raise ValueError(f"policy must be one of {list(POLICIES)} or an ARSPolicy: {policy!r:.40}")
     if isinstance(policy, ARSPolicy) and settings.get("policy_kwargs"):
         raise ValueError("policy_kwargs shape a policy ars builds; this instance is built")
     name = getattr(policy, "policy_name", policy)
@@ -964,13 +965,8 @@ class ARS:
                 f"returning one; got {env!r} (ARS takes its settings by keyword: "
                 f"{'n_delta' if is_int(env) else 'learning_rate'}={env!r})"
             )
-        settings = dict(policy_kwargs=policy_kwargs, n_delta=n_delta, n_top=n_top)
-        settings.update(learning_rate=learning_rate, delta_std=delta_std, zero_policy=zero_policy)
-        settings.update(alive_bonus_offset=alive_bonus_offset, n_eval_episodes=n_eval_episodes)
-        settings.update(normalize_obs=normalize_obs, common_random_numbers=common_random_numbers)
-        settings.update(max_episode_steps=max_episode_steps, seed=seed, verbose=verbose)
-        settings.update(normalization_samples=normalization_samples, device=device)
-        settings.update(stats_window_size=stats_window_size, tensorboard_log=tensorboard_log)
+        values = locals()  # the signature's settings, by their names
+        settings = {name: values[name] for name in HPARAMS}
         self.hparams = check_model_settings(policy, settings)
         self.hparams_initial = types.MappingProxyType(dict(self.hparams))
         self.policy_class, self.policy, self._logger = policy, None, None
@@ -995,16 +991,20 @@ class ARS:
 
     def __setattr__(self, name: str, value: Any) -> None:
         if name in HPARAMS and "hparams" in self.__dict__:  # checked as the constructor's
-            if name in ("policy_kwargs", "zero_policy") and self.policy is not None:
-                raise ValueError(f"{name} shapes a policy when it is built: pass it to ARS(...)")
-            self.hparams = check_model_settings(self.policy_class, {**self.hparams, name: value})
+            self._settings({**self.hparams, name: value})
         else:
             object.__setattr__(self, name, value)
 
-    def _settings(self) -> dict[str, Any]:
-        """``hparams`` checked again where they are used: the seed's users may edit the dict."""
-        self.hparams = check_model_settings(self.policy_class, self.hparams)
-        return self.hparams
+    def _settings(self, hparams: dict[str, Any] | None = None) -> dict[str, Any]:
+        """``hparams`` (or new ones) checked where set and where used (the seed's dict is open)."""
+        hp = check_model_settings(self.policy_class, self.hparams if hparams is None else hparams)
+        for name, value in self.__dict__.get("_built", {}).items():
+            if hp[name] != value and self.policy is not None:
+                raise ValueError(f"{name} shapes a policy when it is built: pass it to ARS(...)")
+        if hp["stats_window_size"] != self.ep_info_buffer.maxlen:  # the newest episodes kept
+            self.ep_info_buffer = collections.deque(self.ep_info_buffer, hp["stats_window_size"])
+        self.hparams = hp
+        return hp
 
     def _setup_model(self) -> None:
         policy, cls = self.policy_class, POLICY_CLASSES.get(self.policy_class, self.policy_class)
@@ -1015,7 +1015,7 @@ class ARS:
             policy._theta = initial_parameters(policy, self.zero_policy, self.seed)
         if getattr(self._vec_normalize, "norm_obs", False):
             policy.vec_normalize = self._vec_normalize
-        self.policy = policy
+        self.policy, self._built = policy, {k: self.hparams[k] for k in BUILT_WITH}
 
     def _match_normalization(self, policy: ARSPolicy) -> None:
         if self.normalize_obs and policy.obs_rms is None:
@@ -1088,9 +1088,9 @@ class ARS:
             self.set_env(env)
         if self.policy is None and self.observation_space is None:
             raise ValueError("no env to train on: pass env= to ARS(...) or to learn(...)")
+        self._settings()
         if self.policy is None:
             self._setup_model()
-        self._settings()
         _check_vec_normalize(self)
         self._match_normalization(self.policy)
         evaluator = async_eval or InProcessEval(self.gym_env)
@@ -1379,6 +1379,7 @@ class ARS:
             raise ValueError(f"{where}: {error}") from None
         meta["policy_kwargs"] = model.policy_kwargs or {}  # the file's, or those given
         model.policy = _build_policy(meta, state, where)  # and the VecNormalize it learned through
+        model._built = {k: model.hparams[k] for k in BUILT_WITH}
         model.observation_space, model.action_space = _spaces_of(model.policy)
         model.env_id = meta.get("env_id")
         model.num_timesteps, model.n_updates = meta["num_timesteps"], meta["n_updates"]
@@ -1760,10 +1761,8 @@ def run_side_by_side(
                 for rows_of_k, row in zip(stacked, layer):
                     if row is not None:
                         rows_of_k[s] = row
-            reset, limits = (
-                lambda seed: envs.reset(s, seed, options),
-                [own[s], it.max_episode_steps],
-            )
+            reset = lambda seed: envs.reset(s, seed, options)
+            limits = [own[s], it.max_episode_steps]
             loops[s] = index, episodes(reset, space, job.seeds, limits, it.track_obs, on_step)
             advance(s, None)
         x[s] = x[0] if x[s] is None else x[s]  # an idle env's row: one of the same dtype
@@ -2526,6 +2525,8 @@ def evaluate_policy(
 
     hook = on_step if (render or callback is not None) else None
     policy, max_steps = policy_of(model), getattr(model, "max_episode_steps", None)
+    if max_steps is not None:  # a model's hparams may have been edited: checked as the setting
+        max_steps = check_integer("max_episode_steps", max_steps, *INTEGERS["max_episode_steps"])
     results = evaluate_episodes(policy, InProcessEval(gym_env), seeds, max_steps, seen, hook)
     returns = [float(r.returns[0]) for r in results]
     mean = float(np.mean(returns))

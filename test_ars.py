@@ -4469,3 +4469,41 @@ def test_settings_that_v1_cannot_honour_and_bad_evaluation_seeds_are_refused(tmp
     flags = ["--eval", str(tmp_path / "policy.npz"), "--env", "CartPole-v1"]
     assert ars.main([*flags, "--max-episode-steps", "0"]) == 2
     assert "max_episode_steps must be an integer from 1 to" in capsys.readouterr().err
+
+
+def test_edited_hparams_are_checked_before_anything_is_built_or_run():
+    model = ARS("MlpPolicy", "CartPole-v1", seed=1, _init_setup_model=False)
+    model.hparams["policy_kwargs"] = {"ortho_init": False}  # an SB3 option ars lacks
+    with pytest.raises(ValueError, match=r"policy_kwargs \['ortho_init'\]: MlpPolicy's are"):
+        model.learn(50)
+    model = ARS("MlpPolicy", "CartPole-v1", policy_kwargs={"net_arch": [8]}, seed=1)
+    model.hparams["policy_kwargs"] = {"net_arch": [4]}  # the policy is built: not ignored
+    with pytest.raises(ValueError, match="policy_kwargs shapes a policy when it is built"):
+        model.learn(50)
+    model = ARS("LinearPolicy", "CartPole-v1", n_delta=2, seed=1)
+    model.hparams["max_episode_steps"] = 0
+    with pytest.raises(ValueError, match="max_episode_steps must be an integer from 1"):
+        ars.evaluate_policy(model, "CartPole-v1", 2)
+    model.hparams["max_episode_steps"] = None
+    model.stats_window_size = 3  # the window follows the setting, newest episodes kept
+    model.learn(300)
+    assert model.ep_info_buffer.maxlen == 3 == len(model.ep_info_buffer)
+
+
+def test_a_policy_constructor_takes_none_only_where_sb3_does():
+    env = gym.make("CartPole-v1")
+    spaces_ = env.observation_space, env.action_space
+    assert ARSPolicy(*spaces_, net_arch=None).net_arch == [64, 64]  # SB3's default
+    for options, message in (
+        ({"activation_fn": None}, "activation_fn must be one of"),
+        ({"with_bias": None}, "with_bias must be True or False; got None"),
+        ({"activation_fn": lambda x: 2 * x}, "activation_fn must be one of"),
+    ):
+        with pytest.raises(ValueError, match=message):
+            ARSPolicy(*spaces_, **options)
+
+    def relu(x):  # a function of the same name is not ars's ReLU
+        return 2 * x
+
+    with pytest.raises(ValueError, match="activation_fn must be one of"):
+        ars.train("CartPole-v1", 100, policy="MlpPolicy", policy_kwargs={"activation_fn": relu})
