@@ -126,7 +126,7 @@ def run_job(
     )
     network = copy.copy(it.network)  # acting by the arm's rule
     network.actor = lambda theta, obs_rms: actor(it.network, theta, obs_rms)
-    return ars.run_job(env, it._replace(network=network), job, options, on_step)
+    return _FROZEN_RULE(env, it._replace(network=network), job, options, on_step)
 
 
 @functools.lru_cache(maxsize=4)
