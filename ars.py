@@ -59,8 +59,9 @@ def check_integer(name: str, value: Any, low: int = 1, high: int | None = None) 
 
 def check_number(name: str, value: Any, low: float = -math.inf, positive: bool = False) -> float:
     """``value`` as a float, else a ValueError naming ``name`` (finite, >= ``low``, or > 0)."""
-    number = isinstance(value, (int, float, np.number)) and not isinstance(value, bool)
-    if not (number and math.isfinite(value) and value >= low and (value > 0 or not positive)):
+    real = is_int(value) or isinstance(value, (float, np.floating))  # not a bool, not complex
+    finite = real and (abs(int(value)) < 2**1023 if is_int(value) else math.isfinite(value))
+    if not (finite and value >= low and (value > 0 or not positive)):
         what = "positive number" if positive else f"number >= {low:g}" if low > -math.inf else ""
         raise ValueError(f"{name} must be a {what or 'finite number'}; got {value!r:.100}")
     return float(value)
@@ -544,8 +545,8 @@ def require(module: str, install: str) -> Any:
         raise ModuleNotFoundError(f"this feature needs {module}: {install}") from error
 
 
-def _is_number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+def _is_number(value: Any) -> bool:  # finite: an int past float's range is not
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and abs(value) < 2**1023
 
 
 def _whole(value: Any, high: int = 2**63 - 1) -> bool:
@@ -1097,7 +1098,7 @@ class ARS:
         if reset_num_timesteps:
             self.num_timesteps = 0
             self.ep_info_buffer.clear()
-        self._total_timesteps = int(total_timesteps) + self.num_timesteps
+        self._total_timesteps = math.ceil(total_timesteps) + self.num_timesteps  # as train()
         log_interval = log_interval if log_every_n_steps is None else log_every_n_steps
         self._setup_logger(default_root_dir, tb_log_name, reset_num_timesteps)
         if checkpoint_interval and self.logger.dir is None:
@@ -1704,7 +1705,7 @@ def batch_sizes(n_jobs: int, n_workers: int) -> list[int]:
 def evaluation_seeds(seed: int, n_episodes: int) -> np.ndarray:
     """The env seeds of evaluation episodes: the seed's EVALUATION stream, never training's."""
     seed = check_integer("seed", seed, *INTEGERS["seed"])
-    episodes = range(check_integer("n_eval_episodes", n_episodes))
+    episodes = range(check_integer("n_eval_episodes", n_episodes, *INTEGERS["n_eval_episodes"]))
     return np.array([env_seed(seed, EVALUATION, e) for e in episodes], np.uint64)
 
 
@@ -1817,7 +1818,8 @@ class Evaluator:
 
     def __init__(self, train_policy: Any = None, n_eval_episodes: int = 1):
         self.set_policy(train_policy)
-        self.n_eval_episodes = check_integer("n_eval_episodes", n_eval_episodes)
+        episodes = INTEGERS["n_eval_episodes"]  # the setting's rule
+        self.n_eval_episodes = check_integer("n_eval_episodes", n_eval_episodes, *episodes)
         self._seed, self._n_sends, self._pending, self._lock = 0, 0, None, threading.Lock()
         self.options = [None] * self.n_workers
 
@@ -2387,8 +2389,8 @@ class EvalCallback:
         best_model_name: str = "best_model.zip",
     ):
         vars(self).update((k, v) for k, v in locals().items() if k != "self")  # the arguments
-        for name in ("n_eval_episodes", "eval_freq", "eval_concurrency"):
-            check_integer(name, locals()[name])
+        for name in ("n_eval_episodes", "eval_freq", "eval_concurrency", "verbose"):
+            check_integer(name, locals()[name], *INTEGERS.get(name, (1,)))
         if eval_concurrency > 1 and (isinstance(eval_env, gym.Env) or render):
             raise ValueError(
                 "eval_concurrency > 1 needs the eval env as an id or a function, to "
@@ -2476,7 +2478,7 @@ class EvalCallback:
             isinstance(state, dict)
             and is_int(state.get("next"))
             and _is_number(state.get("train_seconds"))
-            and isinstance(state.get("best_mean_reward"), (int, float))
+            and (_is_number(best := state.get("best_mean_reward")) or best == -math.inf)
             and all(numbers(state.get(key)) for key in ("evaluations", "results", "lengths"))
         ):
             raise ValueError(
@@ -3169,9 +3171,8 @@ def _evaluate_saved(args: argparse.Namespace) -> int:
     env_id = args.env or getattr(model, "env_id", None)
     if env_id is None:
         raise ValueError(f"{args.eval} does not record its env; pass --env")
-    if args.max_episode_steps is not None:  # a policy alone too: checked as the setting
-        limit = INTEGERS["max_episode_steps"]
-        model.max_episode_steps = check_integer("max_episode_steps", args.max_episode_steps, *limit)
+    if (steps := args.max_episode_steps) is not None:  # a policy alone too: as the setting
+        model.max_episode_steps = check_integer(name := "max_episode_steps", steps, *INTEGERS[name])
     env = make_env(env_id)
     _check_same_spaces(_spaces_of(env), _spaces_of(policy_of(model)), env_id, "the model")
     mean, std = evaluate_policy(model, env, n := args.eval_episodes)  # the model's own seeds

@@ -1128,6 +1128,7 @@ BAD_SETTINGS = [
     ({"max_episode_steps": 0}, "max_episode_steps must be an integer from 1 to"),
     ({"normalize_obs": 1}, "normalize_obs must be True or False; got 1"),
     ({"n_delta": 2.0}, "n_delta must be an integer from 1 to 1,000,000; got 2.0"),
+    ({"alive_bonus_offset": 10**400}, "alive_bonus_offset must be a finite number; got 1000"),
 ]
 
 
@@ -4507,3 +4508,34 @@ def test_a_policy_constructor_takes_none_only_where_sb3_does():
 
     with pytest.raises(ValueError, match="activation_fn must be one of"):
         ars.train("CartPole-v1", 100, policy="MlpPolicy", policy_kwargs={"activation_fn": relu})
+
+
+def test_counts_past_floats_range_and_evaluation_counts_follow_the_settings_rules(tmp_path):
+    """An int too large for a float is refused as inf is (never an OverflowError); the count
+    of evaluation episodes has the setting's one rule wherever it is given; learn(0.5) runs
+    as train(..., 0.5) does (one iteration)."""
+    huge = 10**400
+    for door in (lambda: ars.train("CartPole-v1", huge), lambda: ARS("LinearPolicy", huge)):
+        with pytest.raises(
+            (ValueError, TypeError), match="must be a number|expected an env"
+        ) as refused:
+            door()
+        assert "OverflowError" not in repr(refused.value)
+    message = "n_eval_episodes must be an integer from 1 to 1,000,000; got 10000000"
+    for door in (
+        lambda: ars.EvalCallback("CartPole-v1", n_eval_episodes=10**7),
+        lambda: ars.evaluate_policy(ARS("LinearPolicy", "CartPole-v1"), "CartPole-v1", 10**7),
+        lambda: ars.Evaluator(n_eval_episodes=10**7),
+    ):
+        with pytest.raises(ValueError, match=message):
+            door()
+    with pytest.raises(ValueError, match="verbose must be an integer from 0 to 2; got 'x'"):
+        ars.EvalCallback("CartPole-v1", verbose="x")
+    callback = ars.EvalCallback("CartPole-v1")
+    state = dict(callback.state_dict(), best_mean_reward=huge)
+    with pytest.raises(ValueError, match="the EvalCallback state must hold"):
+        callback.load_state_dict(state)
+    callback.load_state_dict(dict(state, best_mean_reward=-math.inf))  # its value before any
+    model = ARS("LinearPolicy", "CartPole-v1", n_delta=2, seed=0).learn(0.5)
+    theta, _, _ = ars.train("CartPole-v1", 0.5, n_delta=2, seed=0)
+    assert model.n_updates == 1 and np.array_equal(model.policy.parameters_to_vector(), theta)
