@@ -1751,10 +1751,10 @@ def run_side_by_side(
     ]
     activation, to_action, x = ACTIVATIONS[net.activation_fn], net.to_action(), [None] * k
     own = [step[1] for step in envs.steps] if envs.steps else [envs.limit] * k
-    loops, results, actions = [None] * k, [None] * len(jobs), []
+    sends, taken, results, actions = [None] * k, [0] * k, [None] * len(jobs), []
 
     def start(s: int) -> None:  # env s takes the next job waiting, if any
-        loops[s] = None
+        sends[s] = None
         if queue:
             index, job = queue.pop(0)
             rows = net.layers(candidate_parameters(it, job), it.obs_rms)
@@ -1764,32 +1764,30 @@ def run_side_by_side(
                         rows_of_k[s] = row
             reset = lambda seed: envs.reset(s, seed, options)
             limits = [own[s], it.max_episode_steps]
-            loops[s] = index, episodes(reset, space, job.seeds, limits, it.track_obs, on_step)
-            advance(s, None)
-        x[s] = x[0] if x[s] is None else x[s]  # an idle env's row: one of the same dtype
-
-    def advance(s: int, transition: Any) -> None:  # env s's loop takes its step
-        index, loop = loops[s]
-        try:
-            obs = loop.send(transition)
+            loop = episodes(reset, space, job.seeds, limits, it.track_obs, on_step)
+            sends[s], taken[s], obs = loop.send, index, next(loop)  # its first state
             x[s] = obs if plain else flatten(see(obs))
-        except StopIteration as end:
-            results[index] = end.value
-            start(s)
+        x[s] = x[0] if x[s] is None else x[s]  # an idle env's row: one of the same dtype
 
     for s in range(k):
         start(s)
-    active, dim = [s for s in range(k) if loops[s]], net.obs_dim
+    active, dim = [s for s in range(k) if sends[s]], net.obs_dim
     while active:
         h = joined(x, x[0].dtype).reshape(k, dim)  # one row per env
         for i, (weight, bias) in enumerate(layers):  # the actor's layers, k at once
             h = np.matmul(weight, h[..., None])[..., 0]
             h = h if bias is None else h + bias
             h = activation(h) if i < len(layers) - 1 else h
-        actions = list(to_action(h))
-        for s, transition in envs.step(actions, active):
-            advance(s, (actions[s], transition))
-        active = [s for s in active if loops[s]]
+        actions, ended = list(to_action(h)), False
+        for s, transition in envs.step(actions, active):  # each env's loop takes its step
+            try:
+                obs = sends[s]((actions[s], transition))
+            except StopIteration as end:
+                results[taken[s]], ended = end.value, True
+                start(s)
+                continue
+            x[s] = obs if plain else flatten(see(obs))
+        active = [s for s in active if sends[s]] if ended else active
     return results
 
 
