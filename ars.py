@@ -3293,6 +3293,7 @@ def _train(model: ARS, config: dict, run_dir: Path, evaluation: EvalCallback, lo
 
 
 if __name__ == "__main__":
+    warnings.formatwarning = lambda message, *_: f"warning: {message}\n"  # one line, as errors
     # Run as the module named after this file: workers then get its names, not copies.
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     sys.exit(importlib.import_module(Path(__file__).stem).main())

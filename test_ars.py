@@ -1266,6 +1266,9 @@ def test_n_top_above_n_delta_is_clamped_with_one_warning_at_every_door(tmp_path,
         assert ars.main(flags + ["--n-delta", "2", "--n-top", "99", "--eval-episodes", "1"]) == 0
     assert json.loads((run_dir / "config.json").read_text())["n_top"] == 2
     assert ARS.load(run_dir / "model.npz").n_top == 2
+    flags[-1] = str(tmp_path / "script")  # run as a script: one line, as an error is
+    result = _run([str(HERE / "ars.py"), *flags, "--n-delta", "2", "--n-top", "99"], tmp_path)
+    assert result.returncode == 0 and result.stderr == f"warning: {warning}\n"
 
 
 def test_ars_py_alone_with_only_core_packages(tmp_path):
