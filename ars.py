@@ -49,7 +49,8 @@ def is_int(value: Any) -> bool:
 
 
 def check_integer(name: str, value: Any, low: int = 1, high: int | None = None) -> int:
-    """``value`` as an int, else a ValueError naming ``name`` and the range."""
+    """``value`` as an int, else a ValueError naming ``name``; a setting's range is INTEGERS'."""
+    low, high = INTEGERS.get(name, (low, high))
     if not (is_int(value) and low <= value and (high is None or value <= high)):
         span = f">= {low:,}" if high is None else f"from {low:,} to {high:,}"
         raise ValueError(f"{name} must be an integer {span}; got {value!r:.60}")
@@ -103,7 +104,7 @@ def check_settings(hp: dict[str, Any], known: Sequence[str] = tuple(DEFAULTS)) -
     hp["seed"] = np.random.randint(0, 2**31 - 1) if hp["seed"] is None else hp["seed"]
     hp["n_top"] = hp["n_delta"] if hp["n_top"] is None else hp["n_top"]
     ints = [n for n in INTEGERS if n in hp and (hp[n] is not None or n != "max_episode_steps")]
-    hp.update({name: check_integer(name, hp[name], *INTEGERS[name]) for name in ints})
+    hp.update({name: check_integer(name, hp[name]) for name in ints})
     if hp["n_top"] > hp["n_delta"]:
         message = f"n_top={hp['n_top']} is larger than n_delta={hp['n_delta']}; using n_delta"
         warnings.warn(message, stacklevel=3)
@@ -1704,9 +1705,8 @@ def batch_sizes(n_jobs: int, n_workers: int) -> list[int]:
 
 def evaluation_seeds(seed: int, n_episodes: int) -> np.ndarray:
     """The env seeds of evaluation episodes: the seed's EVALUATION stream, never training's."""
-    seed = check_integer("seed", seed, *INTEGERS["seed"])
-    episodes = range(check_integer("n_eval_episodes", n_episodes, *INTEGERS["n_eval_episodes"]))
-    return np.array([env_seed(seed, EVALUATION, e) for e in episodes], np.uint64)
+    seed, episodes = check_integer("seed", seed), check_integer("n_eval_episodes", n_episodes)
+    return np.array([env_seed(seed, EVALUATION, e) for e in range(episodes)], np.uint64)
 
 
 def evaluate_episodes(
@@ -1816,8 +1816,7 @@ class Evaluator:
 
     def __init__(self, train_policy: Any = None, n_eval_episodes: int = 1):
         self.set_policy(train_policy)
-        episodes = INTEGERS["n_eval_episodes"]  # the setting's rule
-        self.n_eval_episodes = check_integer("n_eval_episodes", n_eval_episodes, *episodes)
+        self.n_eval_episodes = check_integer("n_eval_episodes", n_eval_episodes)
         self._seed, self._n_sends, self._pending, self._lock = 0, 0, None, threading.Lock()
         self.options = [None] * self.n_workers
 
@@ -1901,7 +1900,7 @@ class Evaluator:
         """Seed the env seeds of later ``send_jobs``; as sb3-contrib, ``None`` does nothing."""
         if seed is None:
             return []
-        self._seed, self._n_sends = check_integer("seed", seed, *INTEGERS["seed"]), 0
+        self._seed, self._n_sends = check_integer("seed", seed), 0
         return [[int(seed) + i] for i in range(self.n_workers)]
 
     def set_options(self, options: list[dict] | dict | None = None) -> list[None]:
@@ -2388,7 +2387,7 @@ class EvalCallback:
     ):
         vars(self).update((k, v) for k, v in locals().items() if k != "self")  # the arguments
         for name in ("n_eval_episodes", "eval_freq", "eval_concurrency", "verbose"):
-            check_integer(name, locals()[name], *INTEGERS.get(name, (1,)))
+            check_integer(name, locals()[name])
         if eval_concurrency > 1 and (isinstance(eval_env, gym.Env) or render):
             raise ValueError(
                 "eval_concurrency > 1 needs the eval env as an id or a function, to "
@@ -2526,7 +2525,7 @@ def evaluate_policy(
     hook = on_step if (render or callback is not None) else None
     policy, max_steps = policy_of(model), getattr(model, "max_episode_steps", None)
     if max_steps is not None:  # a model's hparams may have been edited: checked as the setting
-        max_steps = check_integer("max_episode_steps", max_steps, *INTEGERS["max_episode_steps"])
+        max_steps = check_integer("max_episode_steps", max_steps)
     results = evaluate_episodes(policy, InProcessEval(gym_env), seeds, max_steps, seen, hook)
     returns = [float(r.returns[0]) for r in results]
     mean = float(np.mean(returns))
@@ -3169,8 +3168,8 @@ def _evaluate_saved(args: argparse.Namespace) -> int:
     env_id = args.env or getattr(model, "env_id", None)
     if env_id is None:
         raise ValueError(f"{args.eval} does not record its env; pass --env")
-    if (steps := args.max_episode_steps) is not None:  # a policy alone too: as the setting
-        model.max_episode_steps = check_integer(name := "max_episode_steps", steps, *INTEGERS[name])
+    if args.max_episode_steps is not None:  # a policy alone too: checked as the setting
+        model.max_episode_steps = check_integer("max_episode_steps", args.max_episode_steps)
     env = make_env(env_id)
     _check_same_spaces(_spaces_of(env), _spaces_of(policy_of(model)), env_id, "the model")
     mean, std = evaluate_policy(model, env, n := args.eval_episodes)  # the model's own seeds
