@@ -546,8 +546,10 @@ def require(module: str, install: str) -> Any:
         raise ModuleNotFoundError(f"this feature needs {module}: {install}") from error
 
 
-def _is_number(value: Any) -> bool:  # finite: an int past float's range is not
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and abs(value) < 2**1023
+def _is_number(value: Any) -> bool:  # a file's number: int or float, as check_number takes it
+    with contextlib.suppress(ValueError):
+        return isinstance(value, (int, float)) and math.isfinite(check_number("", value))
+    return False
 
 
 def _whole(value: Any, high: int = 2**63 - 1) -> bool:
@@ -1872,8 +1874,8 @@ class Evaluator:
                 [env_seed(self._seed, EVALUATION, call, c, e) for e in episodes] for c in range(n)
             ]
         seeds = np.asarray(episode_seeds, dtype=np.uint64)
-        if seeds.ndim != 2 or len(seeds) != n:
-            raise ValueError(f"episode_seeds must have shape ({n}, n_episodes); got {seeds.shape}")
+        if seeds.ndim != 2 or len(seeds) != n or not seeds.size:  # a job runs an episode or more
+            raise ValueError(f"episode_seeds must be {n} rows of seeds; got shape {seeds.shape}")
         self._n_sends += 1
         self._pending = fixed_jobs(self._network, self._obs_rms, weights, seeds, track_obs=True)
 

@@ -4539,6 +4539,12 @@ def test_counts_past_floats_range_and_evaluation_counts_follow_the_settings_rule
     with pytest.raises(ValueError, match="the EvalCallback state must hold"):
         callback.load_state_dict(state)
     callback.load_state_dict(dict(state, best_mean_reward=-math.inf))  # its value before any
+    callback.load_state_dict(dict(state, best_mean_reward=1e308))  # finite: a float's own
+    evaluator = ars.InProcessEval("Pendulum-v1", ARS("LinearPolicy", "Pendulum-v1").policy)
+    with pytest.raises(
+        ValueError, match=r"episode_seeds must be 2 rows of seeds; got shape \(2, 0\)"
+    ):
+        evaluator.send_jobs(np.zeros((2, 3)), episode_seeds=np.zeros((2, 0)))
     model = ARS("LinearPolicy", "CartPole-v1", n_delta=2, seed=0).learn(0.5)
     theta, _, _ = ars.train("CartPole-v1", 0.5, n_delta=2, seed=0)
     assert model.n_updates == 1 and np.array_equal(model.policy.parameters_to_vector(), theta)
