@@ -2435,8 +2435,8 @@ class EvalCallback:
         self.evaluations.append((model.num_timesteps, self._train_seconds, mean, std))
         self.evaluations_results.append(returns.tolist())
         self.evaluations_length.append(lengths)
-        while self._next <= model.num_timesteps:  # the schedule: 0, f, 2f, ... as reached
-            self._next += self.eval_freq
+        steps, freq = model.num_timesteps, self.eval_freq  # the schedule: 0, f, 2f, ... reached
+        self._next += max(0, (steps - self._next) // freq + 1) * freq  # a step, never a loop
         if self.log_path is not None:
             arrays = dict(results=self.evaluations_results, ep_lengths=self.evaluations_length)
             with atomic_file(self.log_path / "evaluations.npz", "wb") as f:
@@ -2994,8 +2994,7 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
-    p = _parser()
-    args = p.parse_args(argv)
+    args = (p := _parser()).parse_args(argv)
     workers, env = args.workers or 0, args.env
     given = {flag for flag in ("resume", "run_dir", "overwrite") if getattr(args, flag)}
     for wrong, message in [  # the first conflict found, in one line
@@ -3160,6 +3159,7 @@ def _resume(args: argparse.Namespace) -> tuple[ARS, dict[str, Any], Path]:
         )
     for name in ("total_timesteps", "workers", "job_timeout", "start_timeout"):  # may change
         config[name] = config[name] if getattr(args, name) is None else getattr(args, name)
+    config["workers"] = check_integer("workers", config["workers"], 0, MAX_WORKERS)  # a file's
     return model, config, run_dir
 
 

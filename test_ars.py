@@ -4513,7 +4513,7 @@ def test_a_policy_constructor_takes_none_only_where_sb3_does():
         ars.train("CartPole-v1", 100, policy="MlpPolicy", policy_kwargs={"activation_fn": relu})
 
 
-def test_counts_past_floats_range_and_evaluation_counts_follow_the_settings_rules(tmp_path):
+def test_counts_past_floats_range_and_evaluation_counts_follow_the_settings_rules(tmp_path, capsys):
     """An int too large for a float is refused as inf is (never an OverflowError); the count
     of evaluation episodes has the setting's one rule wherever it is given; learn(0.5) runs
     as train(..., 0.5) does (one iteration)."""
@@ -4545,6 +4545,19 @@ def test_counts_past_floats_range_and_evaluation_counts_follow_the_settings_rule
         ValueError, match=r"episode_seeds must be 2 rows of seeds; got shape \(2, 0\)"
     ):
         evaluator.send_jobs(np.zeros((2, 3)), episode_seeds=np.zeros((2, 0)))
+    far = ars.EvalCallback("CartPole-v1", eval_freq=1, n_eval_episodes=1)  # next: no loop to it
+    far.load_state_dict(dict(far.state_dict(), next=-(10**15)))
+    ARS("LinearPolicy", "CartPole-v1", n_delta=1, seed=0).learn(10, callback=far)
+    assert len(far.evaluations) > 1 and far._next == far.evaluations[-1][0] + 1
+    run = tmp_path / "run"
+    assert (
+        ars.main(["--env", "CartPole-v1", "--total-timesteps", "100", "--run-dir", str(run)]) == 0
+    )
+    config = json.loads((run / "config.json").read_text())
+    (run / "config.json").write_text(json.dumps(dict(config, workers=-3)))  # edited by hand
+    capsys.readouterr()
+    assert ars.main(["--resume", str(run)]) == 2
+    assert "workers must be an integer from 0 to 1,024; got -3" in capsys.readouterr().err
     model = ARS("LinearPolicy", "CartPole-v1", n_delta=2, seed=0).learn(0.5)
     theta, _, _ = ars.train("CartPole-v1", 0.5, n_delta=2, seed=0)
     assert model.n_updates == 1 and np.array_equal(model.policy.parameters_to_vector(), theta)
