@@ -1,9 +1,8 @@
 """Augmented Random Search (Mania, Guy & Recht, 2018, arXiv 1803.07055) in one NumPy file.
 
-Each iteration rolls out ``theta +- nu delta_k`` for ``N`` directions ``delta_k ~ N(0, I)``,
-keeps the ``b`` best by ``max(r+_k, r-_k)`` and moves ``theta`` by ``alpha / (b sigma_R)
-sum_k (r+_k - r-_k) delta_k`` (Algorithm 2; V2 also normalises the observations). The core
-comes first, on NumPy and gymnasium alone: a copy cut where it ends trains with the same weights.
+Each iteration rolls out ``theta +- nu delta_k`` for N directions ``delta_k ~ N(0, I)``, keeps
+the b best by ``max(r+_k, r-_k)`` and steps ``alpha / (b sigma_R) sum_k (r+_k - r-_k) delta_k``
+(Algorithm 2; V2 normalises observations). The core comes first: cut there, it trains the same.
 """
 
 from __future__ import annotations
@@ -75,8 +74,7 @@ def check_switch(name: str, value: Any) -> bool:
 
 
 def policy_options(policy: Any, options: Any) -> dict[str, Any]:
-    """``policy``'s options (``policy_kwargs`` over POLICIES' defaults), checked: the layer
-    sizes, an activation's name (or torch's class of that name), the switches."""
+    """``policy``'s options (``policy_kwargs`` over POLICIES' defaults), checked."""
     if not (isinstance(policy, str) and policy in POLICIES):
         raise ValueError(f"policy must be one of {list(POLICIES)}; got {policy!r:.100}")
     if not isinstance(options, (dict, type(None))):
@@ -127,8 +125,8 @@ def setting_at(hp: dict[str, Any], name: str, progress: float) -> float:
 
 # == Running statistics ==========================================================================
 class RunningMeanStd:
-    """Mean and (population) variance of every row seen so far. Two merge exactly (Chan, Golub
-    & LeVeque, 1979); with no data, mean 0 and var 1 make normalising the identity."""
+    """Mean and (population) variance of the rows seen, merged exactly (Chan, Golub & LeVeque
+    1979); with no data, mean 0 and var 1 make normalising the identity."""
 
     def __init__(self, shape: tuple[int, ...] = ()):
         self.mean, self.var, self.count = np.zeros(shape), np.ones(shape), 0
@@ -173,8 +171,8 @@ def merge_statistics(obs_rms: RunningMeanStd | None, visited: Sequence[Any]) -> 
 
 
 # == The policy: a linear map or an MLP, with V2's normalisation folded into the first layer =====
-
 MIN_VARIANCE = 1e-8  # V2: inputs with a smaller variance are treated as constant and zeroed
+OBSERVATION_SPACES = (spaces.Box, spaces.Discrete, spaces.MultiDiscrete, spaces.MultiBinary)
 
 
 def flattener(space: spaces.Space) -> Callable[[Any], np.ndarray]:
@@ -202,11 +200,17 @@ def inverse_std(var: np.ndarray) -> np.ndarray:
 
 
 class Network:
-    """A policy's structure and forward pass (its parameters are passed in): the layers of
-    ``policy`` (a name of POLICIES) with ``options``, from a flat, normalised observation to the
-    argmax of Discrete actions, or to Box actions tanh-rescaled to the bounds or clipped."""
+    """A policy's structure and forward pass (parameters passed in): ``policy``'s layers (POLICIES)
+    from a flat, normalised observation to Discrete's argmax, or Box's tanh-rescaled or clipped."""
 
     def __init__(self, observation_space: Space, action_space: Space, policy: str, options: Any):
+        if not isinstance(observation_space, OBSERVATION_SPACES):
+            raise NotImplementedError(
+                f"ARS supports Box, Discrete, MultiDiscrete and MultiBinary observation spaces; "
+                f"got {observation_space} (gymnasium.wrappers.FlattenObservation flattens others)"
+            )
+        if not isinstance(action_space, (spaces.Box, spaces.Discrete)):
+            raise NotImplementedError(f"ARS supports Box and Discrete actions; got {action_space}")
         o = policy_options(policy, options)
         self.observation_space, self.action_space = observation_space, action_space
         self.net_arch, self.activation_fn = o["net_arch"], o["activation_fn"]
@@ -227,9 +231,8 @@ class Network:
             raise ValueError(f"{self.n_params:,} parameters: ars takes up to {MAX_PARAMETERS:,}")
 
     def layers(self, theta: np.ndarray, obs_rms: RunningMeanStd | None = None) -> list[tuple]:
-        """``(weight, bias)`` per layer for ``theta`` (``(n_params,)`` or a population). V2 is
-        folded into the first layer, so it costs nothing per step:
-        ``W ((x - mean) * s) + b == (W * s) x + (b - (W * s) mean)``."""
+        """``(weight, bias)`` per layer of ``theta`` (or of a population), V2 folded into the
+        first, free per step: ``W ((x - mean) * s) + b == (W * s) x + (b - (W * s) mean)``."""
         sizes = [n for out, inp in self.layer_shapes for n in (out * inp, out * self.with_bias)]
         pieces = np.split(theta, np.cumsum(sizes)[:-1], axis=-1)  # W1, b1, W2, b2, ...
         layers = [
@@ -243,17 +246,20 @@ class Network:
         return layers
 
     def to_action(self) -> Callable[[np.ndarray], Any]:
-        """The map from network outputs ``(..., action_dim)`` (a fresh array) to actions."""
+        """The map from network outputs ``(..., action_dim)`` (a fresh array) to actions of the
+        action space's shape and dtype: an env may check ``action_space.contains(action)``."""
         if isinstance(self.action_space, spaces.Discrete):
             start = int(self.action_space.start)
             return lambda out: out.argmax(axis=-1) + start
+        dtype, shape = self.action_space.dtype, self.action_space.shape  # in bounds in dtype
         if self.squash_output:
             center, scale = (self._high + self._low) / 2, (self._high - self._low) / 2
-            to_box = lambda out: center + scale * np.tanh(out)
+            to_box = lambda out: (center + scale * np.tanh(out)).astype(dtype, copy=False)
         else:  # np.clip, in place and without its per-call overhead
             low, high, maximum, minimum = self._low, self._high, np.maximum, np.minimum
-            to_box = lambda out: minimum(maximum(out, low, out=out), high, out=out)
-        if len(shape := self.action_space.shape) == 1:
+            clip = lambda out: minimum(maximum(out, low, out=out), high, out=out)
+            to_box = lambda out: clip(out).astype(dtype, copy=False)
+        if len(shape) == 1:
             return to_box
         return lambda out: to_box(out).reshape(out.shape[:-1] + shape)  # a Box of more axes
 
@@ -275,8 +281,8 @@ class Network:
 
 
 # == Random streams ==============================================================================
-# Every random number comes from a stream named by its coordinates, never from a generator
-# that advances: any worker rebuilds a direction or an env seed from a few integers.
+# Every random number comes from a stream named by its coordinates: never a generator that
+# advances, so any worker rebuilds a direction or an env seed from a few integers.
 
 ENV_SEEDS, DIRECTIONS, WARM_UP, EVALUATION = 0, 1, 2, 3  # first coordinates: never overlap
 
@@ -320,10 +326,9 @@ def joined(rows: list, dtype: Any) -> np.ndarray:
 
 
 # What evaluators get and give back. An Iteration: the Network, theta, V2's frozen statistics, nu,
-# the seed and index naming its directions, whether to track the states visited, a step limit, an
-# observation filter (SB3 VecNormalize's). A Job: candidate c is ``theta + sign nu delta_k`` (sign
-# 0: theta, or its ``weights``), with an env seed per episode. A Result: returns, lengths and
-# the statistics of the states acted on (V1: None unless one was not finite).
+# the seed and index naming its directions, whether to track states, a step limit, an observation
+# filter (SB3 VecNormalize's). A Job: candidate c, ``theta + sign nu delta_k`` (sign 0: theta, or
+# ``weights``), with its env seeds. A Result: returns, lengths, the states' statistics (V1: None).
 FIELDS = "network theta obs_rms delta_std seed index track_obs max_episode_steps obs_filter"
 Iteration = collections.namedtuple("Iteration", FIELDS, defaults=[False, None, None])
 Job = collections.namedtuple("Job", "candidate k sign seeds weights", defaults=[None])
@@ -333,9 +338,8 @@ Result = collections.namedtuple("Result", "returns lengths visited")
 def episodes(
     reset: Any, space: Any, seeds: Any, limits: list, track_obs: bool, on_step: Any, *drive: Any
 ) -> Any:
-    """The one loop that runs episodes: ``reset(seed)`` for each env seed, then steps to the first
-    of its ``limits``. Given ``drive = (step, act)`` it runs one env; else it is a coroutine for k
-    envs side by side: it yields each state to act on, and is sent ``(action, transition)``."""
+    """The one loop that runs episodes: ``reset(seed)`` per env seed, then steps to the first of
+    ``limits``; with ``drive = (step, act)`` on one env, else yielding states, sent transitions."""
     step, act = drive or (None, None)
     limits, dim = [n for n in limits if n is not None], spaces.flatdim(space)
     limit = min(limits, default=NO_LIMIT_STEPS)
@@ -395,8 +399,7 @@ def candidate_parameters(it: Iteration, job: Job) -> np.ndarray:
 
 
 def run_job(env: gym.Env, it: Iteration, job: Job, options: Any = None, on_step: Any = None) -> Any:
-    """Evaluate one candidate on ``env`` (:func:`episodes` run here): a Result. ``options`` go
-    to every reset, ``on_step(action, transition)`` is called after every step."""
+    """One candidate's Result on ``env`` (``options``: every reset's; ``on_step``: each step's)."""
     act = it.network.actor(candidate_parameters(it, job), it.obs_rms)
     if it.obs_filter is not None:  # an SB3 VecNormalize's view of the observations
         act = lambda obs, policy=act, see=it.obs_filter: policy(see(obs))
@@ -428,9 +431,8 @@ def check_finite(result: Result, job: Job, index: int) -> Result:
 def iteration(
     theta: np.ndarray, obs_rms: Any, evaluate: Callable, network: Network, index: int, hp: dict
 ) -> tuple[np.ndarray, Any, dict[str, Any]]:
-    """One iteration of Algorithm 2, values in and out (comments give its lines): ``hp``'s
-    settings (numbers), ``evaluate(it, jobs)`` runs the rollouts, here or in workers. Returns the
-    new ``theta`` and ``obs_rms``, and the Results, timesteps, sigma_R and step size."""
+    """One iteration of Algorithm 2 (comments give its lines), ``hp``'s numbers, ``evaluate(it,
+    jobs)`` running rollouts: the new theta and obs_rms, Results, timesteps, sigma_R, step size."""
     n, b, alpha, nu, seed = (hp[k] for k in "n_delta n_top learning_rate delta_std seed".split())
     # Line 4: N directions delta_k ~ N(0, I), the streams direction(seed, index, k), drawn later.
     track = hp["normalize_obs"]  # V2 returns the statistics of the states visited
@@ -450,9 +452,8 @@ def iteration(
     r_plus, r_minus = r[:n], r[n:]
     # Line 6: order the directions by max(r+_k, r-_k) and keep the best b.
     top = np.argsort(-np.maximum(r_plus, r_minus), kind="stable")[:b]
-    # Line 7: theta += alpha / (b sigma_R) sum_k (r+_k - r-_k) delta_k, sigma_R the std of
-    # the 2b kept returns (0 only when every r+_k - r-_k is 0: no step).
-    # Returns far from 1 are divided by the largest first: no square under- or overflows.
+    # Line 7: theta += alpha / (b sigma_R) sum_k (r+_k - r-_k) delta_k, sigma_R the std of the 2b
+    # kept returns (0: no step), divided first by the largest if far from 1 (no overflow).
     scale = np.abs(np.concatenate([r_plus[top], r_minus[top]])).max()
     scale = scale if scale and not 1e-100 < scale < 1e100 else 1.0  # 1: the same bits
     plus, minus = r_plus[top] / scale, r_minus[top] / scale
@@ -479,9 +480,8 @@ def initial_parameters(network: Network, zero_policy: bool, seed: int) -> np.nda
 
 
 def train(env: str | gym.Env, total_timesteps: int, **hyper_parameters: Any) -> tuple:
-    """ARS on ``env`` for ``total_timesteps`` env steps (the last iteration may overshoot), with
-    DEFAULTS' settings checked as ``ARS`` checks them (its ``learn`` gives the same bits).
-    Returns theta, V2's statistics (None: V1) and the Network: ``network.actor(theta, obs_rms)``."""
+    """ARS on ``env`` for ``total_timesteps`` steps (the last iteration may overshoot), checked
+    and with the same bits as ``ARS.learn``: theta, V2's statistics (V1: None), the Network."""
     hp = check_settings(hyper_parameters)
     total = check_number("total_timesteps", total_timesteps, 0)
     env = gym.make(env) if isinstance(env, str) else env
@@ -598,21 +598,15 @@ def _check_same_spaces(found, expected, what="the policy", built_for="the model"
 
 
 def check_spaces(observation_space: spaces.Space, action_space: spaces.Space) -> None:
-    """Raise ``NotImplementedError`` naming the space when ARS cannot use it."""
-    kinds = (spaces.Box, spaces.Discrete, spaces.MultiDiscrete, spaces.MultiBinary)
-    if not isinstance(observation_space, kinds):
-        raise NotImplementedError(
-            f"ARS supports Box, Discrete, MultiDiscrete and MultiBinary observation spaces; got "
-            f"{observation_space} (gymnasium.wrappers.FlattenObservation flattens others)"
-        )
-    if not isinstance(action_space, (spaces.Box, spaces.Discrete)):
-        raise NotImplementedError(f"ARS supports Box and Discrete actions; got {action_space}")
-    for space in (observation_space, action_space):  # float128: rounded, silently, and unsaved
+    """Raise ``NotImplementedError`` naming a space that ARS cannot use: the Network's kinds,
+    and float128, which ARS would round to float64 silently and could not save."""
+    for space in (observation_space, action_space):
         if space.dtype is not None and space.dtype.kind == "f" and space.dtype.itemsize > 8:
             raise NotImplementedError(
                 f"ARS computes in float64; got {space} (cast it with gymnasium.wrappers."
                 "DtypeObservation, or make the env with float64 spaces)"
             )
+    Network(observation_space, action_space, "LinearPolicy", None)
 
 
 _DEVICE_WARNED: list[bool] = []
@@ -701,7 +695,7 @@ class ARSPolicy(Network):
         self._build(observation_space, action_space, options)
 
     def _build(self, observation_space: Space, action_space: Space, options: dict) -> None:
-        check_spaces(observation_space, action_space)  # then the options, by the core's check
+        check_spaces(observation_space, action_space)
         super().__init__(observation_space, action_space, self.policy_name, options)
         self._theta, self.obs_rms = np.zeros(self.n_params), None  # obs_rms: V2's statistics
         self.vec_normalize = None  # the SB3 VecNormalize (or a file's copy) it learned through
@@ -3181,6 +3175,8 @@ def _evaluate_saved(args: argparse.Namespace) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """The command line: train, resume or ``--eval``, and report; returns the exit status."""
+    if os.getcwd() not in sys.path and "" not in sys.path:  # --env module:Id, as python -m ars
+        sys.path.append(os.getcwd())
     args, lock = _parse_args(argv), None
     try:
         if args.eval:  # SIGTERM as Ctrl+C: stops at once, without a traceback

@@ -6,6 +6,7 @@ import contextlib
 import csv
 import functools
 import gc
+import importlib
 import io
 import json
 import math
@@ -1345,6 +1346,114 @@ def test_workers_regenerate_the_learners_directions_bit_for_bit():
         ).standard_normal(6)
         assert np.array_equal(recording.seen[(0, k)], theta + 0.1 * delta)
         assert np.array_equal(recording.seen[(0, 3 + k)], theta - 0.1 * delta)
+
+
+STRICT_ENVS = '''
+import gymnasium as gym
+import numpy as np
+from gymnasium import spaces
+
+
+class Strict(gym.Env):
+    """Asserts that every action is in its space, as many custom envs do."""
+
+    def __init__(self, action_space, obs_dtype="float32"):
+        self.action_space = action_space
+        self.observation_space = spaces.Box(-10, 10, (3,), np.dtype(obs_dtype))
+
+    def reset(self, seed=None, options=None):
+        super().reset(seed=seed)
+        return self.observation_space.sample().clip(-1, 1), {}
+
+    def step(self, action):
+        assert self.action_space.contains(action), (action, getattr(action, "dtype", None))
+        obs = self.np_random.uniform(-1, 1, 3).astype(self.observation_space.dtype)
+        return obs, float(np.sum(action)), False, False, {}
+
+
+ACTIONS = {
+    "Float16": spaces.Box(-1, 1, (2,), np.float16),
+    "Float32": spaces.Box(-1, 1, (2,), np.float32),
+    "Float64": spaces.Box(-1, 1, (2,), np.float64),
+    "Unbounded32": spaces.Box(-np.inf, np.inf, (2,), np.float32),
+    "Unbounded16": spaces.Box(-np.inf, np.inf, (2,), np.float16),
+    "Grid32": spaces.Box(-1, 1, (2, 2), np.float32),
+    "Discrete": spaces.Discrete(3, start=-1),
+}
+for name, space in ACTIONS.items():
+    for obs in ("float32", "float64"):
+        gym.register(
+            f"Strict{name}-{obs}-v0",
+            lambda space=space, obs=obs: Strict(space, obs),
+            max_episode_steps=8,
+        )
+'''
+
+
+@pytest.fixture
+def strict_envs(tmp_path, monkeypatch):
+    """A module of envs that assert ``action_space.contains(action)`` at every step, in the
+    current folder, as a user's own; returns their ids."""
+    (tmp_path / "strictenvs.py").write_text(STRICT_ENVS)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.chdir(tmp_path)
+    module = importlib.import_module("strictenvs")
+    return [f"Strict{name}-{obs}-v0" for name in module.ACTIONS for obs in ("float32", "float64")]
+
+
+@pytest.mark.slow
+def test_every_door_hands_envs_actions_of_their_action_space(strict_envs, tmp_path):
+    """Box actions of float16, float32 and float64 (bounded or not, of two axes) and Discrete
+    with a start, through ARS, train(), AsyncEval and the command line: the env's own
+    ``contains`` holds at every step."""
+    for env_id in strict_envs:
+        squash = "Unbounded" not in env_id and "Discrete" not in env_id
+        for policy, options in [("LinearPolicy", None), ("MlpPolicy", {"net_arch": [4]})]:
+            options = options if squash or policy == "LinearPolicy" else {"squash_output": False}
+            ARS(policy, f"strictenvs:{env_id}", n_delta=2, policy_kwargs=options, seed=0).learn(64)
+        ars.train(f"strictenvs:{env_id}", 64, n_delta=2, normalize_obs=True, seed=1)
+        env = gym.make(f"strictenvs:{env_id}")
+        action = ARS("LinearPolicy", env, seed=0).predict(env.reset(seed=0)[0])[0]
+        assert env.action_space.contains(action)
+    with AsyncEval([lambda: gym.make("strictenvs:StrictFloat16-float64-v0")] * 2) as workers:
+        env_id = "strictenvs:StrictFloat16-float64-v0"
+        ARS("LinearPolicy", env_id, n_delta=3, seed=0).learn(100, async_eval=workers)
+    for workers in ("0", "2"):
+        args = ["--env", "strictenvs:StrictFloat32-float32-v0", "--n-delta", "2", "--workers"]
+        done = _cli(tmp_path, *args, workers, "--total-timesteps", "64", "--run-dir", workers)
+        assert done.returncode == 0, done.stderr
+
+
+def test_actions_keep_float64_where_the_space_is_float64_and_round_in_bounds():
+    """float64 spaces get the very arrays of before (the fingerprints hold); a float32 or
+    float16 space gets its dtype, the clip or tanh's bounds exact in it."""
+    for dtype in (np.float16, np.float32, np.float64):
+        space = spaces.Box(-0.3, 0.7, (2,), dtype)
+        for squash in (False, True):
+            network = ars.Network(spaces.Box(-1, 1, (1,)), space, "LinearPolicy", None)
+            network.squash_output = squash
+            actions = network.to_action()(np.array([[1e9, -1e9], [0.1, -0.2]]))
+            assert actions.dtype == dtype and actions.shape == (2, 2)
+            assert space.contains(actions[0]) and space.contains(actions[1])
+            np.testing.assert_array_equal(actions[0], [0.7, -0.3] if not squash else actions[0])
+    network = ars.Network(spaces.Box(-1, 1, (1,)), spaces.Discrete(3, start=-1), "MlpPolicy", None)
+    assert network.to_action()(np.array([0.0, 0.0, 5.0])) == 1
+
+
+def test_train_refuses_dict_and_tuple_observations_as_every_door_does():
+    box = spaces.Box(-1, 1, (2,), np.float32)
+    for space in (spaces.Dict({"a": box}), spaces.Tuple([box])):
+        env = gym.make("CartPole-v1")
+        env.observation_space = space
+        messages = []
+        for door in (
+            functools.partial(ars.train, env, 10),
+            functools.partial(ARS, "LinearPolicy", env),
+        ):
+            with pytest.raises(NotImplementedError) as error:
+                door()
+            messages.append(str(error.value))
+        assert messages[0] == messages[1] and "FlattenObservation" in messages[0]
 
 
 # === The API: ARSPolicy and ARS, settings, the seed's and SB3's habits ===========================
