@@ -720,6 +720,8 @@ class ARSPolicy(Network):
         vector = _as_array(vector)
         if vector.shape != (self.n_params,):
             raise ValueError(f"expected parameters of shape ({self.n_params},); got {vector.shape}")
+        if not _finite(vector):  # as a file's: ars never writes what it would not read
+            raise ValueError("parameters must be real numbers, no nan or inf")
         self._theta = vector.copy()
 
     def forward(self, obs: Any, theta: Any = None) -> Any:
@@ -992,6 +994,15 @@ class ARS:
             self._settings({**self.hparams, name: value})
         else:
             object.__setattr__(self, name, value)
+
+    def __getstate__(self) -> dict[str, Any]:
+        """For ``copy`` and ``pickle``: ``hparams_initial`` goes as a dict (a mappingproxy
+        cannot), and comes back read-only."""
+        return {**self.__dict__, "hparams_initial": dict(self.hparams_initial)}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        initial = types.MappingProxyType(state["hparams_initial"])
+        self.__dict__.update(state, hparams_initial=initial)
 
     def _settings(self, hparams: dict[str, Any] | None = None) -> dict[str, Any]:
         """``hparams`` (or new ones) checked where set and where used (the seed's dict is open)."""
@@ -2696,6 +2707,8 @@ def read_model_file(source: Any) -> tuple[dict[str, Any], dict[str, Any]]:
         path = Path(source)  # SB3's rule: a name without a suffix may mean .zip
         names = [path] + [path.with_suffix(s) for s in (".zip", ".npz") if not path.suffix]
         path = next((p for p in names if p.exists()), path)
+        if path.exists() and not path.is_file():  # a device or a FIFO could be endless, or block
+            raise ValueError(f"{path} is not a regular file: a model is a file ARS.save wrote")
         f, where = path.open("rb"), str(path)  # none: FileNotFoundError, naming it
     try:
         archive, names = _open_zip(f, where, 64)

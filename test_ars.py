@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import copy
 import csv
 import functools
 import gc
@@ -1435,7 +1436,7 @@ def test_actions_keep_float64_where_the_space_is_float64_and_round_in_bounds():
             actions = network.to_action()(np.array([[1e9, -1e9], [0.1, -0.2]]))
             assert actions.dtype == dtype and actions.shape == (2, 2)
             assert space.contains(actions[0]) and space.contains(actions[1])
-            np.testing.assert_array_equal(actions[0], [0.7, -0.3] if not squash else actions[0])
+            np.testing.assert_array_equal(actions[0], [space.high[0], space.low[1]])
     network = ars.Network(spaces.Box(-1, 1, (1,)), spaces.Discrete(3, start=-1), "MlpPolicy", None)
     assert network.to_action()(np.array([0.0, 0.0, 5.0])) == 1
 
@@ -1808,6 +1809,59 @@ def test_a_schedule_returning_nan_is_refused_naming_it():
     with pytest.raises(ValueError, match="delta_std.*schedule"):
         model.learn(20_000)
     assert np.isfinite(model.policy.parameters_to_vector()).all()
+
+
+@pytest.mark.parametrize("env_id", ["CartPole-v1", "Pendulum-v1"])
+def test_copies_and_pickles_predict_and_learn_as_the_original(env_id):
+    """copy.deepcopy, pickle and cloudpickle, before and after learn: the copy predicts the
+    same and goes on to the same weights; hparams_initial stays read-only."""
+    import cloudpickle
+
+    model = ARS("LinearPolicy", env_id, n_delta=2, normalize_obs=True, seed=3)
+    copies = {
+        "deepcopy": copy.deepcopy,
+        "pickle": lambda m: pickle.loads(pickle.dumps(m)),
+        "cloudpickle": lambda m: cloudpickle.loads(cloudpickle.dumps(m)),
+    }
+    for steps in (0, 400):
+        model.learn(steps)
+        obs = gym.make(env_id).reset(seed=1)[0]
+        for name, make_copy in copies.items():
+            twin, again = make_copy(model), copy.deepcopy(model)
+            with pytest.raises(TypeError):
+                twin.hparams_initial["n_delta"] = 4
+            assert twin.hparams_initial == model.hparams_initial, name
+            np.testing.assert_array_equal(twin.predict(obs)[0], model.predict(obs)[0])
+            _assert_same_weights(_weights(twin.learn(400)), _weights(again.learn(400)))
+
+
+@pytest.mark.parametrize("kind", ["/dev/zero", "fifo", "folder"])
+def test_loading_refuses_devices_fifos_and_folders_at_once(kind, tmp_path):
+    path = Path(kind) if kind.startswith("/") else tmp_path / kind
+    if kind == "fifo":
+        os.mkfifo(path)
+    elif kind == "folder":
+        path.mkdir()
+    started = time.monotonic()
+    for load in (ARS.load, ARSPolicy.load):
+        with pytest.raises(ValueError, match="is not a regular file"):
+            load(path)
+    assert time.monotonic() - started < 5  # a FIFO's open blocks for ever, /dev/zero fills memory
+    done = _cli(tmp_path, "--eval", str(path), timeout=20)
+    assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
+
+
+def test_weights_are_checked_where_they_enter_so_every_saved_model_loads(tmp_path):
+    model = ARS("LinearPolicy", "Pendulum-v1", seed=0)
+    for bad in ([np.nan, 1, 2], [np.inf, 0, 0]):
+        with pytest.raises(ValueError, match="no nan or inf"):
+            model.policy.load_from_vector(bad)
+        state = {"policy": {"action_net.0.weight": np.array([bad])}}
+        with pytest.raises(ValueError, match="no nan or inf"):
+            model.set_parameters(state)
+    model.policy.load_from_vector([1.0, 2.0, 3.0])
+    loaded = ARS.load(model.save(tmp_path / "m"))
+    assert loaded.policy.parameters_to_vector().tolist() == [1.0, 2.0, 3.0]
 
 
 # === Evaluators: in-process, AsyncEval, ExecutorEval, vector envs side by side ===================
