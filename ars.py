@@ -252,12 +252,12 @@ class Network:
             start = int(self.action_space.start)
             return lambda out: out.argmax(axis=-1) + start
         dtype, shape = self.action_space.dtype, self.action_space.shape  # in bounds in dtype
-        if self.squash_output:
+        low, high, maximum, minimum = self._low, self._high, np.maximum, np.minimum
+        clip = lambda out: minimum(maximum(out, low, out=out), high, out=out)  # np.clip's, cheaper
+        if self.squash_output:  # clipped too: center - scale can round past low
             center, scale = (self._high + self._low) / 2, (self._high - self._low) / 2
-            to_box = lambda out: (center + scale * np.tanh(out)).astype(dtype, copy=False)
-        else:  # np.clip, in place and without its per-call overhead
-            low, high, maximum, minimum = self._low, self._high, np.maximum, np.minimum
-            clip = lambda out: minimum(maximum(out, low, out=out), high, out=out)
+            to_box = lambda out: clip(center + scale * np.tanh(out)).astype(dtype, copy=False)
+        else:
             to_box = lambda out: clip(out).astype(dtype, copy=False)
         if len(shape) == 1:
             return to_box
