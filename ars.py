@@ -504,6 +504,7 @@ def train(env: str | gym.Env, total_timesteps: int, **hyper_parameters: Any) -> 
 # the sections.
 
 import argparse
+import ast
 import contextlib
 import csv
 import importlib
@@ -1047,7 +1048,9 @@ class ARS:
             _check_same_spaces(_spaces_of(gym_env), _spaces_of(self), "the env")
         self.observation_space, self.action_space = _spaces_of(gym_env)
         self.gym_env, self._vec_env, self._vec_normalize = gym_env, vec_env, vec_normalize
-        self.env_id = getattr(gym_env.spec, "id", self.env_id)
+        spec_id = getattr(gym_env.spec, "id", self.env_id)
+        given = isinstance(env, str) and env.endswith(f":{spec_id}")  # module:Id: the module too
+        self.env_id = env if given else spec_id
         _check_vec_normalize(self)
         if self.policy is not None and getattr(vec_normalize, "norm_obs", False):
             self.policy.vec_normalize = vec_normalize  # what it learns through from now on
@@ -1577,6 +1580,12 @@ class VecEnvs:
         single = "single_" * self.gymnasium  # gymnasium's spaces are of the batch
         self.observation_space, self.action_space = (getattr(venv, single + k) for k in SPACE_KEYS)
         self.envs = getattr(venv, "envs", None)  # in this process
+        if self.envs is None:
+            warnings.warn(
+                f"the {name} steps its envs in other processes, a message each step: ARS runs "
+                "faster on a SyncVectorEnv or DummyVecEnv (AsyncEval's workers, for more cores)",
+                stacklevel=4,
+            )
         for env in self.envs or ():
             _check_same_spaces(_spaces_of(env), _spaces_of(self), "an env of it", "its first")
         self.steps = [_inner_step(env) for env in self.envs] if self.envs else None
@@ -1961,13 +1970,16 @@ def _worker(remote: Any, parent_ends: list, env_fn_bytes: bytes) -> None:
     import cloudpickle
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl+C is the main process's to handle
+    if hasattr(signal, "pthread_sigmask"):  # blocked while it started: a pending one goes
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+    warnings.simplefilter("ignore")  # the main process made the same env and showed its own
     for end in parent_ends:  # forked: the main process's ends, so a dead worker is seen
         end.close()
     report = lambda c, e: remote.send(("error", (c, _one_line(e), traceback.format_exc())))
     try:
         env = make_env(cloudpickle.loads(env_fn_bytes))
         check_spaces(*_spaces_of(env))
-        remote.send(("ready", None))
+        remote.send(("ready", _spaces_of(env)))
     except BaseException as error:
         report(None, error)
         return
@@ -2008,6 +2020,27 @@ def _shutdown(processes: list[Any], remotes: list[Any]) -> None:
                 process.join(1.0)
     for remote in remotes:
         remote.close()
+
+
+def check_main_guard(start_method: str | None) -> None:
+    """Refuse to start worker processes that would run the main script again: with
+    "forkserver" or "spawn" (None: the default), a script without ``if __name__ ==
+    "__main__":`` would be run by every worker, and start workers of its own."""
+    method = start_method or multiprocessing.get_start_method(allow_none=True) or "forkserver"
+    path = getattr(sys.modules.get("__main__"), "__file__", None)  # None: interactive, -c
+    if method == "fork" or path is None or not str(path).endswith(".py"):
+        return
+    with contextlib.suppress(OSError, SyntaxError, ValueError):
+        tree = compile(Path(path).read_bytes(), path, "exec", ast.PyCF_ONLY_AST)
+        guarded = any(
+            isinstance(node, ast.If) and "__name__" in ast.unparse(node.test) for node in tree.body
+        )
+        if not guarded:
+            raise RuntimeError(
+                f"{path} starts worker processes without the main guard, so each worker would "
+                "run it again: put the code that trains under 'if __name__ == \"__main__\":', "
+                'or pass start_method="fork"'
+            )
 
 
 class AsyncEval(Evaluator):
@@ -2053,6 +2086,7 @@ class AsyncEval(Evaluator):
         check_number("start_timeout", start_timeout, positive=True)
         methods = multiprocessing.get_all_start_methods()  # another: get_context says so
         start_method = start_method or ("forkserver" if "forkserver" in methods else "spawn")
+        check_main_guard(start_method)
         self.n_workers, self.job_timeout = len(envs_fn), float(job_timeout)
         super().__init__(train_policy, n_eval_episodes)
         self.remotes, self.processes = [], []
@@ -2060,18 +2094,30 @@ class AsyncEval(Evaluator):
         self._batches: list[collections.deque] = [collections.deque() for _ in envs_fn]
         self._deadlines = [math.inf] * self.n_workers  # a busy worker's next result is due by then
         ctx = multiprocessing.get_context(start_method)
-        for env_fn in envs_fn:
-            remote, work_remote = ctx.Pipe()
-            inherited = [remote, *self.remotes] if start_method == "fork" else []
-            args = (work_remote, inherited, cloudpickle.dumps(env_fn))
-            process = ctx.Process(target=_worker, args=args, daemon=True)
-            process.start()
-            work_remote.close()
-            self.processes.append(process)
-            self.remotes.append(remote)
+        # Ctrl+C to the process group is the main process's, even during a worker's imports:
+        # workers start with SIGINT ignored (inherited, kept by Python), while here it is
+        # blocked, so that one pressed meanwhile waits for the handler restored below.
+        mask = getattr(signal, "pthread_sigmask", lambda how, signals: set())
+        blocked = mask(signal.SIG_BLOCK, {signal.SIGINT})
+        main_thread = threading.current_thread() is threading.main_thread()
+        handler = signal.signal(signal.SIGINT, signal.SIG_IGN) if main_thread else None
+        try:
+            for env_fn in envs_fn:
+                remote, work_remote = ctx.Pipe()
+                inherited = [remote, *self.remotes] if start_method == "fork" else []
+                args = (work_remote, inherited, cloudpickle.dumps(env_fn))
+                process = ctx.Process(target=_worker, args=args, daemon=True)
+                process.start()
+                work_remote.close()
+                self.processes.append(process)
+                self.remotes.append(remote)
+        finally:
+            if handler is not None:
+                signal.signal(signal.SIGINT, handler)
+            mask(signal.SIG_SETMASK, blocked)
         deadline = time.monotonic() + float(start_timeout)
-        for i in range(self.n_workers):  # every env must build before any job is sent
-            self._receive(i, "starting its env", deadline)
+        # every env must build before any job is sent; its spaces are checked at each job
+        self.spaces = [self._receive(i, "starting its env", deadline) for i in range(len(envs_fn))]
 
     def _fail(self, message: str, kind: type = RuntimeError) -> RuntimeError:
         self.close()
@@ -2119,6 +2165,8 @@ class AsyncEval(Evaluator):
 
         if on_step is not None:
             raise ValueError("AsyncEval's workers cannot call on_step: use InProcessEval for it")
+        for i, found in enumerate(self.spaces):  # the worker's error would be a shape's
+            _check_same_spaces(found, _spaces_of(it.network), f"AsyncEval worker {i}'s env")
         with self.exclusive():
             for i, batch in enumerate(self._batches):  # what an interrupted call left running
                 while batch:
@@ -2803,8 +2851,9 @@ def _check_metadata(meta: Any, where: str) -> dict[str, Any]:
     if not (isinstance(episodes, list) and all(map(pair, episodes))):
         raise ValueError(f"{where}: ep_info_buffer must be a list of [return, length] pairs")
     env_id = meta.get("env_id")
-    plain = env_id is None or isinstance(env_id, str) and re.fullmatch(r"[\w./-]{1,200}", env_id)
-    need("env_id", plain, "an env id ('Hopper-v4') or null, never 'module:Env' (which imports)")
+    pattern = r"([A-Za-z_][\w.]{0,99}:)?[\w./-]{1,200}"  # gymnasium's [module:]id, checked
+    plain = env_id is None or isinstance(env_id, str) and re.fullmatch(pattern, env_id)
+    need("env_id", plain, "an env id ('Hopper-v4', 'module:Env-v0') or null")
     names = meta.get("schedules", [])  # the settings saved as their last value
     ok = isinstance(names, list) and all(n in SCHEDULED for n in names)
     need("schedules", ok, "a list of learning_rate, delta_std")
@@ -3022,32 +3071,31 @@ def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     return args
 
 
-_INTERRUPTED: list[int] = []  # signals received (--eval exits with 128 + the last)
-
-
-def _interrupt(signum: int, frame: Any) -> None:
-    """Stop now; noted too, for code that swallows the KeyboardInterrupt (GL setup can)."""
-    _INTERRUPTED.append(signum)
-    raise KeyboardInterrupt
-
-
 class _Interrupts:
-    """Ctrl+C once: finish the iteration, then stop; again, or SIGTERM: stop now, discarding it."""
+    """The command line's SIGINT and SIGTERM, from its first line to its last (then the
+    handlers it found come back). Before training: stop at once. While training: Ctrl+C once
+    finishes the iteration, again (or SIGTERM) stops now, discarding it. While the final files
+    are written: noted, acted on after. The exit status is the shell's, 128 + the signal."""
 
     def __init__(self) -> None:
         self.requested = self.discarded = False
-        self.training = True  # afterwards, signals are noted but the final files are written
+        self.phase, self.signals = "setup", []  # then "training", then "saving"
         self.previous = {s: signal.signal(s, self._handle) for s in (signal.SIGINT, signal.SIGTERM)}
 
     def _handle(self, signum: int, frame: Any) -> None:
-        if not self.training:  # the final files are being written: noted, acted on after
+        self.signals.append(signum)
+        if self.phase == "saving":
             self.requested = True
-        elif signum == signal.SIGINT and not self.requested:
+        elif self.phase == "training" and signum == signal.SIGINT and not self.requested:
             self.requested = True
             print("\nstopping after this iteration (Ctrl+C again: now, discarding it)", flush=True)
         else:
             self.discarded = True
             raise KeyboardInterrupt
+
+    def status(self) -> int:
+        """130 after SIGINT, 143 after SIGTERM, as the shell reports a process they ended."""
+        return 128 + (self.signals or [signal.SIGINT])[-1]
 
     def restore(self) -> None:
         for sig, handler in self.previous.items():
@@ -3131,20 +3179,43 @@ def _new_run(args: argparse.Namespace) -> tuple[ARS, dict[str, Any], Path]:
                 (run_dir := Path(stem if n == 1 else f"{stem}-{n}")).mkdir()
                 return model, config, run_dir
     run_dir = Path(args.run_dir)
-    existing = [name for name in RUN_FILES.split() if (run_dir / name).exists()]
-    if existing and not args.overwrite:
+    trained = [name for name in ("checkpoint.npz", "model.npz") if (run_dir / name).exists()]
+    if trained and not args.overwrite:
         raise ValueError(
-            f"{run_dir} holds a run ({', '.join(existing)}): --resume {run_dir} to "
+            f"{run_dir} holds a run ({', '.join(trained)}): --resume {run_dir} to "
             f"continue it, or pick another --run-dir"
         )
     run_dir.mkdir(parents=True, exist_ok=True)
     return model, config, run_dir
 
 
+def _run_config(run_dir: Path) -> dict[str, Any] | None:
+    """The run's config.json, or None where there is none or it is not ars's."""
+    with contextlib.suppress(OSError, ValueError):
+        config = json.loads((run_dir / "config.json").read_text())
+        return config if isinstance(config, dict) and RUN_CONFIG <= set(config) else None
+    return None
+
+
+def _check_run_dir(run_dir: Path) -> None:
+    """A run is written only where nothing but an ars run's files are: no file of the user's
+    is replaced (by --overwrite, or by a run that never reached its first checkpoint)."""
+    ours = {".lock", *(RUN_FILES.split() if _run_config(run_dir) is not None else ())}
+    stale = lambda name: name.startswith(".") and name.endswith(".tmp")  # a kill's half-write
+    others = sorted(p.name for p in run_dir.iterdir() if p.name not in ours and not stale(p.name))
+    if others:
+        raise ValueError(
+            f"{run_dir} holds files that are not an ars run's ({', '.join(others[:5])}"
+            f"{', ...' if len(others) > 5 else ''}): pick an empty or a new --run-dir"
+        )
+
+
 def _resume(args: argparse.Namespace) -> tuple[ARS, dict[str, Any], Path]:
     run_dir = Path(args.resume)
     if not (run_dir / "config.json").exists() or not (run_dir / "checkpoint.npz").exists():
-        raise ValueError(f"{run_dir} has no config.json and checkpoint.npz to resume from")
+        missing = [n for n in ("config.json", "checkpoint.npz") if not (run_dir / n).exists()]
+        hint = "; run the command that started it again" if missing == ["checkpoint.npz"] else ""
+        raise ValueError(f"{run_dir} has no {' and no '.join(missing)} to resume from{hint}")
     config = _json((run_dir / "config.json").read_text(), f"{run_dir / 'config.json'}")
     if not isinstance(config, dict) or set(RUN_CONFIG) - set(config):
         raise ValueError(f"{run_dir / 'config.json'} lacks {sorted(RUN_CONFIG)}: it is not ars's")
@@ -3181,27 +3252,63 @@ def _evaluate_saved(args: argparse.Namespace) -> int:
         model.max_episode_steps = check_integer("max_episode_steps", args.max_episode_steps)
     env = make_env(env_id)
     _check_same_spaces(_spaces_of(env), _spaces_of(policy_of(model)), env_id, "the model")
-    mean, std = evaluate_policy(model, env, n := args.eval_episodes)  # the model's own seeds
-    print(f"{env_id}: mean return {mean:.2f} +/- {std:.2f} over {n} episodes ({args.eval})")
+    episodes = args.eval_episodes
+    mean, std = evaluate_policy(model, env, episodes)  # the model's own seeds
+    print(f"{env_id}: mean return {mean:.2f} +/- {std:.2f} over {episodes} episodes ({args.eval})")
     return 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """The command line: train, resume or ``--eval``, and report; returns the exit status."""
+    """The command line: train, resume or ``--eval``, and report; returns the exit status.
+    Signals and warnings are the command line's until it returns, whichever way it does."""
     if os.getcwd() not in sys.path and "" not in sys.path:  # --env module:Id, as python -m ars
         sys.path.append(os.getcwd())
-    args, lock = _parse_args(argv), None
+    args = _parse_args(argv)
+    interrupts, formatwarning = _Interrupts(), warnings.formatwarning
+    warnings.formatwarning = _one_line_warning
     try:
-        if args.eval:  # SIGTERM as Ctrl+C: stops at once, without a traceback
-            for sig in (signal.SIGINT, signal.SIGTERM):
-                signal.signal(sig, _interrupt)
-            try:
-                return _evaluate_saved(args)
-            except KeyboardInterrupt:
-                print("interrupted: nothing was written", file=sys.stderr)
-                return 128 + (_INTERRUPTED or [signal.SIGINT])[-1]  # 130 or 143, as the shell
+        return _command(args, interrupts)
+    except KeyboardInterrupt:
+        print("interrupted before training: nothing to continue", file=sys.stderr)
+        return interrupts.status()
+    finally:
+        interrupts.restore()
+        warnings.formatwarning = formatwarning
+
+
+def _one_line_warning(message: Any, *args: Any) -> str:
+    """``warning: text`` on one line, without the terminal colours gymnasium adds."""
+    text = " ".join(re.sub(r"\x1b\[[0-9;]*m", "", str(message)).split())
+    return f"warning: {text.removeprefix('WARN: ')}\n"
+
+
+def _env_hint(error: BaseException, args: argparse.Namespace) -> str:
+    """``error``'s text; where a saved model's env cannot be made, how to name another."""
+    envs = (gym.error.Error, ModuleNotFoundError)
+    if args.eval and not args.env and isinstance(error, envs):
+        return f"{error} (the model's env; --env ID evaluates it on another)"
+    return str(error)
+
+
+def _command(args: argparse.Namespace, interrupts: _Interrupts) -> int:
+    """``main`` once its signals are its own: the run, or ``--eval``; errors as one line."""
+    lock = None
+    try:
+        if args.eval:
+            return _evaluate_saved(args)
+        if (args.workers or 0) > 0:
+            check_main_guard(None)  # before the folder: a worker would run the script again
         model, config, run_dir = _resume(args) if args.resume else _new_run(args)
+        if config["workers"] > (os.cpu_count() or 1):
+            warnings.warn(
+                f"--workers {config['workers']} on {os.cpu_count()} cores: more processes than "
+                "cores add memory and messages, not speed; --workers "
+                f"{os.cpu_count()} is as fast",
+                stacklevel=2,
+            )
         lock = _RunLock(run_dir)  # before anything in the folder changes
+        for stale in run_dir.glob(".*.tmp"):  # left by a kill in the middle of a write
+            stale.unlink(missing_ok=True)
         evaluation = EvalCallback(
             config["env"],
             n_eval_episodes=config["eval_episodes"],
@@ -3216,25 +3323,30 @@ def main(argv: Sequence[str] | None = None) -> int:
                 evaluation.load_state_dict(config.pop("callbacks").get("EvalCallback"))
             except ValueError as error:
                 raise ValueError(f"{checkpoint} is not a checkpoint of ars.py ({error})") from None
-            for stale in run_dir.glob(".*.tmp"):  # left by a kill in the middle of a write
-                stale.unlink(missing_ok=True)
             _trim_progress(run_dir / "progress.csv", model.n_updates)
             print(
                 f"resuming {run_dir} at {model.num_timesteps:,} steps, iteration {model.n_updates}"
             )
         else:
-            for name in RUN_FILES.split():  # --overwrite: the old run's files go
+            _check_run_dir(run_dir)
+            for name in RUN_FILES.split():  # --overwrite, or a run never checkpointed: they go
                 (run_dir / name).unlink(missing_ok=True)
             with atomic_file(run_dir / "config.json", "w") as f:
                 f.write(json.dumps(config, indent=2) + "\n")
+            # At once: from here a kill at any moment leaves a run that --resume continues.
+            model.save(checkpoint, callbacks=_Callbacks([evaluation], model))
             shown = {k: v for k, v in config.items() if k not in ("env", "ars_version")}
             print(f"ARS on {config['env']}: {json.dumps(shown)}")
     except (ImportError, ValueError, TypeError, OSError, RuntimeError, gym.error.Error) as error:
-        print(f"error: {error}", file=sys.stderr)  # NotImplementedError is a RuntimeError
+        print(f"error: {_env_hint(error, args)}", file=sys.stderr)  # NotImplementedError too
         if lock is not None:
             lock.release()
         return 2
-    return _train(model, config, run_dir, evaluation, lock)
+    except BaseException:
+        if lock is not None:
+            lock.release()
+        raise
+    return _train(model, config, run_dir, evaluation, lock, interrupts)
 
 
 def _trim_progress(path: Path, n_updates: int) -> None:
@@ -3247,10 +3359,13 @@ def _trim_progress(path: Path, n_updates: int) -> None:
         _write_csv_atomic(path, reader.fieldnames or [], rows)
 
 
-def _train(model: ARS, config: dict, run_dir: Path, evaluation: EvalCallback, lock: Any) -> int:
+def _train(
+    model: ARS, config: dict, run_dir: Path, evaluation: EvalCallback, lock: Any, interrupts: Any
+) -> int:
     """Train to the run's total, write the final files, evaluate; the exit status says how."""
     env_id, total, workers = config["env"], config["total_timesteps"], config["workers"]
-    interrupts, status, async_eval = _Interrupts(), 0, None
+    status, async_eval = 0, None
+    interrupts.phase = "training"
     try:
         try:
             if total > model.num_timesteps:
@@ -3270,17 +3385,17 @@ def _train(model: ARS, config: dict, run_dir: Path, evaluation: EvalCallback, lo
             else:
                 print(f"the run has trained its {total:,} steps; --total-timesteps N for more")
         except KeyboardInterrupt:
-            status = 130
+            status = interrupts.status()
         except (RuntimeError, FloatingPointError, OSError, ValueError) as error:
             print(f"error: {error}", file=sys.stderr)
             return 1
         finally:
-            interrupts.training = False  # from here a signal waits until the files are written
+            interrupts.phase = "saving"  # from here a signal waits until the files are written
             if async_eval is not None:
                 async_eval.close()
         model.save(run_dir / "checkpoint.npz", callbacks=_Callbacks([evaluation], model))
         path = model.save(run_dir / "model.npz")
-        interrupts.restore()
+        interrupts.phase = "setup"  # the final evaluation stops at once
         if status or interrupts.requested:
             how = "discarded the unfinished" if interrupts.discarded else "finished the current"
             print(
@@ -3288,22 +3403,21 @@ def _train(model: ARS, config: dict, run_dir: Path, evaluation: EvalCallback, lo
                 f"{model.n_updates} ({model.num_timesteps:,} steps). Continue with: python "
                 f"ars.py --resume {run_dir}"
             )
-            return 130
+            return interrupts.status()
         print(f"saved {path} (best evaluation kept in {run_dir / 'best_model.npz'})")
+        episodes = config["eval_episodes"]
         try:
-            mean, std = evaluate_policy(model, env_id, n := config["eval_episodes"])
+            mean, std = evaluate_policy(model, env_id, episodes)
         except KeyboardInterrupt:
             print("final evaluation interrupted; the run's files are complete")
-            return 130
-        print(f"evaluation: mean return {mean:.2f} +/- {std:.2f} over {n} episodes")
+            return interrupts.status()
+        print(f"evaluation: mean return {mean:.2f} +/- {std:.2f} over {episodes} episodes")
         return 0
     finally:
-        interrupts.restore()
         lock.release()
 
 
 if __name__ == "__main__":
-    warnings.formatwarning = lambda message, *_: f"warning: {message}\n"  # one line, as errors
     # Run as the module named after this file: workers then get its names, not copies.
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     sys.exit(importlib.import_module(Path(__file__).stem).main())
