@@ -3158,14 +3158,14 @@ RUN_FILES = "config.json progress.csv checkpoint.npz model.npz best_model.npz ev
 
 
 def _new_run(args: argparse.Namespace) -> tuple[ARS, dict[str, Any], Path]:
-    env_id, env = args.env or "CartPole-v1", make_env(args.env or "CartPole-v1")
+    env_id = args.env or "CartPole-v1"
     args.policy = args.policy or ("MlpPolicy" if args.net_arch else None)  # layers: an MLP
     config = settings_for(env_id)  # the paper's settings, then the flags given
     config.update({k: v for k, v in vars(args).items() if k in config and v is not None})
     extra = {k: getattr(args, k) for k in ("normalization_samples", "max_episode_steps")}
-    model = paper_model(env_id, env, **config, **extra, seed=args.seed, verbose=args.verbose)
+    model = paper_model(env_id, **config, **extra, seed=args.seed, verbose=args.verbose)
     names = "eval_episodes checkpoint_interval job_timeout start_timeout".split()
-    mujoco = "mujoco" in str(getattr(env.spec, "entry_point", ""))
+    mujoco = "mujoco" in str(getattr(model.gym_env.spec, "entry_point", ""))
     workers = (os.cpu_count() or 1) * mujoco if args.workers is None else args.workers
     eval_freq = args.eval_freq or max(config["total_timesteps"] // 20, 1)
     config.update({k: getattr(args, k) for k in names}, **extra, env=env_id, eval_freq=eval_freq)
@@ -3179,6 +3179,8 @@ def _new_run(args: argparse.Namespace) -> tuple[ARS, dict[str, Any], Path]:
                 (run_dir := Path(stem if n == 1 else f"{stem}-{n}")).mkdir()
                 return model, config, run_dir
     run_dir = Path(args.run_dir)
+    if run_dir.is_dir():
+        _check_run_dir(run_dir)
     trained = [name for name in ("checkpoint.npz", "model.npz") if (run_dir / name).exists()]
     if trained and not args.overwrite:
         raise ValueError(

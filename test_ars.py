@@ -4321,6 +4321,206 @@ def test_cli_reads_each_model_file_once(tmp_path, monkeypatch, capsys):
     assert "resuming run at" in capsys.readouterr().out  # callbacks' state
 
 
+START_UP = ["--env", "Pendulum-v1", "--n-delta", "2", "--seed", "1", "--total-timesteps"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGKILL])
+def test_an_interrupt_at_any_moment_leaves_a_run_that_goes_on(sig, tmp_path):
+    """SIGINT to the process group (as a terminal's Ctrl+C) or SIGKILL from 0.1 s on, workers
+    starting included: one line at most once ars's code runs, no temporary file left, and the
+    folder is continued by --resume (it holds a checkpoint) or started by the same command."""
+    reached = set()
+    for delay in (0.1, 0.5, 1.0, 1.5):
+        run = [*START_UP, "20000", "--workers", "2", "--run-dir", f"r{delay}"]
+        process = subprocess.Popen(
+            [sys.executable, str(HERE / "ars.py"), *run],
+            cwd=tmp_path,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+            start_new_session=True,  # a group of its own, as a terminal's foreground job
+        )
+        time.sleep(delay)
+        os.killpg(process.pid, sig)
+        errors = process.communicate(timeout=120)[1].strip().splitlines()
+        if sig == signal.SIGINT and process.returncode not in (0, 130):  # Python's imports
+            assert process.returncode in (1, -signal.SIGINT) and delay < 0.5, errors
+            assert errors[-1] == "KeyboardInterrupt" and "ars.py" not in errors[-2:][0], errors
+        elif sig == signal.SIGINT:  # once ars runs: one line at most, never a traceback
+            assert len(errors) <= 1, errors
+        folder = tmp_path / f"r{delay}"
+        files = sorted(p.name for p in folder.iterdir()) if folder.exists() else []
+        reached.add("checkpoint.npz" in files)
+        again = ["--resume", f"r{delay}"] if "checkpoint.npz" in files else run
+        done = _cli(tmp_path, *again)
+        assert done.returncode == 0, (delay, files, done.stderr)
+        assert not list(folder.glob(".*.tmp")) and not (folder / ".lock").exists()
+        assert ARS.load(folder / "model.npz").num_timesteps >= 20000
+    assert reached == {True, False} or sig == signal.SIGINT  # kills before and after the first
+
+
+@pytest.mark.slow
+def test_sigint_and_sigterm_exit_130_and_143_while_training_and_evaluating(tmp_path):
+    assert _cli(tmp_path, *START_UP, "200", "--run-dir", "m").returncode == 0
+    for args in ([*START_UP, "10000000", "--run-dir", "t"], ["--eval", "m/model.npz"]):
+        for sig, status in ((signal.SIGINT, 130), (signal.SIGTERM, 143)):
+            shutil.rmtree(tmp_path / "t", ignore_errors=True)
+            process = subprocess.Popen(
+                [sys.executable, str(HERE / "ars.py"), *args, "--eval-episodes", "100000"],
+                cwd=tmp_path,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+            while args[0] != "--eval" and "writing to" not in process.stdout.readline():
+                pass  # training has begun
+            time.sleep(2.0)
+            process.send_signal(sig)
+            time.sleep(0.5)  # two at once would be one: a signal pending is not counted twice
+            process.send_signal(sig)  # twice: Ctrl+C once finishes the iteration
+            errors = process.communicate(timeout=120)[1]
+            assert process.returncode == status, (args, sig, errors)
+            assert "Traceback" not in errors
+
+
+def test_main_restores_the_signal_handlers_and_warning_format_it_found(tmp_path, monkeypatch):
+    """Whichever way main returns (--eval, an error, a run), the host program's SIGINT and
+    SIGTERM handlers and warnings.formatwarning are its own again."""
+    monkeypatch.chdir(tmp_path)
+    model = ARS("LinearPolicy", "Pendulum-v1", seed=0)
+    model.save(tmp_path / "m.npz")
+    mine = lambda signum, frame: None  # noqa: E731
+    formatwarning = warnings.formatwarning
+    for args in (
+        ["--eval", "m.npz", "--eval-episodes", "1"],
+        ["--eval", "missing.npz"],
+        [*START_UP, "400", "--run-dir", "run", "--eval-episodes", "1"],
+    ):
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(sig, mine)
+        try:
+            assert ars.main(args) in (0, 2)
+            assert signal.getsignal(signal.SIGINT) is mine
+            assert signal.getsignal(signal.SIGTERM) is mine
+            assert warnings.formatwarning is formatwarning
+        finally:
+            signal.signal(signal.SIGINT, signal.default_int_handler)
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
+def test_a_run_folder_holding_other_files_is_refused_by_name(tmp_path):
+    """--overwrite removes only what an ars run wrote; a folder with other files (a project's
+    own config.json and model.npz) is refused in one line naming them, with or without it."""
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "config.json").write_text('{"name": "my project"}')
+    (project / "model.npz").write_bytes(b"mine")
+    for extra in ([], ["--overwrite"]):
+        done = _cli(tmp_path, *START_UP, "200", "--run-dir", "project", *extra)
+        assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
+        assert "config.json, model.npz" in done.stderr and "not an ars run's" in done.stderr
+    assert (project / "model.npz").read_bytes() == b"mine"
+    assert _cli(tmp_path, *START_UP, "200", "--run-dir", "run").returncode == 0
+    refused = _cli(tmp_path, *START_UP, "200", "--run-dir", "run")
+    assert refused.returncode == 2 and "--resume run" in refused.stderr
+    (tmp_path / "run" / "notes.txt").write_text("mine")
+    done = _cli(tmp_path, *START_UP, "200", "--run-dir", "run", "--overwrite")
+    assert done.returncode == 2 and "notes.txt" in done.stderr
+    (tmp_path / "run" / "notes.txt").unlink()
+    assert _cli(tmp_path, *START_UP, "300", "--run-dir", "run", "--overwrite").returncode == 0
+    assert ARS.load(tmp_path / "run" / "model.npz").num_timesteps >= 300
+
+
+def test_a_run_folder_never_checkpointed_starts_again_with_the_same_command(tmp_path):
+    """A kill between config.json and the first checkpoint: --resume says to start it again,
+    and the same command does (a stray temporary file goes)."""
+    assert _cli(tmp_path, *START_UP, "200", "--run-dir", "run").returncode == 0
+    for name in ("checkpoint.npz", "model.npz", "best_model.npz", "progress.csv"):
+        (tmp_path / "run" / name).unlink(missing_ok=True)
+    (tmp_path / "run" / ".checkpoint.npz.abc.tmp").write_bytes(b"half")
+    resumed = _cli(tmp_path, "--resume", "run")
+    assert resumed.returncode == 2 and "run the command that started it again" in resumed.stderr
+    assert _cli(tmp_path, *START_UP, "200", "--run-dir", "run").returncode == 0
+    assert not list((tmp_path / "run").glob(".*.tmp"))
+
+
+MODULE_ENV = """
+import gymnasium as gym
+gym.register("Chain-v0", "gymnasium.envs.mujoco.swimmer_v4:SwimmerEnv", max_episode_steps=20)
+"""
+
+
+@pytest.mark.slow
+def test_a_module_env_is_kept_and_found_by_eval_video_and_resume(tmp_path):
+    (tmp_path / "myenvs.py").write_text(MODULE_ENV)
+    run = ["--env", "myenvs:Chain-v0", "--n-delta", "2", "--total-timesteps", "200"]
+    assert _cli(tmp_path, *run, "--run-dir", "run").returncode == 0, "python ars.py, cwd's module"
+    assert ARS.load(tmp_path / "run" / "model.npz").env_id == "myenvs:Chain-v0"
+    evaluated = _cli(tmp_path, "--eval", "run/model.npz", "--eval-episodes", "1")
+    assert evaluated.returncode == 0 and "myenvs:Chain-v0" in evaluated.stdout, evaluated.stderr
+    done = _cli(tmp_path, "--resume", "run", "--total-timesteps", "400")
+    assert done.returncode == 0, done.stderr
+    video = _run([str(HERE / "examples" / "video.py"), "run/model.npz", "c.mp4"], tmp_path)
+    assert video.returncode == 0, video.stderr
+    (tmp_path / "myenvs.py").unlink()
+    (tmp_path / "elsewhere").mkdir()
+    lost = _cli(tmp_path / "elsewhere", "--eval", "../run/model.npz")
+    assert lost.returncode == 2 and lost.stderr.count("\n") == 1, lost.stderr
+    assert "myenvs" in lost.stderr and "--env" in lost.stderr
+
+
+NO_GUARD = """
+import sys
+import ars
+print("the script ran")
+{call}
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "call",
+    [
+        "ars.AsyncEval(['Pendulum-v1'] * 2, start_method='spawn')",
+        "ars.AsyncEval(['Pendulum-v1'] * 2)",
+        "sys.exit(ars.main(['--env', 'Pendulum-v1', '--workers', '2', '--run-dir', 'r']))",
+    ],
+)
+def test_a_script_without_the_main_guard_gets_one_line_naming_it(call, tmp_path):
+    (tmp_path / "script.py").write_text(NO_GUARD.format(call=call))
+    done = _run(["script.py"], tmp_path, timeout=60)
+    assert done.returncode != 0 and done.stdout.count("the script ran") == 1
+    last = done.stderr.strip().splitlines()[-1]
+    assert "__main__" in last and 'start_method="fork"' in last, done.stderr
+    assert not (tmp_path / "r").exists()
+    fork = NO_GUARD.format(call="ars.AsyncEval(['Pendulum-v1'] * 2, start_method='fork').close()")
+    (tmp_path / "forked.py").write_text(fork)
+    assert _run(["forked.py"], tmp_path, timeout=60).returncode == 0
+
+
+def test_an_async_eval_of_other_spaces_is_named_as_such():
+    model = ARS("LinearPolicy", "Pendulum-v1", n_delta=2, seed=0)
+    with AsyncEval(["MountainCarContinuous-v0"], start_method="fork") as workers:
+        with pytest.raises(ValueError, match="AsyncEval worker 0's env has observation space"):
+            model.learn(100, async_eval=workers)
+
+
+@pytest.mark.slow
+def test_costly_choices_get_one_warning_line_and_warnings_are_plain(tmp_path):
+    many = str((os.cpu_count() or 1) + 1)
+    done = _cli(tmp_path, *START_UP, "200", "--workers", many, "--run-dir", "r")
+    assert done.returncode == 0, done.stderr
+    lines = [line for line in done.stderr.splitlines() if line.startswith("warning:")]
+    assert len(lines) == 1 and f"--workers {many}" in lines[0], done.stderr
+    assert "\x1b[" not in done.stderr and done.stderr.count("\n") == len(lines)
+    with pytest.warns(UserWarning, match="other processes, a message each step"):
+        venv = gym.make_vec("Pendulum-v1", 2, vectorization_mode="async")
+        ARS("LinearPolicy", venv, n_delta=2, seed=0).learn(100)
+    venv.close()
+    assert ars._one_line_warning("\x1b[33mWARN: a\n  b\x1b[0m") == "warning: a b\n"
+
+
 # === Examples and benchmarks =====================================================================
 
 
@@ -4444,7 +4644,17 @@ def test_benchmark_models_reach_their_recorded_return():
         model = ARS.load(path)
         assert model.num_timesteps == run["evaluations"][-1][0]
         seeds = learning.eval_seeds(int(seed))  # the benchmark's evaluation episodes
-        mean = _episodes(ars.make_env(env_id), model.policy, seeds)[0].mean()
+        # learning.json was recorded when float32 envs got float64 actions: the same network
+        # with a float64 action space hands them those actions again
+        low, high = (
+            bound.astype(np.float64) for bound in (model.action_space.low, model.action_space.high)
+        )
+        wide = spaces.Box(low, high, dtype=np.float64)
+        policy = model.policy
+        network = ars.Network(model.observation_space, wide, policy.policy_name, policy.config())
+        theta = policy.parameters_to_vector()
+        it, jobs = ars.fixed_jobs(network, policy.obs_rms, theta, [list(seeds)])
+        mean = ars.run_job(ars.make_env(env_id), it, jobs[0]).returns.mean()
         assert mean == pytest.approx(run["evaluations"][-1][2], rel=1e-9), path.name
         checked += 1
     assert checked >= 3

@@ -108,7 +108,10 @@ def rendering_env(model: Any, env: Any, render_mode: str, size: int | None = Non
             raise ValueError(f"the env must be made with render_mode={render_mode!r}")
         return made
     display = os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")
-    entry = gym.spec(env_id).entry_point
+    module, _, name = env_id.rpartition(":")  # "module:Id": gym.make imports it, gym.spec not
+    if module:
+        importlib.import_module(module)
+    entry = gym.spec(name).entry_point
     mujoco, creator = "mujoco" in str(entry), entry
     with contextlib.suppress(Exception):  # the class's render modes, before making it
         creator = gym.envs.registration.load_env_creator(entry) if isinstance(entry, str) else entry
@@ -236,6 +239,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--fps", type=float, help="the clip's frames a second (30 MP4, 10 GIF)")
     p.add_argument("--max-episode-steps", type=int, help="the episode's length at most")
     args = p.parse_args(argv)
+    if os.getcwd() not in sys.path:  # a module:Id env of the current folder, as ars.py finds
+        sys.path.append(os.getcwd())
     if (args.video is None) == (not args.render):
         p.error("give a video file, or --render (not both)")
     previous = {s: signal.signal(s, _interrupt) for s in (signal.SIGINT, signal.SIGTERM)}
