@@ -515,6 +515,7 @@ import multiprocessing.connection
 import os
 import re
 import signal
+import stat
 import sys
 import tempfile
 import threading
@@ -2749,15 +2750,21 @@ def read_model_file(source: Any) -> tuple[dict[str, Any], dict[str, Any]]:
     """The checked metadata (spaces built) and state dict of a file of :meth:`ARS.save` or
     :meth:`ARSPolicy.save`. No code in a file ever runs, and nothing is allocated before its
     size is checked (sb3-contrib's files: examples/sb3_contrib_files.py)."""
+    mode = stat.S_IFREG  # a file in memory (BytesIO) ends
     if hasattr(source, "read"):
-        f, where = source, getattr(source, "name", "the given file object")
+        where = getattr(source, "name", "the given file object")
+        with contextlib.suppress(AttributeError, OSError, ValueError):
+            mode = os.fstat(source.fileno()).st_mode
     else:
         path = Path(source)  # SB3's rule: a name without a suffix may mean .zip
         names = [path] + [path.with_suffix(s) for s in (".zip", ".npz") if not path.suffix]
         path = next((p for p in names if p.exists()), path)
-        if path.exists() and not path.is_file():  # a device or a FIFO could be endless, or block
-            raise ValueError(f"{path} is not a regular file: a model is a file ARS.save wrote")
-        f, where = path.open("rb"), str(path)  # none: FileNotFoundError, naming it
+        where = str(path)
+        with contextlib.suppress(OSError):  # none: open's FileNotFoundError names it
+            mode = path.stat().st_mode
+    if not stat.S_ISREG(mode):  # checked before open: a device is endless, a FIFO blocks
+        raise ValueError(f"{where} is not a regular file: a model is a file ARS.save wrote")
+    f = source if hasattr(source, "read") else path.open("rb")
     try:
         archive, names = _open_zip(f, where, 64)
         with archive:
@@ -3309,8 +3316,6 @@ def _command(args: argparse.Namespace, interrupts: _Interrupts) -> int:
                 stacklevel=2,
             )
         lock = _RunLock(run_dir)  # before anything in the folder changes
-        for stale in run_dir.glob(".*.tmp"):  # left by a kill in the middle of a write
-            stale.unlink(missing_ok=True)
         evaluation = EvalCallback(
             config["env"],
             n_eval_episodes=config["eval_episodes"],
@@ -3325,12 +3330,13 @@ def _command(args: argparse.Namespace, interrupts: _Interrupts) -> int:
                 evaluation.load_state_dict(config.pop("callbacks").get("EvalCallback"))
             except ValueError as error:
                 raise ValueError(f"{checkpoint} is not a checkpoint of ars.py ({error})") from None
+            _remove_half_writes(run_dir)
             _trim_progress(run_dir / "progress.csv", model.n_updates)
             print(
                 f"resuming {run_dir} at {model.num_timesteps:,} steps, iteration {model.n_updates}"
             )
         else:
-            _check_run_dir(run_dir)
+            _remove_half_writes(run_dir)
             for name in RUN_FILES.split():  # --overwrite, or a run never checkpointed: they go
                 (run_dir / name).unlink(missing_ok=True)
             with atomic_file(run_dir / "config.json", "w") as f:
@@ -3349,6 +3355,12 @@ def _command(args: argparse.Namespace, interrupts: _Interrupts) -> int:
             lock.release()
         raise
     return _train(model, config, run_dir, evaluation, lock, interrupts)
+
+
+def _remove_half_writes(run_dir: Path) -> None:
+    """Remove the temporary files a kill in the middle of a write left (see atomic_file)."""
+    for stale in run_dir.glob(".*.tmp"):
+        stale.unlink(missing_ok=True)
 
 
 def _trim_progress(path: Path, n_updates: int) -> None:

@@ -1846,6 +1846,9 @@ def test_loading_refuses_devices_fifos_and_folders_at_once(kind, tmp_path):
     for load in (ARS.load, ARSPolicy.load):
         with pytest.raises(ValueError, match="is not a regular file"):
             load(path)
+    if kind == "/dev/zero":  # a file object of it too
+        with open(path, "rb") as f, pytest.raises(ValueError, match="is not a regular file"):
+            ARS.load(f)
     assert time.monotonic() - started < 5  # a FIFO's open blocks for ever, /dev/zero fills memory
     done = _cli(tmp_path, "--eval", str(path), timeout=20)
     assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
@@ -3192,7 +3195,7 @@ def test_hostile_files_are_rejected_before_any_large_allocation(tmp_path):
         ("format_version", 0, "'format_version' must be a positive integer"),
         ("run_this", "os.system", r"fields ars does not know: \['run_this'\]"),
         ("included", {"learn": 1}, "'included' must be a dict of public attributes the model"),
-        ("env_id", "this:CartPole-v1", "never 'module:Env' .which imports."),
+        ("env_id", "os:system:CartPole-v1", r"an env id \('Hopper-v4', 'module:Env-v0'\)"),
         ("num_timesteps", 10**30, "'num_timesteps' must be an integer >= 0"),
         ("ep_info_buffer", [[1.0, 10**400]], "ep_info_buffer must be a list of"),
         ("included", {"policy": None}, "the model lacks .*; got {'policy': None}"),
@@ -4153,7 +4156,7 @@ def test_interrupts_finish_or_discard_the_iteration_and_resume_is_exact(tmp_path
             time.sleep(0.02)
         process.send_signal(sig)
         out, err = process.communicate(timeout=120)
-        assert process.returncode == 130 and said in out, err
+        assert process.returncode == 128 + sig and said in out, err  # 130, 143: the shell's
         model, checkpoint = (
             ARS.load(tmp_path / run / "model.npz"),
             ARS.load(tmp_path / run / "checkpoint.npz"),
@@ -4171,12 +4174,16 @@ def test_ctrl_c_once_asks_to_stop_twice_stops_now():
     before = [signal.getsignal(s) for s in signals]  # SIGINT: SIG_IGN if started by a shell's &
     interrupts = ars._Interrupts()
     try:
+        with pytest.raises(KeyboardInterrupt):  # before training: at once
+            interrupts._handle(signal.SIGINT, None)
+        interrupts.phase, interrupts.discarded = "training", False
         interrupts._handle(signal.SIGINT, None)
         assert interrupts.requested and not interrupts.discarded
         with pytest.raises(KeyboardInterrupt):
             interrupts._handle(signal.SIGINT, None)
-        interrupts.training = False  # while the final files are written, a signal is only noted
+        interrupts.phase = "saving"  # while the final files are written, a signal is only noted
         interrupts._handle(signal.SIGTERM, None)
+        assert interrupts.status() == 143
     finally:
         interrupts.restore()
     assert [signal.getsignal(s) for s in signals] == before
@@ -4197,7 +4204,7 @@ def test_sigterm_cleans_up_workers_and_checkpoints(tmp_path):
     assert len(children) >= 2  # the workers (and the forkserver)
     process.send_signal(signal.SIGTERM)
     out, err = process.communicate(timeout=60)
-    assert process.returncode == 130 and "discarded the unfinished iteration" in out, err
+    assert process.returncode == 143 and "discarded the unfinished iteration" in out, err
     deadline = time.monotonic() + 10
     while any(_alive(pid) for pid in children) and time.monotonic() < deadline:
         time.sleep(0.1)
@@ -4572,6 +4579,22 @@ def test_examples_run_with_a_tiny_budget(example, tmp_path):
     assert result.returncode == 0, result.stdout + result.stderr
     if example == "plot_progress.py":
         assert (tmp_path / "run" / "progress.png").stat().st_size > 10_000
+    if example == "quickstart.py":  # what its comment says it writes
+        assert ARS.load(tmp_path / "quickstart_model.zip").num_timesteps >= 1500
+
+
+def test_the_readmes_python_example_shows_learning_as_it_says(tmp_path, monkeypatch, capsys):
+    """The README's first Python block, run as written: the returns its comments give."""
+    readme = (HERE / "README.md").read_text()
+    block = readme.split("```python\n", 1)[1].split("```", 1)[0]
+    monkeypatch.chdir(tmp_path)
+    exec(compile(block, "README.md", "exec"), {})
+    before, after = [eval(line) for line in capsys.readouterr().out.splitlines()]
+    comments = re.findall(r"# \(([-\d.]+), ([-\d.]+)\)", block)
+    assert [(round(m, 1), round(s, 2)) for m, s in (before, after)] == [
+        (float(m), float(s)) for m, s in comments
+    ]
+    assert (tmp_path / "cartpole.zip").exists()
 
 
 @pytest.mark.slow

@@ -25,7 +25,7 @@ args = parser.parse_args()
 model = paper_model(args.env, seed=args.seed, verbose=1)
 model.learn(total_timesteps=args.total_timesteps, log_every_n_steps=10)
 
-path = model.save("quickstart_model")  # -> quickstart_model.npz: plain arrays and JSON
+path = model.save("quickstart_model")  # -> quickstart_model.zip (SB3's suffix): arrays and JSON
 loaded = ARS.load(path)  # no env needed to load and predict
 
 obs, _ = make_env(args.env).reset(seed=0)
