@@ -3273,22 +3273,31 @@ def main(argv: Sequence[str] | None = None) -> int:
     if os.getcwd() not in sys.path and "" not in sys.path:  # --env module:Id, as python -m ars
         sys.path.append(os.getcwd())
     args = _parse_args(argv)
-    interrupts, formatwarning = _Interrupts(), warnings.formatwarning
-    warnings.formatwarning = _one_line_warning
+    interrupts = _Interrupts()
     try:
-        return _command(args, interrupts)
+        with warnings.catch_warnings():  # showwarning comes back on every way out
+            warnings.showwarning = _warning_printer()
+            return _command(args, interrupts)
     except KeyboardInterrupt:
         print("interrupted before training: nothing to continue", file=sys.stderr)
         return interrupts.status()
     finally:
         interrupts.restore()
-        warnings.formatwarning = formatwarning
 
 
-def _one_line_warning(message: Any, *args: Any) -> str:
-    """``warning: text`` on one line, without the terminal colours gymnasium adds."""
-    text = " ".join(re.sub(r"\x1b\[[0-9;]*m", "", str(message)).split())
-    return f"warning: {text.removeprefix('WARN: ')}\n"
+def _warning_printer() -> Callable[..., None]:
+    """``showwarning`` for the command line: ``warning: text`` on one line, as errors are,
+    without the colours gymnasium adds, and each text once (Python's registry forgets what
+    it showed whenever a filter changes, and each env made warns again)."""
+    shown = set()
+
+    def show(message: Any, *args: Any, **kwargs: Any) -> None:
+        text = " ".join(re.sub(r"\x1b\[[0-9;]*m", "", str(message)).split())
+        if text not in shown:
+            shown.add(text)
+            print(f"warning: {text.removeprefix('WARN: ')}", file=sys.stderr)
+
+    return show
 
 
 def _env_hint(error: BaseException, args: argparse.Namespace) -> str:

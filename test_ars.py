@@ -4398,7 +4398,7 @@ def test_main_restores_the_signal_handlers_and_warning_format_it_found(tmp_path,
     model = ARS("LinearPolicy", "Pendulum-v1", seed=0)
     model.save(tmp_path / "m.npz")
     mine = lambda signum, frame: None  # noqa: E731
-    formatwarning = warnings.formatwarning
+    formatwarning, showwarning = warnings.formatwarning, warnings.showwarning
     for args in (
         ["--eval", "m.npz", "--eval-episodes", "1"],
         ["--eval", "missing.npz"],
@@ -4411,6 +4411,7 @@ def test_main_restores_the_signal_handlers_and_warning_format_it_found(tmp_path,
             assert signal.getsignal(signal.SIGINT) is mine
             assert signal.getsignal(signal.SIGTERM) is mine
             assert warnings.formatwarning is formatwarning
+            assert warnings.showwarning is showwarning
         finally:
             signal.signal(signal.SIGINT, signal.default_int_handler)
             signal.signal(signal.SIGTERM, signal.SIG_DFL)
@@ -4525,7 +4526,12 @@ def test_costly_choices_get_one_warning_line_and_warnings_are_plain(tmp_path):
         venv = gym.make_vec("Pendulum-v1", 2, vectorization_mode="async")
         ARS("LinearPolicy", venv, n_delta=2, seed=0).learn(100)
     venv.close()
-    assert ars._one_line_warning("\x1b[33mWARN: a\n  b\x1b[0m") == "warning: a b\n"
+    module = (
+        "import warnings\nfor _ in range(3):\n    warnings.warn('\\x1b[33mWARN: a\\n  b\\x1b[0m')\n"
+    )
+    (tmp_path / "warns.py").write_text(module)
+    done = _cli(tmp_path, "--env", "warns:CartPole-v1", "--total-timesteps", "100")
+    assert done.returncode == 0 and done.stderr == "warning: a b\n", done.stderr
 
 
 # === Examples and benchmarks =====================================================================
