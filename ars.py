@@ -18,11 +18,11 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import Space, spaces
 from gymnasium.wrappers import OrderEnforcing, PassiveEnvChecker, TimeLimit
+from numpy._core.umath import clip  # np.clip's ufunc: np.clip's wrapper costs more per call
 
 __version__ = "0.4.0"  # the one place of the version: pyproject.toml reads it
 
-# == Settings ====================================================================================
-# The hyper-parameters, named and set as in ARS(): the policy, Algorithm 2's, rollouts'.
+# == Settings: the hyper-parameters, named and set as in ARS() ===================================
 DEFAULTS: dict[str, Any] = dict(policy="LinearPolicy", policy_kwargs=None, n_delta=8, n_top=None)
 DEFAULTS.update(learning_rate=0.02, delta_std=0.05, zero_policy=True, alive_bonus_offset=0.0)
 DEFAULTS.update(n_eval_episodes=1, normalize_obs=False, common_random_numbers=True)
@@ -246,19 +246,19 @@ class Network:
         return layers
 
     def to_action(self) -> Callable[[np.ndarray], Any]:
-        """The map from network outputs ``(..., action_dim)`` (a fresh array) to actions of the
-        action space's shape and dtype: an env may check ``action_space.contains(action)``."""
+        """Outputs ``(..., action_dim)`` (a fresh array) to actions of the space's shape, dtype."""
         if isinstance(self.action_space, spaces.Discrete):
             start = int(self.action_space.start)
             return lambda out: out.argmax(axis=-1) + start
-        dtype, shape = self.action_space.dtype, self.action_space.shape  # in bounds in dtype
-        low, high, maximum, minimum = self._low, self._high, np.maximum, np.minimum
-        clip = lambda out: minimum(maximum(out, low, out=out), high, out=out)  # np.clip's, cheaper
-        if self.squash_output:  # clipped too: center - scale can round past low
-            center, scale = (self._high + self._low) / 2, (self._high - self._low) / 2
-            to_box = lambda out: clip(center + scale * np.tanh(out)).astype(dtype, copy=False)
-        else:
-            to_box = lambda out: clip(out).astype(dtype, copy=False)
+        dtype, shape = self.action_space.dtype, self.action_space.shape
+        low, high = self._low, self._high
+        squash, cast = self.squash_output, dtype != np.float64
+        center, scale = ((high + low) / 2, (high - low) / 2) if squash else (0.0, 1.0)
+
+        def to_box(out: np.ndarray) -> np.ndarray:  # squashed too: center - scale can pass low
+            out = clip(center + scale * np.tanh(out) if squash else out, low, high, out=out)
+            return out.astype(dtype) if cast else out  # in bounds: they are numbers of the dtype
+
         if len(shape) == 1:
             return to_box
         return lambda out: to_box(out).reshape(out.shape[:-1] + shape)  # a Box of more axes
