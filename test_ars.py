@@ -4338,9 +4338,8 @@ def test_an_interrupt_at_any_moment_leaves_a_run_that_goes_on(sig, tmp_path):
     """SIGINT to the process group (as a terminal's Ctrl+C) or SIGKILL from 0.1 s on, workers
     starting included: one line at most once ars's code runs, no temporary file left, and the
     folder is continued by --resume (it holds a checkpoint) or started by the same command."""
-    reached = set()
-    for delay in (0.1, 0.5, 1.0, 1.5):
-        run = [*START_UP, "20000", "--workers", "2", "--run-dir", f"r{delay}"]
+    for delay in (0.1, 0.5, "first checkpoint"):
+        run = [*START_UP, "8000", "--workers", "2", "--run-dir", f"r{delay}"]
         process = subprocess.Popen(
             [sys.executable, str(HERE / "ars.py"), *run],
             cwd=tmp_path,
@@ -4349,23 +4348,25 @@ def test_an_interrupt_at_any_moment_leaves_a_run_that_goes_on(sig, tmp_path):
             text=True,
             start_new_session=True,  # a group of its own, as a terminal's foreground job
         )
-        time.sleep(delay)
+        if delay == "first checkpoint":  # its workers start now
+            while not (tmp_path / f"r{delay}" / "checkpoint.npz").exists():
+                time.sleep(0.01)
+        else:
+            time.sleep(delay)
         os.killpg(process.pid, sig)
         errors = process.communicate(timeout=120)[1].strip().splitlines()
         if sig == signal.SIGINT and process.returncode not in (0, 130):  # Python's imports
-            assert process.returncode in (1, -signal.SIGINT) and delay < 0.5, errors
+            assert process.returncode in (1, -signal.SIGINT) and delay == 0.1, errors
             assert errors[-1] == "KeyboardInterrupt" and "ars.py" not in errors[-2:][0], errors
         elif sig == signal.SIGINT:  # once ars runs: one line at most, never a traceback
             assert len(errors) <= 1, errors
         folder = tmp_path / f"r{delay}"
         files = sorted(p.name for p in folder.iterdir()) if folder.exists() else []
-        reached.add("checkpoint.npz" in files)
         again = ["--resume", f"r{delay}"] if "checkpoint.npz" in files else run
         done = _cli(tmp_path, *again)
         assert done.returncode == 0, (delay, files, done.stderr)
         assert not list(folder.glob(".*.tmp")) and not (folder / ".lock").exists()
-        assert ARS.load(folder / "model.npz").num_timesteps >= 20000
-    assert reached == {True, False} or sig == signal.SIGINT  # kills before and after the first
+        assert ARS.load(folder / "model.npz").num_timesteps >= 8000
 
 
 @pytest.mark.slow
@@ -4383,7 +4384,7 @@ def test_sigint_and_sigterm_exit_130_and_143_while_training_and_evaluating(tmp_p
             )
             while args[0] != "--eval" and "writing to" not in process.stdout.readline():
                 pass  # training has begun
-            time.sleep(2.0)
+            time.sleep(1.0)
             process.send_signal(sig)
             time.sleep(0.5)  # two at once would be one: a signal pending is not counted twice
             process.send_signal(sig)  # twice: Ctrl+C once finishes the iteration
