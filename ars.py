@@ -220,10 +220,11 @@ class Network:
         self.flatten = None if flat else flattener(observation_space)
         discrete = isinstance(action_space, spaces.Discrete)
         self.action_dim = int(action_space.n if discrete else np.prod(action_space.shape))
-        if not discrete:  # Box actions: tanh is rescaled to the bounds, or they clip
-            bounds = (action_space.low, action_space.high)
-            self._low, self._high = (np.ravel(x).astype(np.float64) for x in bounds)
-            if self.squash_output and not np.isfinite([self._low, self._high]).all():
+        if not discrete:  # Box actions: rescaled tanh or clipped, to bounds finite in the dtype
+            largest = np.finfo(action_space.dtype).max if action_space.dtype.kind == "f" else np.inf
+            bounds = [np.ravel(x).astype(np.float64) for x in (action_space.low, action_space.high)]
+            self._low, self._high = np.clip(bounds, -largest, largest)
+            if self.squash_output and not action_space.is_bounded():
                 raise ValueError(f"{action_space} is unbounded: use squash_output=False")
         self.layer_shapes = layer_shapes(self.obs_dim, self.net_arch, self.action_dim)
         self.n_params = sum(o * i + o * self.with_bias for o, i in self.layer_shapes)
@@ -283,7 +284,6 @@ class Network:
 # == Random streams ==============================================================================
 # Every random number comes from a stream named by its coordinates: never a generator that
 # advances, so any worker rebuilds a direction or an env seed from a few integers.
-
 ENV_SEEDS, DIRECTIONS, WARM_UP, EVALUATION = 0, 1, 2, 3  # first coordinates: never overlap
 
 
@@ -719,12 +719,12 @@ class ARSPolicy(Network):
 
     def load_from_vector(self, vector: Any) -> None:
         """Set the parameters from a flat vector (NumPy array, list or CPU torch tensor)."""
-        vector = _as_array(vector)
+        vector = _as_array(vector, None)
         if vector.shape != (self.n_params,):
             raise ValueError(f"expected parameters of shape ({self.n_params},); got {vector.shape}")
-        if not _finite(vector):  # as a file's: ars never writes what it would not read
-            raise ValueError("parameters must be real numbers, no nan or inf")
-        self._theta = vector.copy()
+        if vector.dtype.kind not in "fiu" or not _finite(vector):  # as a file's are checked
+            raise ValueError(f"parameters must be real numbers, no nan or inf; got {vector.dtype}")
+        self._theta = vector.astype(np.float64)
 
     def forward(self, obs: Any, theta: Any = None) -> Any:
         """Actions for one observation or a batch, for the policy's parameters or a population.
@@ -1952,6 +1952,7 @@ class InProcessEval(Evaluator):
         self, it: Iteration, jobs: Sequence[Job], on_step: Any = None, record: bool = False
     ) -> list[Result]:
         """One Result per job, in order; ``record``: the visited states go to get_obs_rms."""
+        _check_same_spaces(_spaces_of(self.env), _spaces_of(it.network), "the env", "the policy")
         with self.exclusive():
             results = run_jobs(self.env, it, jobs, self.options[0], on_step)
         for result in results if record else ():
@@ -1971,7 +1972,7 @@ def _worker(remote: Any, parent_ends: list, env_fn_bytes: bytes) -> None:
     import cloudpickle
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl+C is the main process's to handle
-    if hasattr(signal, "pthread_sigmask"):  # blocked while it started: a pending one goes
+    if hasattr(signal, "pthread_sigmask"):  # blocked since it started: one pending is dropped
         signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
     warnings.simplefilter("ignore")  # the main process made the same env and showed its own
     for end in parent_ends:  # forked: the main process's ends, so a dead worker is seen
@@ -2025,22 +2026,31 @@ def _shutdown(processes: list[Any], remotes: list[Any]) -> None:
 
 def check_main_guard(start_method: str | None) -> None:
     """Refuse to start worker processes that would run the main script again: with
-    "forkserver" or "spawn" (None: the default), a script without ``if __name__ ==
-    "__main__":`` would be run by every worker, and start workers of its own."""
+    "forkserver" or "spawn" (None: the default) each worker imports the script, and so runs
+    whatever its top level runs outside ``if __name__ == "__main__":``, starting workers too."""
     method = start_method or multiprocessing.get_start_method(allow_none=True) or "forkserver"
-    path = getattr(sys.modules.get("__main__"), "__file__", None)  # None: interactive, -c
-    if method == "fork" or path is None or not str(path).endswith(".py"):
+    frame = sys._getframe(1)
+    while frame is not None and not (
+        frame.f_code.co_name == "<module>" and frame.f_globals.get("__name__") == "__main__"
+    ):
+        frame = frame.f_back  # the main script's top level, where it runs this
+    path = frame.f_code.co_filename if frame is not None else ""
+    spec = getattr(frame, "f_globals", {}).get("__spec__")  # python -m pkg: never run again
+    again = not str(getattr(spec, "name", "")).endswith("__main__")  # as multiprocessing does
+    if method == "fork" or not again or not os.path.isfile(path):  # interactive, or python -c
         return
     with contextlib.suppress(OSError, SyntaxError, ValueError):
         tree = compile(Path(path).read_bytes(), path, "exec", ast.PyCF_ONLY_AST)
-        guarded = any(
-            isinstance(node, ast.If) and "__name__" in ast.unparse(node.test) for node in tree.body
-        )
-        if not guarded:
+        guards = [
+            range(node.lineno, node.end_lineno + 1)
+            for node in tree.body
+            if isinstance(node, ast.If) and "__main__" in ast.unparse(node.test)
+        ]
+        if not any(frame.f_lineno in lines for lines in guards):
             raise RuntimeError(
-                f"{path} starts worker processes without the main guard, so each worker would "
-                "run it again: put the code that trains under 'if __name__ == \"__main__\":', "
-                'or pass start_method="fork"'
+                f"{path} starts worker processes outside 'if __name__ == \"__main__\":', so "
+                "each would run it again: put the code that trains under that guard (AsyncEval: "
+                'or start_method="fork")'
             )
 
 
@@ -2095,13 +2105,13 @@ class AsyncEval(Evaluator):
         self._batches: list[collections.deque] = [collections.deque() for _ in envs_fn]
         self._deadlines = [math.inf] * self.n_workers  # a busy worker's next result is due by then
         ctx = multiprocessing.get_context(start_method)
-        # Ctrl+C to the process group is the main process's, even during a worker's imports:
-        # workers start with SIGINT ignored (inherited, kept by Python), while here it is
-        # blocked, so that one pressed meanwhile waits for the handler restored below.
+        # Ctrl+C to the process group is the main process's, even while a worker imports: each
+        # starts with SIGINT blocked (the mask of the thread that starts it), and _worker
+        # ignores it before unblocking. Here one pressed meanwhile still reaches the handler.
         mask = getattr(signal, "pthread_sigmask", lambda how, signals: set())
+        with contextlib.suppress(ImportError):  # started first: starting, it unblocks SIGINT
+            importlib.import_module("multiprocessing.resource_tracker").ensure_running()
         blocked = mask(signal.SIG_BLOCK, {signal.SIGINT})
-        main_thread = threading.current_thread() is threading.main_thread()
-        handler = signal.signal(signal.SIGINT, signal.SIG_IGN) if main_thread else None
         try:
             for env_fn in envs_fn:
                 remote, work_remote = ctx.Pipe()
@@ -2113,8 +2123,6 @@ class AsyncEval(Evaluator):
                 self.processes.append(process)
                 self.remotes.append(remote)
         finally:
-            if handler is not None:
-                signal.signal(signal.SIGINT, handler)
             mask(signal.SIG_SETMASK, blocked)
         deadline = time.monotonic() + float(start_timeout)
         # every env must build before any job is sent; its spaces are checked at each job
@@ -2698,11 +2706,22 @@ def _system_info() -> dict[str, str]:
 
 
 def _arrays(policy: Any, meta: dict[str, Any]) -> dict[str, np.ndarray]:
-    """What a file holds: the parameters, V2's statistics, and the metadata as JSON."""
-    arrays = {"parameters": policy.parameters_to_vector(), "metadata": np.array(json.dumps(meta))}
-    if (rms := policy.obs_rms) is not None:
+    """What a file holds: the parameters, V2's statistics, and the metadata as JSON; checked
+    as loading checks them, so that ars never writes a file it would refuse to read."""
+    arrays = {"parameters": policy.parameters_to_vector()}
+    rms = policy.obs_rms
+    if rms is not None:
         arrays.update(obs_rms_mean=rms.mean, obs_rms_var=rms.var, obs_rms_count=np.array(rms.count))
-    return arrays
+    for name, array in arrays.items():
+        if np.asarray(array).dtype.kind not in "fiu" or not _finite(np.asarray(array)):
+            raise ValueError(f"cannot save: {name.replace('obs_rms_', 'obs_rms.')} must be finite")
+    shapes = {np.shape(rms.mean), np.shape(rms.var), (policy.obs_dim,)} if rms else {()}
+    if rms is not None and not (len(shapes) == 1 and (rms.var >= 0).all() and _whole(rms.count)):
+        raise ValueError(
+            f"cannot save: obs_rms must hold {policy.obs_dim} means and variances >= 0 and a "
+            "whole count >= 0"
+        )
+    return {**arrays, "metadata": np.array(json.dumps(meta))}
 
 
 def _member(archive: zipfile.ZipFile, name: str, limit: int, where: str) -> Any:
@@ -3179,7 +3198,8 @@ def _new_run(args: argparse.Namespace) -> tuple[ARS, dict[str, Any], Path]:
     config.update({k: v for k, v in model.hparams.items() if k in config})  # as checked
     config.update(workers=workers, seed=model.seed, ars_version=__version__)
     if args.run_dir is None:  # a folder of its own: mkdir is atomic, so runs never share one
-        stem = f"runs/{env_id.replace('/', '_')}-{time.strftime('%Y%m%d-%H%M%S')}-seed{model.seed}"
+        name = re.sub(r"[^\w.-]", "_", env_id)  # module:ns/Id: no : or / in a folder's name
+        stem = f"runs/{name}-{time.strftime('%Y%m%d-%H%M%S')}-seed{model.seed}"
         Path("runs").mkdir(exist_ok=True)
         for n in range(1, 10**6):
             with contextlib.suppress(FileExistsError):
@@ -3209,8 +3229,10 @@ def _run_config(run_dir: Path) -> dict[str, Any] | None:
 def _check_run_dir(run_dir: Path) -> None:
     """A run is written only where nothing but an ars run's files are: no file of the user's
     is replaced (by --overwrite, or by a run that never reached its first checkpoint)."""
-    ours = {".lock", *(RUN_FILES.split() if _run_config(run_dir) is not None else ())}
-    stale = lambda name: name.startswith(".") and name.endswith(".tmp")  # a kill's half-write
+    files = RUN_FILES.split() + ["progress.png"]  # progress.png: examples/plot_progress.py's
+    ours = {".lock", *(files if _run_config(run_dir) is not None else ())}
+    half = tuple(f".{name}." for name in RUN_FILES.split())  # a kill's half-writes, .NAME.*.tmp
+    stale = lambda name: name.startswith(half) and name.endswith(".tmp")
     others = sorted(p.name for p in run_dir.iterdir() if p.name not in ours and not stale(p.name))
     if others:
         raise ValueError(
@@ -3272,14 +3294,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     Signals and warnings are the command line's until it returns, whichever way it does."""
     if os.getcwd() not in sys.path and "" not in sys.path:  # --env module:Id, as python -m ars
         sys.path.append(os.getcwd())
-    args = _parse_args(argv)
+    try:
+        args = _parse_args(argv)
+    except SystemExit as done:  # --help, or a mistake argparse reported: its status
+        return int(done.code or 0)
     interrupts = _Interrupts()
     try:
         with warnings.catch_warnings():  # showwarning comes back on every way out
             warnings.showwarning = _warning_printer()
             return _command(args, interrupts)
     except KeyboardInterrupt:
-        print("interrupted before training: nothing to continue", file=sys.stderr)
+        print("interrupted: nothing was written", file=sys.stderr)
         return interrupts.status()
     finally:
         interrupts.restore()
@@ -3301,10 +3326,14 @@ def _warning_printer() -> Callable[..., None]:
 
 
 def _env_hint(error: BaseException, args: argparse.Namespace) -> str:
-    """``error``'s text; where a saved model's env cannot be made, how to name another."""
-    envs = (gym.error.Error, ModuleNotFoundError)
-    if args.eval and not args.env and isinstance(error, envs):
-        return f"{error} (the model's env; --env ID evaluates it on another)"
+    """``error``'s text; where a saved run's or model's env cannot be made, what to do."""
+    if not isinstance(error, (gym.error.Error, ModuleNotFoundError)) or args.env:
+        return str(error)
+    text = str(error).split(". Environment registration")[0]  # gymnasium's second sentence
+    if args.eval:
+        return f"{text} (the model's env: run where it imports, or --env ID for another)"
+    if args.resume:
+        return f"{text} (the run's env: run from the folder where it imports, or set PYTHONPATH)"
     return str(error)
 
 
@@ -3368,8 +3397,9 @@ def _command(args: argparse.Namespace, interrupts: _Interrupts) -> int:
 
 def _remove_half_writes(run_dir: Path) -> None:
     """Remove the temporary files a kill in the middle of a write left (see atomic_file)."""
-    for stale in run_dir.glob(".*.tmp"):
-        stale.unlink(missing_ok=True)
+    for name in RUN_FILES.split():
+        for stale in run_dir.glob(f".{name}.*.tmp"):
+            stale.unlink(missing_ok=True)
 
 
 def _trim_progress(path: Path, n_updates: int) -> None:

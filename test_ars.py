@@ -4536,6 +4536,116 @@ def test_costly_choices_get_one_warning_line_and_warnings_are_plain(tmp_path):
     assert done.returncode == 0 and done.stderr == "warning: a b\n", done.stderr
 
 
+CTRL_C_AT_WORKER_START = """
+import os, signal, sys
+import multiprocessing.forkserver as forkserver
+import ars
+start = forkserver.ForkServer.ensure_running
+def pressed(self):  # Ctrl+C right after the fork server is up, before a worker's pid is back
+    start(self)
+    if not getattr(pressed, "done", False):
+        pressed.done = True
+        os.kill(os.getpid(), signal.SIGINT)
+forkserver.ForkServer.ensure_running = pressed
+if __name__ == "__main__":
+    args = ["--env", "Pendulum-v1", "--total-timesteps", "20000", "--workers", "2"]
+    sys.exit(ars.main([*args, "--run-dir", "r", "--n-delta", "2"]))
+"""
+
+
+@pytest.mark.slow
+def test_ctrl_c_while_workers_start_is_heard(tmp_path):
+    """A Ctrl+C while AsyncEval starts its workers is the main process's: heard once they
+    are up (never dropped by a thread that ignores it), it finishes that iteration."""
+    (tmp_path / "script.py").write_text(CTRL_C_AT_WORKER_START)
+    done = _run(["script.py"], tmp_path)
+    assert done.returncode == 130 and "stopping after this iteration" in done.stdout, done.stderr
+    assert ARS.load(tmp_path / "r" / "model.npz").num_timesteps < 20000
+
+
+def test_save_refuses_what_load_would_refuse_and_weights_must_be_real(tmp_path):
+    model = ARS("LinearPolicy", "Pendulum-v1", normalize_obs=True, seed=0)
+    for bad in ([1j, 0, 0], ["1", "2", "3"], np.array([object(), 1, 2], dtype=object)):
+        with pytest.raises(ValueError, match="must be real numbers"):
+            model.policy.load_from_vector(bad)
+    model.policy.obs_rms.mean[0] = np.nan
+    with pytest.raises(ValueError, match="cannot save: obs_rms.mean must be finite"):
+        model.save(tmp_path / "nan")
+    model.policy.obs_rms = RunningMeanStd((3,)).update(np.ones((2, 3)))
+    model.policy.obs_rms.var[:] = -5
+    with pytest.raises(ValueError, match="cannot save: obs_rms must hold 3 means and variances"):
+        model.save(tmp_path / "negative")
+    model.policy.obs_rms = RunningMeanStd((5,))
+    with pytest.raises(ValueError, match="cannot save: obs_rms must hold 3"):
+        model.save(tmp_path / "shape")
+    assert not list(tmp_path.iterdir())
+
+
+def test_only_ars_half_writes_are_removed_and_its_plots_belong_to_the_run(tmp_path):
+    assert _cli(tmp_path, *START_UP, "200", "--run-dir", "run").returncode == 0
+    (tmp_path / "run" / ".notes.tmp").write_text("mine")
+    (tmp_path / "run" / ".model.npz.abc.tmp").write_text("half")
+    assert _cli(tmp_path, "--resume", "run", "--total-timesteps", "2000").returncode == 0
+    assert (tmp_path / "run" / ".notes.tmp").exists()
+    assert not (tmp_path / "run" / ".model.npz.abc.tmp").exists()
+    (tmp_path / "run" / ".notes.tmp").unlink()
+    (tmp_path / "run" / "progress.png").write_bytes(b"examples/plot_progress.py's")
+    done = _cli(tmp_path, *START_UP, "200", "--run-dir", "run", "--overwrite")
+    assert done.returncode == 0, done.stderr
+
+
+PARTIAL_GUARD = """
+import ars
+workers = ars.AsyncEval(['Pendulum-v1'] * 2)  # at the top level, outside the guard
+if __name__ == "__main__":
+    workers.close()
+"""
+
+
+@pytest.mark.slow
+def test_the_main_guard_is_read_where_the_workers_start(tmp_path):
+    """A guard that does not hold the start is no guard; python -m pkg runs it once."""
+    (tmp_path / "partial.py").write_text(PARTIAL_GUARD)
+    done = _run(["partial.py"], tmp_path, timeout=60)
+    assert "outside 'if __name__ ==" in done.stderr.strip().splitlines()[-1], done.stderr
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "__init__.py").write_text("")
+    (tmp_path / "pkg" / "__main__.py").write_text(NO_GUARD.format(call=PARTIAL_GUARD))
+    assert _run(["-m", "pkg"], tmp_path, timeout=60).returncode == 0
+
+
+def test_every_evaluator_names_an_env_of_other_spaces():
+    model = ARS("LinearPolicy", "Pendulum-v1", seed=0)
+    with pytest.raises(ValueError, match="the env has observation space .* but the policy was"):
+        ars.evaluate_policy(model, "MountainCarContinuous-v0", 1)
+    callback = ars.EvalCallback("MountainCarContinuous-v0", eval_freq=1, n_eval_episodes=1)
+    with pytest.raises(ValueError, match="the env has observation space"):
+        model.learn(10, callback=callback)
+
+
+def test_unbounded_actions_stay_finite_in_their_dtype():
+    box = spaces.Box(-np.inf, np.inf, (2,), np.float16)
+    network = ars.Network(spaces.Box(-1, 1, (1,)), box, "LinearPolicy", None)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no overflow in the cast
+        actions = network.to_action()(np.array([1e9, -1e9]))
+    assert actions.tolist() == [65504.0, -65504.0] and box.contains(actions)
+
+
+def test_main_returns_argparses_status_and_names_what_a_resume_needs(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert ars.main(["--bogus"]) == 2
+    (tmp_path / "myenvs.py").write_text(MODULE_ENV)
+    assert _cli(tmp_path, "--env", "myenvs:Chain-v0", "--total-timesteps", "100").returncode == 0
+    (folder,) = (tmp_path / "runs").iterdir()
+    assert folder.name.startswith("myenvs_Chain-v0-")  # no ':' in a folder's name
+    (tmp_path / "myenvs.py").unlink()
+    (tmp_path / "elsewhere").mkdir()
+    done = _cli(tmp_path / "elsewhere", "--resume", str(folder), "--total-timesteps", "200")
+    assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
+    assert "No module named 'myenvs'" in done.stderr and "PYTHONPATH" in done.stderr
+
+
 # === Examples and benchmarks =====================================================================
 
 
