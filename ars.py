@@ -3064,8 +3064,8 @@ def _parser() -> argparse.ArgumentParser:
         "id) or a generic default.",
         epilog="examples:\n  python ars.py                        CartPole-v1 to 500 in seconds\n"
         "  python ars.py --env Hopper-v4        the paper's Hopper run\n"
-        "  python ars.py --eval runs/Hopper-v4-20261129-101500/model.npz\n"
-        "  python ars.py --resume runs/Hopper-v4-20261129-101500",
+        "  python ars.py --eval runs/Hopper-v4-20261129-101500-seed7/model.npz\n"
+        "  python ars.py --resume runs/Hopper-v4-20261129-101500-seed7",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     for flag, keywords, text in FLAGS:

@@ -1,7 +1,7 @@
 """Plot a run's progress.csv (training return and evaluations) to a PNG.
 
-    python ars.py --env Hopper-v4       # writes runs/Hopper-v4-<date>-<time>/progress.csv
-    python examples/plot_progress.py runs/Hopper-v4-<date>-<time>
+    python ars.py --env Hopper-v4   # writes runs/Hopper-v4-<date>-<time>-seed<seed>/progress.csv
+    python examples/plot_progress.py runs/Hopper-v4-<date>-<time>-seed<seed>
 
 Needs matplotlib (pip install -e ".[plot]").
 """
