@@ -2492,6 +2492,12 @@ class EvalCallback:
         results = evaluate_episodes(model.policy, self._evaluator, seeds, max_steps, seen, render)
         returns = np.array([r.returns[0] for r in results])
         lengths = [int(r.lengths[0]) for r in results]
+        if not np.isfinite(returns).all():  # as in training: a record of it could not be kept
+            seed = int(seeds[np.flatnonzero(~np.isfinite(returns))[0]])
+            raise FloatingPointError(
+                f"an evaluation at {model.num_timesteps:,} steps gave a non-finite return (nan "
+                f"or inf rewards) in the episode of env seed {seed}"
+            )
         mean, std = float(returns.mean()), float(returns.std())
         self.last_mean_reward = mean
         self.evaluations.append((model.num_timesteps, self._train_seconds, mean, std))

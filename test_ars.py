@@ -2880,6 +2880,19 @@ def test_progress_csv_gains_a_column_without_losing_rows(tmp_path):
     assert not list(tmp_path.glob(".*tmp"))
 
 
+def test_an_evaluation_of_nan_rewards_stops_as_training_does(tmp_path):
+    """A non-finite evaluation return is a FloatingPointError naming its env seed, before the
+    callback keeps a record that no checkpoint could hold."""
+    env = BadEnv("reward")
+    model = ARS("LinearPolicy", NoisyWalk(), n_delta=2, seed=0)
+    env.poison_seed = int(ars.evaluation_seeds(model.seed, 2)[1])
+    callback = ars.EvalCallback(env, eval_freq=1, n_eval_episodes=2)
+    message = f"non-finite return .* env seed {env.poison_seed}"
+    with pytest.raises(FloatingPointError, match=message):
+        model.learn(10, callback=callback)
+    assert callback.evaluations == []
+
+
 # === Files: models, checkpoints, hostile files, demonstrations ===================================
 
 
