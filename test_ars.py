@@ -8,6 +8,7 @@ import csv
 import functools
 import gc
 import importlib
+import importlib.util
 import io
 import json
 import math
@@ -1853,6 +1854,10 @@ def test_loading_refuses_devices_fifos_and_folders_at_once(kind, tmp_path):
     assert time.monotonic() - started < 5  # a FIFO's open blocks for ever, /dev/zero fills memory
     done = _cli(tmp_path, "--eval", str(path), timeout=20)
     assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
+    if importlib.util.find_spec("torch") is not None:  # the example's loader of sb3-contrib's
+        theirs = [str(HERE / "examples" / "sb3_contrib_files.py"), str(path), "out.npz"]
+        done = _run(theirs, tmp_path, timeout=20)
+        assert "is not a regular file" in done.stderr and done.stderr.count("\n") == 1
 
 
 def test_weights_are_checked_where_they_enter_so_every_saved_model_loads(tmp_path):

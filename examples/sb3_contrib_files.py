@@ -64,6 +64,8 @@ def load_sb3_contrib(path: str | Path, env: Any = None) -> ars.ARS:
     weights; ``env`` (an id, env or function) to train on and for abbreviated spaces. A
     ValueError names the file and what is wrong with it."""
     torch = ars.require("torch", 'pip install "ars-numpy[torch]"')
+    if Path(path).exists() and not Path(path).is_file():  # a device is endless, a FIFO blocks
+        raise ValueError(f"{path} is not a regular file: sb3-contrib's ARS.save writes one")
     try:
         with zipfile.ZipFile(path) as archive:
             names = set(archive.namelist())
