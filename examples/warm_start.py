@@ -41,6 +41,8 @@ def load_demonstrations(path: str | os.PathLike) -> tuple[np.ndarray, np.ndarray
         raise FileNotFoundError(f"no .npz trajectories at {path}")
     pairs = []
     for file in files:
+        if not file.is_file():  # a device is endless, a FIFO blocks
+            raise ValueError(f"{file} is not a regular file: demonstrations are .npz files")
         try:
             with np.load(file, allow_pickle=False) as data:
                 names = sorted(data.files)
