@@ -1279,6 +1279,10 @@ class ARS:
             self._vec_env = vec_env.DummyVecEnv([lambda env=self.gym_env: env])
         return self._vec_env
 
+    @env.deleter
+    def env(self) -> None:  # rl-baselines3-zoo's ``del model.env``: SB3's env is an attribute
+        self.gym_env = self._vec_env = self._vec_normalize = None
+
     get_env = env.fget  # SB3's name; ``gym_env`` is the env itself
     n_envs = property(lambda self: getattr(self.gym_env, "num_envs", 1), doc="Envs side by side.")
 
@@ -1359,17 +1363,18 @@ class ARS:
         **kwargs: Any,
     ) -> ARS:
         """A model from a file of :meth:`save` (or sb3-contrib's ``ARS.save``); ``learn``
-        continues from it. ``custom_objects`` and ``kwargs`` override saved settings.
-        ``device`` falls back to the CPU as in the constructor; ``force_reset`` is accepted
-        for SB3 compatibility (every rollout resets anyway)."""
+        continues from it. ``kwargs`` override saved settings; ``custom_objects`` replace the
+        settings the file holds and are otherwise ignored, as in SB3 (rl-baselines3-zoo
+        passes ``lr_schedule`` and ``clip_range`` to every algorithm). ``device`` falls back
+        to the CPU as in the constructor; ``force_reset`` is accepted for SB3 compatibility
+        (every rollout resets anyway)."""
         meta, state = read_model_file(path)
         if print_system_info:
             print("== saved with:", meta.get("system_info"), "\n== now:", _system_info())
-        overrides, where = (
-            {**(custom_objects or {}), **kwargs},
-            str(getattr(path, "name", path) if hasattr(path, "read") else path),
-        )
-        return cls._from_file(meta, state, where, env, device=device, **overrides)
+        held = {*meta.get("hparams", {}), "policy_kwargs"}
+        replaced = {k: v for k, v in (custom_objects or {}).items() if k in held}
+        where = str(getattr(path, "name", path) if hasattr(path, "read") else path)
+        return cls._from_file(meta, state, where, env, device=device, **replaced, **kwargs)
 
     @classmethod
     def _from_file(
@@ -2690,8 +2695,10 @@ def _metadata(model: Any, kind: str = "model") -> dict[str, Any]:
     meta.update({k: _space_to_json(getattr(policy, k)) for k in SPACE_KEYS})
     meta["system_info"] = _system_info()
     if kind == "model":
-        schedules = [k for k in ("learning_rate", "delta_std") if callable(model.hparams[k])]
-        value = lambda k: model._schedule_value(k) if k in schedules else model.hparams[k]
+        hp = model.hparams  # a schedule that is one number (SB3's ConstantSchedule) is saved
+        changing = lambda k: callable(hp[k]) and len({hp[k](p) for p in (1.0, 0.5, 0.0)}) > 1
+        schedules = [k for k in SCHEDULED if changing(k)]  # as that number, and not named here
+        value = lambda k: model._schedule_value(k) if callable(hp[k]) else hp[k]
         counters = dict(num_timesteps=model.num_timesteps, n_updates=model.n_updates)
         meta.update(hparams={k: value(k) for k in SAVED}, env_id=model.env_id, **counters)
         episodes = [[e["r"], e["l"]] for e in model.ep_info_buffer]

@@ -3380,6 +3380,27 @@ def test_include_wins_over_exclude_strict_mismatch_is_runtime_error_and_policy_t
         policy.to(3)
 
 
+def test_load_takes_custom_objects_as_sb3_does_and_del_env_works(tmp_path):
+    """rl-baselines3-zoo's enjoy passes custom_objects for every algorithm (lr_schedule,
+    clip_range: ignored, as the file holds none; learning_rate: replaced, and checked), and
+    its optimizer runs ``del model.env``; a constant schedule is saved as its number without
+    a warning at every load."""
+    utils = pytest.importorskip("stable_baselines3.common.utils")
+    model = ARS("LinearPolicy", "CartPole-v1", n_delta=2, seed=0)
+    model.learning_rate = utils.ConstantSchedule(0.03)
+    path = model.learn(200).save(tmp_path / "m")
+    zoo = {"learning_rate": 0.0, "lr_schedule": lambda _: 0.0, "clip_range": lambda _: 0.0}
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no "was a schedule" warning for a constant one
+        loaded = ARS.load(path, custom_objects=zoo)
+        assert ARS.load(path).learning_rate == 0.03
+    assert loaded.learning_rate == 0.0 and not hasattr(loaded, "lr_schedule")
+    with pytest.raises(ValueError, match="learning_rate must be a number >= 0"):
+        ARS.load(path, custom_objects={"learning_rate": -1.0})
+    del model.env
+    assert model.env is None and model.gym_env is None
+
+
 # === Stable-Baselines3 adapters: VecEnvs, VecNormalize, sb3-contrib files, torch =================
 
 
