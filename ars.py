@@ -890,8 +890,12 @@ def check_learn_arguments(args: dict[str, Any]) -> None:
             raise ValueError(f"{name} must be an integer >= 1 or None; got {args[name]!r:.60}")
     for name in ("reset_num_timesteps", "progress_bar"):
         check_switch(name, args[name])
-    if not (evaluator is None or hasattr(evaluator, "evaluate")):
-        raise TypeError(f"async_eval must be an AsyncEval or ExecutorEval; got {evaluator!r:.60}")
+    seed_interface = all(hasattr(evaluator, k) for k in ("send_jobs", "get_results", "seed"))
+    if not (evaluator is None or hasattr(evaluator, "evaluate") or seed_interface):
+        raise TypeError(
+            f"async_eval must be an AsyncEval or ExecutorEval (or sb3-contrib's AsyncEval); "
+            f"got {evaluator!r:.60}"
+        )
 
 
 class ARS:
@@ -1089,7 +1093,9 @@ class ARS:
             False continues the step count (and schedules) of the previous call; show a tqdm
             progress bar (``pip install tqdm``).
         async_eval : AsyncEval or ExecutorEval (examples/executor_eval.py), optional
-            Run the rollouts elsewhere; ``learn`` never closes it.
+            Run the rollouts elsewhere; ``learn`` never closes it. sb3-contrib's AsyncEval
+            (as rl-baselines3-zoo passes it) is accepted, and the rollouts run in this
+            process: its workers cannot seed each episode as ars's weights need.
         env, default_root_dir, checkpoint_interval : keyword only
             The seed's: an env to (re)train on; a log folder used as it is. Every
             ``checkpoint_interval`` iterations and at the end, ``checkpoint.npz`` is written
@@ -1106,7 +1112,9 @@ class ARS:
             self._setup_model()
         _check_vec_normalize(self)
         self._match_normalization(self.policy)
-        evaluator = async_eval or InProcessEval(self.gym_env)
+        evaluator = async_eval
+        if not hasattr(async_eval, "evaluate"):  # none, or sb3-contrib's AsyncEval: rollouts
+            evaluator = InProcessEval(self.gym_env)  # here (the README's compatibility table)
         if reset_num_timesteps:
             self.num_timesteps = 0
             self.ep_info_buffer.clear()

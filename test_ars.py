@@ -3401,6 +3401,54 @@ def test_load_takes_custom_objects_as_sb3_does_and_del_env_works(tmp_path):
     assert model.env is None and model.gym_env is None
 
 
+@pytest.mark.slow
+def test_sb3_contribs_async_eval_is_accepted_and_gives_ars_weights():
+    """rl-baselines3-zoo hands sb3-contrib's AsyncEval to learn for n_envs > 1: accepted, and
+    the weights are those of ars alone (its workers cannot seed each episode)."""
+    async_eval = pytest.importorskip("sb3_contrib.common.vec_env.async_eval")
+    vec_env = pytest.importorskip("stable_baselines3.common.vec_env")
+    make = lambda: vec_env.DummyVecEnv([lambda: gym.make("Pendulum-v1")])  # noqa: E731
+    alone = ARS("LinearPolicy", "Pendulum-v1", n_delta=2, normalize_obs=True, seed=4)
+    model = ARS("LinearPolicy", "Pendulum-v1", n_delta=2, normalize_obs=True, seed=4)
+    theirs = async_eval.AsyncEval([make, make], model.policy, start_method="fork")
+    try:
+        model.learn(1600, async_eval=theirs)
+    finally:
+        theirs.close()
+    _assert_same_weights(_weights(model), _weights(alone.learn(1600)))
+    with pytest.raises(TypeError, match="async_eval must be an AsyncEval or ExecutorEval"):
+        model.learn(100, async_eval=object())
+
+
+@pytest.mark.slow
+def test_rl_zoo_trains_continues_enjoys_and_optimizes_with_ars(tmp_path):
+    """examples/rl_zoo.py: rl-baselines3-zoo's train (evaluations, checkpoints, n_envs 2,
+    -i), enjoy and a two-trial -optimize run to the end with ars, quietly, and its training
+    gives the weights of ARS(...).learn with the same settings and seed."""
+    pytest.importorskip("rl_zoo3")
+    zoo = [str(HERE / "examples" / "rl_zoo.py")]
+    train = [*zoo, "train", "--algo", "ars", "--env", "CartPole-v1", "-f", "logs"]
+    first = ["-n", "2000", "--seed", "0", "--eval-freq", "500", "--save-freq", "1000"]
+    done = _run([*train, *first], tmp_path)
+    assert done.returncode == 0 and "warning" not in done.stderr.lower(), done.stderr
+    run = tmp_path / "logs" / "ars" / "CartPole-v1_1"
+    plain = ARS("LinearPolicy", "CartPole-v1", n_delta=2, seed=0).learn(2000)
+    np.testing.assert_array_equal(
+        ARS.load(run / "CartPole-v1.zip").policy.parameters_to_vector(),
+        plain.policy.parameters_to_vector(),
+    )
+    more = [*train, "-n", "1000", "-params", "n_envs:2", "-i", str(run / "CartPole-v1.zip")]
+    done = _run(more, tmp_path)
+    assert done.returncode == 0, done.stderr
+    enjoy = [*zoo, "enjoy", "--algo", "ars", "--env", "CartPole-v1", "-f", "logs", "-n", "300"]
+    done = _run([*enjoy, "--no-render"], tmp_path)
+    assert done.returncode == 0 and "warning" not in done.stderr.lower(), done.stderr
+    optimize = ["-optimize", "--n-trials", "2", "--n-evaluations", "2", "--eval-episodes", "2"]
+    optimize += ["--sampler", "tpe", "--pruner", "median"]
+    done = _run([*train, "-n", "1000", *optimize], tmp_path)
+    assert done.returncode == 0 and "Number of finished trials:  2" in done.stdout, done.stderr
+
+
 # === Stable-Baselines3 adapters: VecEnvs, VecNormalize, sb3-contrib files, torch =================
 
 
@@ -4689,7 +4737,9 @@ def test_main_returns_argparses_status_and_names_what_a_resume_needs(tmp_path, m
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("example", sorted(p.name for p in (HERE / "examples").glob("*.py")))
+@pytest.mark.parametrize(  # rl_zoo.py runs rl-zoo's commands: its own test above
+    "example", sorted(p.name for p in (HERE / "examples").glob("*.py") if p.name != "rl_zoo.py")
+)
 def test_examples_run_with_a_tiny_budget(example, tmp_path):
     needs = {
         "ray_cluster.py": "ray",
