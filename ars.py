@@ -1379,10 +1379,15 @@ class ARS:
         meta, state = read_model_file(path)
         if print_system_info:
             print("== saved with:", meta.get("system_info"), "\n== now:", _system_info())
-        held = {*meta.get("hparams", {}), "policy_kwargs"}
-        replaced = {k: v for k, v in (custom_objects or {}).items() if k in held}
         where = str(getattr(path, "name", path) if hasattr(path, "read") else path)
-        return cls._from_file(meta, state, where, env, device=device, **replaced, **kwargs)
+        fields = {k: v for k, v in (custom_objects or {}).items() if k in FILE_FIELDS}
+        for key, value in fields.items():  # the file's other fields, each checked
+            if not FILE_FIELDS[key](value):
+                raise ValueError(f"custom_objects[{key!r}] cannot be {value!r:.60}")
+        meta.update(fields)
+        held = {*meta.get("hparams", {}), "policy_kwargs"}
+        settings = {k: v for k, v in (custom_objects or {}).items() if k in held}
+        return cls._from_file(meta, state, where, env, device=device, **{**settings, **kwargs})
 
     @classmethod
     def _from_file(
@@ -1420,6 +1425,11 @@ class ARS:
             model.set_env(env)
         return model
 
+
+# What ARS.load's custom_objects may replace beyond the settings, and the check of each.
+FILE_FIELDS: dict[str, Callable[[Any], bool]] = dict(num_timesteps=_whole, n_updates=_whole)
+FILE_FIELDS.update(env_id=lambda value: value is None or isinstance(value, str))
+FILE_FIELDS.update({key: lambda value: isinstance(value, Space) for key in SPACE_KEYS})
 
 save_model = ARS.save  # the function form: save_model(model, path, ...)
 

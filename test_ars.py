@@ -3397,6 +3397,12 @@ def test_load_takes_custom_objects_as_sb3_does_and_del_env_works(tmp_path):
     assert loaded.learning_rate == 0.0 and not hasattr(loaded, "lr_schedule")
     with pytest.raises(ValueError, match="learning_rate must be a number >= 0"):
         ARS.load(path, custom_objects={"learning_rate": -1.0})
+    wider = spaces.Box(-10, 10, (4,), np.float32)  # the file's other fields too, as SB3's
+    loaded = ARS.load(path, custom_objects={"num_timesteps": 7, "observation_space": wider})
+    assert loaded.num_timesteps == 7 and loaded.observation_space == wider
+    with pytest.raises(ValueError, match="custom_objects\\['n_updates'\\] cannot be -1"):
+        ARS.load(path, custom_objects={"n_updates": -1})
+    assert ARS.load(path, custom_objects={"n_delta": 4}, n_delta=6).n_delta == 6  # SB3's order
     del model.env
     assert model.env is None and model.gym_env is None
 
