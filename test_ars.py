@@ -4743,8 +4743,44 @@ def test_main_returns_argparses_status_and_names_what_a_resume_needs(tmp_path, m
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize(  # rl_zoo.py runs rl-zoo's commands: its own test above
-    "example", sorted(p.name for p in (HERE / "examples").glob("*.py") if p.name != "rl_zoo.py")
+def test_the_tuner_keeps_its_study_in_sqlite_and_goes_on_where_it_stopped(tmp_path):
+    """examples/tune.py: a two-trial CartPole study in a SQLite file, its plots and its best
+    settings; the same command with --trials 3 adds exactly one trial; the printed ARS(...)
+    line builds a model with the printed settings."""
+    optuna = pytest.importorskip("optuna")
+    pytest.importorskip("matplotlib")
+    study = ["--env", "CartPole-v1", "--timesteps", "1500", "--seeds", "2", "--study", "s"]
+    study += ["--storage", "sqlite:///study.db", "--threshold", "450", "--eval-episodes", "2"]
+    tune = [str(HERE / "examples" / "tune.py"), *study, "--plots", "plots", "--trials"]
+    for trials in (2, 3):
+        done = _run([*tune, str(trials)], tmp_path)
+        assert done.returncode == 0, done.stderr
+        stored = optuna.load_study(study_name="s", storage=f"sqlite:///{tmp_path / 'study.db'}")
+        assert len(stored.trials) == trials  # the second run added exactly one
+    assert all((tmp_path / "plots" / f"{n}.png").stat().st_size > 1000 for n in ("history",))
+    lines = done.stdout.splitlines()
+    settings = json.loads(next(line for line in lines if line.startswith("{")))
+    line = next(line for line in lines if line.startswith("ARS("))
+    model = eval(line, {"ARS": ARS})
+    assert {k: model.hparams[k] for k in settings} == settings
+
+
+def test_the_tuners_objective_in_closed_form(monkeypatch):
+    """With a threshold: the mean over seeds of the episodes to it, a seed never reaching it
+    counted at twice the episodes it ran; without: minus the mean evaluation return."""
+    monkeypatch.syspath_prepend(str(HERE / "examples"))
+    tune = importlib.import_module("tune")
+    assert tune.objective_value([100, None], [120, 400], []) == (100 + 2 * 400) / 2
+    assert tune.objective_value([None, None], [], [1.0, 3.0, -1.0]) == -1.0
+
+
+OWN_TESTS = ("rl_zoo.py", "tune.py")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(  # rl_zoo.py and tune.py: their own tests
+    "example",
+    sorted(p.name for p in (HERE / "examples").glob("*.py") if p.name not in OWN_TESTS),
 )
 def test_examples_run_with_a_tiny_budget(example, tmp_path):
     needs = {

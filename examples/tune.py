@@ -1,0 +1,199 @@
+"""Tune ARS's settings for an env with Optuna: resumable, shared through a database.
+
+    python examples/tune.py --env Hopper-v4 --trials 100 --timesteps 1000000 --seeds 5 \\
+        --storage sqlite:///hopper.db --study hopper --threshold 3120 --plots plots/
+
+Each trial trains ``--seeds`` seeds (the tuning seeds 100, 101, ...: never the seeds the
+benchmarks measure on) for at most ``--timesteps`` steps each, evaluating every
+``--eval-freq`` steps. The objective, minimised: with ``--threshold``, the mean over seeds of
+the training episodes to the first evaluation at the threshold, a seed that never reaches it
+counted at twice the episodes it ran; without one, minus the mean evaluation return over the
+run (the area under the curve). Optuna's TPE sampler proposes, its median pruner stops a
+trial whose seeds so far do worse than the median of earlier trials at that point.
+
+The same command continues an interrupted study (Ctrl+C ends the trial that runs), and
+several processes or machines given one database URL work on one study. It ends by printing
+the best settings as an ``ARS(...)`` line, as ``python ars.py`` flags and as JSON, and
+writes Optuna's plots (history, parameter importances) to ``--plots``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import warnings
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # ars.py of this checkout
+import ars  # noqa: E402
+
+INSTALL = 'pip install "ars-numpy[tune]"'
+TUNING_SEEDS = 100  # the first tuning seed; the benchmarks use 237, 759, 959 and 1 to 20
+PENALTY = 2  # a seed that never reaches the threshold counts twice the episodes it ran
+
+
+def suggest(trial: Any) -> dict[str, Any]:
+    """The settings of a trial: what the paper tuned (step size, noise, N, b as a share of N)
+    and the switches that matter (V2's normalisation, the alive-bonus shift)."""
+    n_delta = trial.suggest_int("n_delta", 1, 64, log=True)
+    top_share = trial.suggest_float("top_share", 0.1, 1.0)
+    return dict(
+        learning_rate=trial.suggest_float("learning_rate", 1e-3, 0.1, log=True),
+        delta_std=trial.suggest_float("delta_std", 5e-3, 0.5, log=True),
+        n_delta=n_delta,
+        n_top=max(1, round(top_share * n_delta)),
+        normalize_obs=trial.suggest_categorical("normalize_obs", [True, False]),
+        alive_bonus_offset=trial.suggest_categorical("alive_bonus_offset", [0.0, -1.0]),
+    )
+
+
+def objective_value(
+    episodes_to_threshold: list[int | None], episodes_run: list[int], returns: list[float]
+) -> float:
+    """The value a trial minimises, from each seed's episodes to the threshold (None: never
+    reached, counted as ``PENALTY`` times its episodes run), or, with no threshold (all None
+    and no episodes_run), minus the mean evaluation return over the run."""
+    if not episodes_run:
+        return -float(sum(returns) / len(returns))
+    counted = [
+        PENALTY * run if reached is None else reached
+        for reached, run in zip(episodes_to_threshold, episodes_run)
+    ]
+    return float(sum(counted) / len(counted))
+
+
+def train_seed(env_id: str, settings: dict, seed: int, args: argparse.Namespace, evaluator: Any):
+    """One seed's run: ``(episodes to the threshold or None, episodes run, evaluations)``."""
+    model = ars.ARS("LinearPolicy", env_id, seed=seed, **settings)
+    evaluation = ars.EvalCallback(
+        env_id, n_eval_episodes=args.eval_episodes, eval_freq=args.eval_freq, verbose=0
+    )
+    episodes = lambda: 2 * model.n_delta * model.n_eval_episodes * model.n_updates  # noqa: E731
+    reached: list[int] = []
+
+    def stop_at_threshold(locals_: dict, globals_: dict) -> bool:
+        done = args.threshold is not None and evaluation.last_mean_reward >= args.threshold
+        if done and not reached:
+            reached.append(episodes())
+        return not done
+
+    model.learn(args.timesteps, callback=[evaluation, stop_at_threshold], async_eval=evaluator)
+    returns = [mean for _, _, mean, _ in evaluation.evaluations]
+    return (reached[0] if reached else None), episodes(), returns
+
+
+def run_trial(trial: Any, args: argparse.Namespace, evaluator: Any) -> float:
+    """Train the tuning seeds one after the other, reporting to the pruner after each."""
+    optuna = ars.require("optuna", INSTALL)
+    settings = suggest(trial)
+    reached, run, returns = [], [], []
+    for index in range(args.seeds):
+        first, episodes, evaluations = train_seed(
+            args.env, settings, TUNING_SEEDS + index, args, evaluator
+        )
+        reached.append(first)
+        run.append(episodes)
+        returns.extend(evaluations)
+        value = objective_value(reached, run if args.threshold is not None else [], returns)
+        trial.report(value, index)
+        if trial.should_prune():
+            raise optuna.TrialPruned()
+    return value
+
+
+def best_settings(study: Any) -> dict[str, Any]:
+    """The best trial's settings, as ``ARS()`` takes them."""
+    params = dict(study.best_trial.params)
+    top_share = params.pop("top_share")
+    params["n_top"] = max(1, round(top_share * params["n_delta"]))
+    return params
+
+
+def report(study: Any, env_id: str, plots: Path | None) -> None:
+    """Print the best settings three ways; write the plots."""
+    settings = best_settings(study)
+    arguments = ", ".join(f"{k}={v!r}" for k, v in settings.items())
+    flags = " ".join(
+        f"--{k.replace('_', '-')} {v}"
+        if not isinstance(v, bool)
+        else f"--{'' if v else 'no-'}{k.replace('_', '-')}"
+        for k, v in settings.items()
+    )
+    print(f"best value {study.best_value:.4g} (trial {study.best_trial.number}) of {env_id}:")
+    print(f'ARS("LinearPolicy", "{env_id}", {arguments})')
+    print(f"python ars.py --env {env_id} {flags}")
+    print(json.dumps(settings))
+    if plots is not None:
+        visualization = ars.require("optuna.visualization.matplotlib", INSTALL)
+        plots.mkdir(parents=True, exist_ok=True)
+        drawings = [("history", visualization.plot_optimization_history)]
+        finished = [t for t in study.trials if t.state.name == "COMPLETE"]
+        if len(finished) >= 2:  # importances need trials to compare
+            drawings.append(("importances", visualization.plot_param_importances))
+        experimental = ars.require("optuna.exceptions", INSTALL).ExperimentalWarning
+        for name, draw in drawings:
+            with warnings.catch_warnings():  # Optuna calls its matplotlib plots experimental
+                warnings.simplefilter("ignore", experimental)
+                figure = draw(study).figure
+            figure.savefig(plots / f"{name}.png", dpi=100, bbox_inches="tight")
+            print(f"wrote {plots / name}.png")
+
+
+def main(argv: list[str] | None = None) -> int:
+    """The command line; returns the exit status."""
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--env", required=True, help="gymnasium env id")
+    p.add_argument("--trials", type=int, required=True, help="finished trials the study needs")
+    p.add_argument("--timesteps", type=int, required=True, help="steps per seed at most")
+    p.add_argument("--seeds", type=int, default=3, help="tuning seeds per trial (100, 101...)")
+    p.add_argument("--storage", default="sqlite:///study.db", help="Optuna database URL")
+    p.add_argument("--study", help="study name (default: the env id)")
+    p.add_argument("--threshold", type=float, help="a return to reach (else: area under curve)")
+    p.add_argument("--workers", type=int, default=0, help="rollout processes (AsyncEval)")
+    p.add_argument("--eval-freq", type=int, help="steps between evaluations (timesteps / 20)")
+    p.add_argument("--eval-episodes", type=int, default=5, help="episodes per evaluation")
+    p.add_argument("--plots", type=Path, help="a folder for Optuna's plots (PNG)")
+    args = p.parse_args(argv)
+    if min(args.trials, args.timesteps, args.seeds, args.eval_episodes) < 1 or args.workers < 0:
+        p.error("--trials, --timesteps, --seeds and --eval-episodes must be >= 1, --workers >= 0")
+    args.eval_freq = args.eval_freq or max(args.timesteps // 20, 1)
+    optuna = ars.require("optuna", INSTALL)
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    study = optuna.create_study(
+        storage=args.storage,
+        study_name=args.study or args.env,
+        load_if_exists=True,
+        direction="minimize",
+        sampler=optuna.samplers.TPESampler(),
+        pruner=optuna.pruners.MedianPruner(n_startup_trials=5),
+    )
+    objective = "threshold" if args.threshold is not None else "area under the curve"
+    kept = study.user_attrs.get("objective", objective)
+    if kept != objective or study.user_attrs.get("threshold", args.threshold) != args.threshold:
+        p.error(f"the study {study.study_name} tunes for {kept}: give it the same --threshold")
+    study.set_user_attr("objective", objective)
+    study.set_user_attr("threshold", args.threshold)
+    finished = ("COMPLETE", "PRUNED")
+    done = sum(t.state.name in finished for t in study.trials)
+    evaluator = ars.AsyncEval([args.env] * args.workers) if args.workers else None
+    objective = lambda trial: run_trial(trial, args, evaluator)  # noqa: E731
+    try:  # a trial whose rewards overflow fails alone; the same command runs it again
+        study.optimize(objective, n_trials=max(args.trials - done, 0), catch=FloatingPointError)
+    except KeyboardInterrupt:
+        done = sum(t.state.name in finished for t in study.trials)
+        print(f"interrupted: {done} trials kept in {args.storage}; the same command goes on")
+        return 130
+    finally:
+        if evaluator is not None:
+            evaluator.close()
+    if not any(t.state.name == "COMPLETE" for t in study.trials):
+        print("no trial completed: nothing to report")
+        return 1
+    report(study, args.env, args.plots)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
