@@ -8,8 +8,8 @@ benchmarks measure on) for at most ``--timesteps`` steps each, evaluating every
 ``--eval-freq`` steps. The objective, minimised: with ``--threshold``, the mean over seeds of
 the training episodes to the first evaluation at the threshold, a seed that never reaches it
 counted at twice the episodes it ran; without one, minus the mean evaluation return over the
-run (the area under the curve). Optuna's TPE sampler proposes, its median pruner stops a
-trial whose seeds so far do worse than the median of earlier trials at that point.
+run (the area under the curve). Optuna's TPE sampler proposes; its median pruner hears
+every evaluation and stops a trial doing worse than the median of earlier trials there.
 
 The same command continues an interrupted study (Ctrl+C ends the trial that runs), and
 several processes or machines given one database URL work on one study. It ends by printing
@@ -64,42 +64,72 @@ def objective_value(
     return float(sum(counted) / len(counted))
 
 
-def train_seed(env_id: str, settings: dict, seed: int, args: argparse.Namespace, evaluator: Any):
-    """One seed's run: ``(episodes to the threshold or None, episodes run, evaluations)``."""
+def train_seed(env_id: str, settings: dict, seed: int, args: argparse.Namespace, hooks: Any):
+    """One seed's run: ``(episodes to the threshold or None, episodes run, evaluations)``;
+    ``hooks.evaluated(first, episodes, returns)`` hears of each evaluation as it comes."""
     model = ars.ARS("LinearPolicy", env_id, seed=seed, **settings)
     evaluation = ars.EvalCallback(
         env_id, n_eval_episodes=args.eval_episodes, eval_freq=args.eval_freq, verbose=0
     )
     episodes = lambda: 2 * model.n_delta * model.n_eval_episodes * model.n_updates  # noqa: E731
     reached: list[int] = []
+    heard = [0]  # evaluations passed on so far
 
-    def stop_at_threshold(locals_: dict, globals_: dict) -> bool:
+    def after_iteration(locals_: dict, globals_: dict) -> bool:
         done = args.threshold is not None and evaluation.last_mean_reward >= args.threshold
         if done and not reached:
             reached.append(episodes())
+        if len(evaluation.evaluations) > heard[0]:
+            heard[0] = len(evaluation.evaluations)
+            returns = [mean for _, _, mean, _ in evaluation.evaluations]
+            hooks.evaluated(reached[0] if reached else None, episodes(), returns)
         return not done
 
-    model.learn(args.timesteps, callback=[evaluation, stop_at_threshold], async_eval=evaluator)
+    model.learn(args.timesteps, callback=[evaluation, after_iteration], async_eval=hooks.evaluator)
     returns = [mean for _, _, mean, _ in evaluation.evaluations]
     return (reached[0] if reached else None), episodes(), returns
 
 
+class Trial:
+    """A trial's seeds so far, reported to Optuna's pruner after every evaluation: the
+    objective of the seeds done and, for the seed that runs, its episodes so far (or to the
+    threshold) and its evaluations so far."""
+
+    def __init__(self, trial: Any, args: argparse.Namespace, evaluator: Any):
+        self.trial = trial
+        self.args = args
+        self.evaluator = evaluator
+        self.reached: list[int | None] = []  # per seed done: episodes to the threshold
+        self.run: list[int] = []  # per seed done: episodes run
+        self.returns: list[float] = []  # every evaluation of the seeds done
+        self.step = 0  # evaluations reported
+
+    def value(self, reached: list, run: list, returns: list) -> float:
+        """The objective of seeds with these records."""
+        return objective_value(reached, run if self.args.threshold is not None else [], returns)
+
+    def evaluated(self, first: int | None, episodes: int, returns: list[float]) -> None:
+        """Report the running seed's evaluation; prune when the median pruner says so."""
+        so_far = first if first is not None else episodes  # not reached yet: a lower bound
+        value = self.value([*self.reached, so_far], [*self.run, episodes], self.returns + returns)
+        self.trial.report(value, self.step)
+        self.step += 1
+        if self.trial.should_prune():
+            raise ars.require("optuna", INSTALL).TrialPruned()
+
+    def done(self, first: int | None, episodes: int, returns: list[float]) -> float:
+        """Keep a finished seed's records; the objective of the seeds done."""
+        self.reached.append(first)
+        self.run.append(episodes)
+        self.returns.extend(returns)
+        return self.value(self.reached, self.run, self.returns)
+
+
 def run_trial(trial: Any, args: argparse.Namespace, evaluator: Any) -> float:
-    """Train the tuning seeds one after the other, reporting to the pruner after each."""
-    optuna = ars.require("optuna", INSTALL)
-    settings = suggest(trial)
-    reached, run, returns = [], [], []
+    """Train the tuning seeds one after the other; the pruner hears every evaluation."""
+    settings, hooks = suggest(trial), Trial(trial, args, evaluator)
     for index in range(args.seeds):
-        first, episodes, evaluations = train_seed(
-            args.env, settings, TUNING_SEEDS + index, args, evaluator
-        )
-        reached.append(first)
-        run.append(episodes)
-        returns.extend(evaluations)
-        value = objective_value(reached, run if args.threshold is not None else [], returns)
-        trial.report(value, index)
-        if trial.should_prune():
-            raise optuna.TrialPruned()
+        value = hooks.done(*train_seed(args.env, settings, TUNING_SEEDS + index, args, hooks))
     return value
 
 
