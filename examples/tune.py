@@ -34,6 +34,11 @@ TUNING_SEEDS = 100  # the first tuning seed; the benchmarks use 237, 759, 959 an
 PENALTY = 2  # a seed that never reaches the threshold counts twice the episodes it ran
 
 
+def top_of(top_share: float, n_delta: int) -> int:
+    """b from its share of N: at least one direction."""
+    return max(1, round(top_share * n_delta))
+
+
 def suggest(trial: Any) -> dict[str, Any]:
     """The settings of a trial: what the paper tuned (step size, noise, N, b as a share of N)
     and the switches that matter (V2's normalisation, the alive-bonus shift)."""
@@ -43,7 +48,7 @@ def suggest(trial: Any) -> dict[str, Any]:
         learning_rate=trial.suggest_float("learning_rate", 1e-3, 0.1, log=True),
         delta_std=trial.suggest_float("delta_std", 5e-3, 0.5, log=True),
         n_delta=n_delta,
-        n_top=max(1, round(top_share * n_delta)),
+        n_top=top_of(top_share, n_delta),
         normalize_obs=trial.suggest_categorical("normalize_obs", [True, False]),
         alive_bonus_offset=trial.suggest_categorical("alive_bonus_offset", [0.0, -1.0]),
     )
@@ -136,8 +141,7 @@ def run_trial(trial: Any, args: argparse.Namespace, evaluator: Any) -> float:
 def best_settings(study: Any) -> dict[str, Any]:
     """The best trial's settings, as ``ARS()`` takes them."""
     params = dict(study.best_trial.params)
-    top_share = params.pop("top_share")
-    params["n_top"] = max(1, round(top_share * params["n_delta"]))
+    params["n_top"] = top_of(params.pop("top_share"), params["n_delta"])
     return params
 
 
