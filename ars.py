@@ -335,7 +335,7 @@ Job = collections.namedtuple("Job", "candidate k sign seeds weights", defaults=[
 Result = collections.namedtuple("Result", "returns lengths visited")
 
 
-def episodes(
+def episodes(  # noqa: C901 (split with the settings table, issue 51: the core's 500 lines)
     reset: Any, space: Any, seeds: Any, limits: list, track_obs: bool, on_step: Any, *drive: Any
 ) -> Any:
     """The one loop that runs episodes: ``reset(seed)`` per env seed, then steps to the first of
@@ -558,6 +558,23 @@ def _whole(value: Any, high: int = 2**63 - 1) -> bool:
     return is_int(value) and 0 <= value <= high
 
 
+_WARNED: set[tuple[str, str, int]] = set()  # (text, file, line): see _warn
+
+
+def _warn(message: str | Warning) -> None:
+    """Warn at the user's line (the first outside this file, whichever door the call came in
+    by), once per text and line, as Python's default filter does; ars keeps the record itself,
+    since Python's is cleared whenever a filter changes (as gymnasium's make does)."""
+    frame, level = sys._getframe(1), 2
+    while frame is not None and frame.f_code.co_filename == __file__:
+        frame = frame.f_back
+        level += 1
+    where = ("", 0) if frame is None else (frame.f_code.co_filename, frame.f_lineno)
+    if (str(message), *where) not in _WARNED:
+        _WARNED.add((str(message), *where))
+        warnings.warn(message, stacklevel=level)
+
+
 def _one_line(error: BaseException) -> str:
     """``Type: message`` on one line, for errors that cross a process boundary."""
     return f"{type(error).__name__}: {' '.join(str(error).split())[:300]}"
@@ -576,7 +593,8 @@ def atomic_file(path: Path, mode: str) -> Any:
             yield f
             f.flush()
             os.fsync(f.fileno())
-        os.umask(umask := os.umask(0))  # read it: what a new file gets
+        umask = os.umask(0)  # read it (only set can read it): what a new file gets
+        os.umask(umask)
         os.chmod(tmp, 0o666 & ~umask)
         os.replace(tmp, path)
     except BaseException as error:  # nothing left behind
@@ -611,17 +629,13 @@ def check_spaces(observation_space: spaces.Space, action_space: spaces.Space) ->
     Network(observation_space, action_space, "LinearPolicy", None)
 
 
-_DEVICE_WARNED: list[bool] = []
-
-
 def _check_device(device: Any) -> None:
     """A device name or torch.device; a GPU falls back to the CPU with one warning, as SB3's."""
     kind = getattr(device, "type", device)
     if not isinstance(kind, str):
         raise ValueError(f"device must be a name such as 'cpu' or a torch.device; got {device!r}")
-    if kind.split(":")[0] not in ("cpu", "auto") and not _DEVICE_WARNED:
-        _DEVICE_WARNED.append(True)
-        warnings.warn(f"device={device!r}: ars computes with NumPy: it uses the CPU", stacklevel=4)
+    if kind.split(":")[0] not in ("cpu", "auto"):
+        _warn(f"device={device!r}: ars computes with NumPy: it uses the CPU")
 
 
 def _is_torch(x: Any) -> bool:
@@ -659,7 +673,7 @@ def policy_of(policy: Any) -> Any:
 
 
 # == The API: ARSPolicy and ARS, as the seed and Stable-Baselines3 shape them =====================
-# Then the paper's settings per env (paper_model) and the names that moved out. Built on the
+# Then the paper's settings per env (paper_model). Built on the
 # plumbing that follows, in the order data flows: envs and SB3's VecEnvs, evaluators, logging
 # and callbacks, files, torch interop; then the command line.
 
@@ -701,9 +715,6 @@ class ARSPolicy(Network):
         super().__init__(observation_space, action_space, self.policy_name, options)
         self._theta, self.obs_rms = np.zeros(self.n_params), None  # obs_rms: V2's statistics
         self.vec_normalize = None  # the SB3 VecNormalize (or a file's copy) it learned through
-
-    def __getattr__(self, name: str) -> Any:  # a method that moved out: say where
-        raise _moved(type(self).__name__, name)
 
     def config(self) -> dict[str, Any]:
         """The constructor's arguments beyond the spaces, as plain data."""
@@ -766,7 +777,10 @@ class ARSPolicy(Network):
             return actions.to(getattr(sys.modules["torch"], str(np.dtype(dtype)))), state
         return np.asarray(actions).astype(dtype, copy=False), state
 
-    device = property(lambda self: _cpu_device(), doc="Always the CPU: ARS computes in NumPy.")
+    @property
+    def device(self) -> Any:
+        """Always the CPU: ARS computes in NumPy."""
+        return _cpu_device()
 
     def to(self, device: Any) -> ARSPolicy:
         """``self``, as torch's ``module.to(device)``: ars computes on the CPU (see ``device``)."""
@@ -866,7 +880,8 @@ def check_model_settings(policy: Any, settings: dict[str, Any]) -> dict[str, Any
     hp = check_settings({"policy": name, **settings}, ("policy", *HPARAMS))
     del hp["policy"]
     _check_device(hp["device"])
-    if not isinstance(folder := hp["tensorboard_log"], (str, os.PathLike, type(None))):
+    folder = hp["tensorboard_log"]
+    if not isinstance(folder, (str, os.PathLike, type(None))):
         raise ValueError(f"tensorboard_log must be a folder or None; got {folder!r:.100}")
     if hp["normalization_samples"] and not hp["normalize_obs"]:  # V1 keeps no statistics
         raise ValueError("normalization_samples needs normalize_obs=True (V2's statistics)")
@@ -876,7 +891,9 @@ def check_model_settings(policy: Any, settings: dict[str, Any]) -> dict[str, Any
 def check_learn_arguments(args: dict[str, Any]) -> None:
     """``learn``'s arguments, checked before anything runs; one given in the seed's order
     (``learn(total, env, callback)``) is refused with the keyword to use."""
-    callback, log_interval, evaluator = args["callback"], args["log_interval"], args["async_eval"]
+    callback = args["callback"]
+    log_interval = args["log_interval"]
+    evaluator = args["async_eval"]
     if isinstance(callback, (str, gym.Env)) or _is_vec_env(callback):
         raise TypeError(
             f"callback must be a function, an SB3 callback or a list of them; got "
@@ -975,7 +992,9 @@ class ARS:
         settings = {name: values[name] for name in HPARAMS}
         self.hparams = check_model_settings(policy, settings)
         self.hparams_initial = types.MappingProxyType(dict(self.hparams))
-        self.policy_class, self.policy, self._logger = policy, None, None
+        self.policy_class = policy
+        self.policy = None
+        self._logger = None
         self.num_timesteps = self.n_updates = self._total_timesteps = 0
         self._current_progress_remaining = 1.0
         self.ep_info_buffer: collections.deque = collections.deque(maxlen=self.stats_window_size)
@@ -993,7 +1012,7 @@ class ARS:
         hparams = self.__dict__.get("hparams", {})
         if name in hparams:
             return hparams[name]
-        raise _moved("ARS", name)
+        raise AttributeError(f"'ARS' object has no attribute {name!r}")
 
     def __setattr__(self, name: str, value: Any) -> None:
         if name in HPARAMS and "hparams" in self.__dict__:  # checked as the constructor's
@@ -1052,7 +1071,9 @@ class ARS:
         if self.observation_space is not None:
             _check_same_spaces(_spaces_of(gym_env), _spaces_of(self), "the env")
         self.observation_space, self.action_space = _spaces_of(gym_env)
-        self.gym_env, self._vec_env, self._vec_normalize = gym_env, vec_env, vec_normalize
+        self.gym_env = gym_env
+        self._vec_env = vec_env
+        self._vec_normalize = vec_normalize
         spec_id = getattr(gym_env.spec, "id", self.env_id)
         given = isinstance(env, str) and env.endswith(f":{spec_id}")  # module:Id: the module too
         self.env_id = env if given else spec_id
@@ -1103,15 +1124,7 @@ class ARS:
             model.num_timesteps, reset_num_timesteps=False)`` to resume exactly.
         Returns ``self``."""
         check_learn_arguments(locals())
-        if env is not None:
-            self.set_env(env)
-        if self.policy is None and self.observation_space is None:
-            raise ValueError("no env to train on: pass env= to ARS(...) or to learn(...)")
-        self._settings()
-        if self.policy is None:
-            self._setup_model()
-        _check_vec_normalize(self)
-        self._match_normalization(self.policy)
+        self._prepare_to_learn(env)
         evaluator = async_eval
         if not hasattr(async_eval, "evaluate"):  # none, or sb3-contrib's AsyncEval: rollouts
             evaluator = InProcessEval(self.gym_env)  # here (the README's compatibility table)
@@ -1123,44 +1136,65 @@ class ARS:
         self._setup_logger(default_root_dir, tb_log_name, reset_num_timesteps)
         if checkpoint_interval and self.logger.dir is None:
             raise ValueError("checkpoint_interval needs default_root_dir or tensorboard_log")
-        checkpoint = checkpoint_interval and self.logger.dir / "checkpoint.npz"
+        checkpoint = self.logger.dir / "checkpoint.npz" if checkpoint_interval else None
         callbacks = _Callbacks(callback, self, progress_bar)
-        self._start_time, self._start_steps = time.perf_counter(), self.num_timesteps
+        self._start_time = time.perf_counter()
+        self._start_steps = self.num_timesteps
         if self.normalization_samples and getattr(self.policy.obs_rms, "count", 1) == 0:
             self._warm_up(evaluator)
         if checkpoint and self.n_updates == 0:  # a run killed early can resume too
             self.save(checkpoint, callbacks=callbacks)
         start = dict(locals(), total_timesteps=self._total_timesteps)  # SB3's: the absolute target
         callbacks.hook("on_training_start", start, globals())
+        self._iterate(evaluator, callbacks, log_interval, checkpoint, checkpoint_interval)
+        callbacks.hook("on_training_end")
+        return self
+
+    def _prepare_to_learn(self, env: Any) -> None:
+        """The env, the settings and the policy, checked and built before anything runs."""
+        if env is not None:
+            self.set_env(env)
+        if self.policy is None and self.observation_space is None:
+            raise ValueError("no env to train on: pass env= to ARS(...) or to learn(...)")
+        self._settings()
+        if self.policy is None:
+            self._setup_model()
+        _check_vec_normalize(self)
+        self._match_normalization(self.policy)
+
+    def _iterate(
+        self, evaluator: Any, callbacks: _Callbacks, log_interval: Any, checkpoint: Any, every: Any
+    ) -> None:
+        """Iterations up to the total (or a stop), ``checkpoint`` written every ``every`` of them
+        and at the end."""
         while self.num_timesteps < self._total_timesteps:
             self._current_progress_remaining = 1.0 - self.num_timesteps / self._total_timesteps
             if not self._step(evaluator, callbacks, log_interval):
                 break
-            if checkpoint and self.n_updates % checkpoint_interval == 0:
+            if checkpoint and self.n_updates % every == 0:
                 self.save(checkpoint, callbacks=callbacks)
         if checkpoint:
             self.save(checkpoint, callbacks=callbacks)
-        callbacks.hook("on_training_end")
-        return self
 
     def _step(self, evaluator: Any, callbacks: _Callbacks, log_interval: int | None) -> bool:
         """One iteration of the core, its callbacks and its log row, or nothing at all: on
-        Ctrl+C, an error or a callback's stop, the model and the callbacks are left as they
-        were. Returns False to stop training."""
-        policy, start, n_updates = self.policy, self.num_timesteps, self.n_updates
-        saved = policy.parameters_to_vector(), policy.obs_rms, self.ep_info_buffer.copy()
-        rms, callback_states = getattr(self._vec_normalize, "obs_rms", None), callbacks.state_dict()
-        rms = None if rms is None else rms.copy()  # VecNormalize's, updated in place
+        Ctrl+C, an error or a callback's stop, the model, the callbacks and the logger are left
+        as they were. Returns False to stop training."""
+        saved = self._snapshot(callbacks)
         try:
             hp = dict(self.hparams, learning_rate=self._schedule_value("learning_rate"))
             hp["delta_std"] = self._schedule_value("delta_std")
-            evaluate, theta = self._rollouts(evaluator, callbacks), policy.parameters_to_vector()
-            network, index = policy.network(), self.n_updates
-            theta, obs_rms, info = iteration(theta, policy.obs_rms, evaluate, network, index, hp)
+            policy = self.policy
+            evaluate = self._rollouts(evaluator, callbacks)
+            theta = policy.parameters_to_vector()
+            network = policy.network()
+            theta, obs_rms, info = iteration(
+                theta, policy.obs_rms, evaluate, network, saved["n_updates"], hp
+            )
             policy.load_from_vector(theta)
             policy.obs_rms = obs_rms
             _update_vec_normalize(self._vec_normalize, [r.visited for r in info["results"]])
-            self.num_timesteps = start + info["timesteps"]  # as on_step counted
+            self.num_timesteps = saved["num_timesteps"] + info["timesteps"]  # as on_step counted
             for r in info["results"]:
                 episodes = zip(r.returns.tolist(), r.lengths.tolist())
                 self.ep_info_buffer.extend({"r": x, "l": n} for x, n in episodes)
@@ -1173,18 +1207,39 @@ class ARS:
             if log_interval and self.n_updates % log_interval == 0:
                 self.dump_logs()
             return keep_going
-        except BaseException as error:  # all put back as it was
-            policy.load_from_vector(saved[0])
-            policy.obs_rms, self.ep_info_buffer = saved[1:]  # a copy: the window's length kept
-            self.num_timesteps, self.n_updates = start, n_updates
-            if self._vec_normalize is not None:
-                self._vec_normalize.obs_rms = rms
-            callbacks.load_state_dict(callback_states)
-            getattr(self.logger, "values", {}).clear()
-            getattr(self.logger, "_means", {}).clear()
+        except BaseException as error:
+            self._restore(saved, callbacks)
             if isinstance(error, StopTraining):
                 return False
             raise
+
+    def _snapshot(self, callbacks: _Callbacks) -> dict[str, Any]:
+        """What an iteration changes, copied: a discarded iteration puts it all back."""
+        rms = getattr(self._vec_normalize, "obs_rms", None)  # VecNormalize's, updated in place
+        return dict(
+            theta=self.policy.parameters_to_vector(),
+            obs_rms=self.policy.obs_rms,
+            ep_info_buffer=self.ep_info_buffer.copy(),  # a copy keeps the window's length
+            num_timesteps=self.num_timesteps,
+            n_updates=self.n_updates,
+            vec_normalize=None if rms is None else rms.copy(),
+            callbacks=callbacks.state_dict(),
+            logger=_logger_records(self.logger),
+        )
+
+    def _restore(self, saved: dict[str, Any], callbacks: _Callbacks) -> None:
+        self.policy.load_from_vector(saved["theta"])
+        self.policy.obs_rms = saved["obs_rms"]
+        self.ep_info_buffer = saved["ep_info_buffer"]
+        self.num_timesteps = saved["num_timesteps"]
+        self.n_updates = saved["n_updates"]
+        if self._vec_normalize is not None:
+            self._vec_normalize.obs_rms = saved["vec_normalize"]
+        callbacks.load_state_dict(saved["callbacks"])
+        for name, records in saved["logger"].items():
+            held = getattr(self.logger, name)
+            held.clear()
+            held.update(records)
 
     def _rollouts(self, evaluator: Any, callbacks: _Callbacks) -> Callable:
         """The core's ``evaluate``: ``evaluator``, the callbacks' hooks, VecNormalize's view."""
@@ -1207,8 +1262,12 @@ class ARS:
 
     def _warm_up(self, evaluator: Any) -> None:
         """``normalization_samples``: V2's first statistics from the initial policy's episodes."""
-        policy, seed, visited, episode, steps = self.policy, self.seed, [], 0, 0
+        policy = self.policy
+        seed = self.seed
         frozen = (policy.network(), policy.obs_rms, policy.parameters_to_vector())
+        visited = []
+        episode = 0
+        steps = 0
         while steps < self.normalization_samples:
             seeds = [[env_seed(seed, WARM_UP, episode + i)] for i in range(WARM_UP_BATCH)]
             it, jobs = fixed_jobs(*frozen, seeds, self.max_episode_steps, seed=seed, track_obs=True)
@@ -1230,18 +1289,25 @@ class ARS:
         """The seed's: the shifted return of each row of ``candidate_weights`` (the mean over
         ``n_eval_episodes``), on the env seeds of this iteration's first candidates. An array
         (or torch tensor) in, the same kind out."""
-        weights, policy, _ = _as_array(candidate_weights), self._need_policy(), self._settings()
+        policy = self._need_policy()
+        self._settings()
+        weights = _as_array(candidate_weights)
         if weights.ndim != 2 or weights.shape[1] != policy.n_params:
             raise ValueError(
                 f"candidate_weights must have shape (n, {policy.n_params}); got {weights.shape}"
             )
-        evaluator, max_steps = async_eval or InProcessEval(self.gym_env), self.max_episode_steps
-        episodes, index, n = range(self.n_eval_episodes), self.n_updates, len(weights)
-        seeds = [[env_seed(self.seed, ENV_SEEDS, index, c, e) for e in episodes] for c in range(n)]
-        it, jobs = fixed_jobs(policy.network(), policy.obs_rms, weights, seeds, max_steps)
-        start, shift = self.num_timesteps, self.alive_bonus_offset
+        evaluator = async_eval or InProcessEval(self.gym_env)
+        episodes = range(self.n_eval_episodes)
+        seeds = [
+            [env_seed(self.seed, ENV_SEEDS, self.n_updates, c, e) for e in episodes]
+            for c in range(len(weights))
+        ]
+        network = policy.network()
+        it, jobs = fixed_jobs(network, policy.obs_rms, weights, seeds, self.max_episode_steps)
+        start = self.num_timesteps
         results = self._rollouts(evaluator, _Callbacks(callback, self))(it, jobs)
         self.num_timesteps = start + sum(int(r.lengths.sum()) for r in results)  # sb3-contrib's
+        shift = self.alive_bonus_offset
         returns = np.array([np.mean(r.returns + shift * r.lengths) for r in results])
         return _like(candidate_weights, returns)
 
@@ -1292,7 +1358,11 @@ class ARS:
         self.gym_env = self._vec_env = self._vec_normalize = None
 
     get_env = env.fget  # SB3's name; ``gym_env`` is the env itself
-    n_envs = property(lambda self: getattr(self.gym_env, "num_envs", 1), doc="Envs side by side.")
+
+    @property
+    def n_envs(self) -> int:
+        """The envs side by side (1: a gymnasium env)."""
+        return getattr(self.gym_env, "num_envs", 1)
 
     def get_vec_normalize_env(self) -> Any:
         return self._vec_normalize
@@ -1306,7 +1376,14 @@ class ARS:
         if self.action_space is not None:
             self.action_space.seed(self.seed)
 
-    device = property(lambda self: _cpu_device(), lambda self, device: _check_device(device))
+    @property
+    def device(self) -> Any:
+        """Always the CPU: ARS computes in NumPy (setting another is checked, and warns)."""
+        return _cpu_device()
+
+    @device.setter
+    def device(self, device: Any) -> None:
+        _check_device(device)
 
     def get_parameters(self) -> dict[str, dict[str, np.ndarray]]:
         """``{"policy": policy.state_dict()}``: sb3-contrib's names, NumPy arrays."""
@@ -1376,7 +1453,7 @@ class ARS:
         passes ``lr_schedule`` and ``clip_range`` to every algorithm). ``device`` falls back
         to the CPU as in the constructor; ``force_reset`` is accepted for SB3 compatibility
         (every rollout resets anyway)."""
-        meta, state = read_model_file(path)
+        meta, state = read_model_file(path, env)
         if print_system_info:
             print("== saved with:", meta.get("system_info"), "\n== now:", _system_info())
         where = str(getattr(path, "name", path) if hasattr(path, "read") else path)
@@ -1398,8 +1475,8 @@ class ARS:
             raise ValueError(f"{where} holds a policy alone: load it with ARSPolicy.load")
         schedules = meta.get("schedules", [])
         for name in [n for n in schedules if n not in overrides]:
-            value, how = meta["hparams"].get(name, DEFAULTS[name]), "was a schedule, saved as"
-            warnings.warn(f"{where}: {name} {how} {value}; pass {name}= to ARS.load", stacklevel=2)
+            value = meta["hparams"].get(name, DEFAULTS[name])
+            _warn(f"{where}: {name} was a schedule, saved as {value}; pass {name}= to ARS.load")
         try:
             settings = {**meta["hparams"], "policy_kwargs": meta["policy_kwargs"], **overrides}
             model = ARS(meta["policy"], _init_setup_model=False, **settings)
@@ -1430,8 +1507,6 @@ class ARS:
 FILE_FIELDS: dict[str, Callable[[Any], bool]] = dict(num_timesteps=_whole, n_updates=_whole)
 FILE_FIELDS.update(env_id=lambda value: value is None or isinstance(value, str))
 FILE_FIELDS.update({key: lambda value: isinstance(value, Space) for key in SPACE_KEYS})
-
-save_model = ARS.save  # the function form: save_model(model, path, ...)
 
 
 @functools.cache
@@ -1508,30 +1583,11 @@ def paper_model(env_id: str, env: Any = None, **overrides: Any) -> ARS:
     return ARS(config.pop("policy"), env=env if env is not None else env_id, **config)
 
 
-COPY = "copy it beside ars.py (or put examples/ on sys.path), then from"
-MOVED = {  # names that left ars.py (issue 32), and where they went
-    "ExecutorEval": f"examples/executor_eval.py: {COPY} executor_eval import ExecutorEval",
-    "warm_start": f"examples/warm_start.py: {COPY} warm_start import warm_start; "
-    "warm_start(model, demonstrations, ridge)",
-    "load_demonstrations": f"examples/warm_start.py: {COPY} warm_start import load_demonstrations",
-    "load_model": "ARS.load(path, env, ...)",
-    "record_video": f"examples/video.py (issue 43): {COPY} video import record_video",
-}
-
-
-def _moved(owner: str, name: str, kind: type = AttributeError) -> Exception:
-    """The error for a name not found: where it went, if it moved out of ars.py."""
-    if name in MOVED:
-        return kind(f"{owner}.{name} moved to {MOVED[name]}")
-    return AttributeError(f"{owner!r} has no attribute {name!r}")
-
-
 def __getattr__(name: str) -> Any:
-    """``TorchPolicy``, made when first asked for (torch is imported then, and only then); a
-    name that moved out of ars.py: an ImportError that says where it went."""
+    """``TorchPolicy``, made when first asked for: torch is imported then, and only then."""
     if name == "TorchPolicy":
         return _torch_policy_class()
-    raise _moved("ars", name, ImportError)  # `from ars import` would hide an AttributeError's
+    raise AttributeError(f"module 'ars' has no attribute {name!r}")
 
 
 # == Envs: ids, functions, vector envs, and SB3's VecEnvs and VecNormalize ========================
@@ -1600,15 +1656,17 @@ class VecEnvs:
                 "a SyncVectorEnv, or an AsyncVectorEnv with shared_memory=True (gym."
                 "make_vec(id, n, vectorization_mode=...)), without vector wrappers"
             )
-        self.vector, self.num_envs, self.spec = venv, int(venv.num_envs), venv.get_attr("spec")[0]
-        single = "single_" * self.gymnasium  # gymnasium's spaces are of the batch
-        self.observation_space, self.action_space = (getattr(venv, single + k) for k in SPACE_KEYS)
+        self.vector = venv
+        self.num_envs = int(venv.num_envs)
+        self.spec = venv.get_attr("spec")[0]
+        single = "single_" if self.gymnasium else ""  # gymnasium's spaces are of the batch
+        self.observation_space = getattr(venv, single + "observation_space")
+        self.action_space = getattr(venv, single + "action_space")
         self.envs = getattr(venv, "envs", None)  # in this process
         if self.envs is None:
-            warnings.warn(
+            _warn(
                 f"the {name} steps its envs in other processes, a message each step: ARS runs "
-                "faster on a SyncVectorEnv or DummyVecEnv (AsyncEval's workers, for more cores)",
-                stacklevel=4,
+                "faster on a SyncVectorEnv or DummyVecEnv (AsyncEval's workers, for more cores)"
             )
         for env in self.envs or ():
             _check_same_spaces(_spaces_of(env), _spaces_of(self), "an env of it", "its first")
@@ -1657,7 +1715,7 @@ class VecEnvs:
             self.vector.closed = True
             raise RuntimeError(message) from None
         for w in logged:  # shown once per text, as warnings are
-            warnings.warn(w.message, stacklevel=3)
+            _warn(w.message)
 
     def _failure(self, error: Exception) -> str:
         """Which sub-env failed (gymnasium drops its pipe; SB3's process exits), and how."""
@@ -1673,7 +1731,13 @@ class VecEnvs:
         what = _one_line(error) if code is None else f"its process ended (exit code {code})"
         return f"sub-env {gone[0] if gone else '?'} of the {name} failed: {what}"
 
-    render, close = (lambda self: self.vector.render()), (lambda self: self.vector.close())
+    def render(self) -> Any:
+        """The vector env's frames."""
+        return self.vector.render()
+
+    def close(self) -> None:
+        """Close the vector env."""
+        self.vector.close()
 
 
 def _observed_through(vec_normalize: Any, it: Iteration, training: bool = True) -> Iteration:
@@ -1813,11 +1877,7 @@ def run_side_by_side(
         start(s)
     active, dim = [s for s in range(k) if sends[s]], net.obs_dim
     while active:
-        h = joined(x, x[0].dtype).reshape(k, dim)  # one row per env
-        for i, (weight, bias) in enumerate(layers):  # the actor's layers, k at once
-            h = np.matmul(weight, h[..., None])[..., 0]
-            h = h if bias is None else h + bias
-            h = activation(h) if i < len(layers) - 1 else h
+        h = _stacked_forward(layers, activation, joined(x, x[0].dtype).reshape(k, dim))
         actions, ended = list(to_action(h)), False
         for s, transition in envs.step(actions, active):  # each env's loop takes its step
             try:
@@ -1829,6 +1889,16 @@ def run_side_by_side(
             x[s] = obs if plain else flatten(see(obs))
         active = [s for s in active if sends[s]] if ended else active
     return results
+
+
+def _stacked_forward(layers: list, activation: Callable, h: np.ndarray) -> np.ndarray:
+    """The actor's layers for k envs at once, a row each: np.matmul on the stacked layers gives
+    np.dot's bits, row by row."""
+    for i, (weight, bias) in enumerate(layers):
+        h = np.matmul(weight, h[..., None])[..., 0]
+        h = h if bias is None else h + bias
+        h = activation(h) if i < len(layers) - 1 else h
+    return h
 
 
 def run_jobs(
@@ -1857,7 +1927,10 @@ class Evaluator:
     def __init__(self, train_policy: Any = None, n_eval_episodes: int = 1):
         self.set_policy(train_policy)
         self.n_eval_episodes = check_integer("n_eval_episodes", n_eval_episodes)
-        self._seed, self._n_sends, self._pending, self._lock = 0, 0, None, threading.Lock()
+        self._seed = 0
+        self._n_sends = 0
+        self._pending = None
+        self._lock = threading.Lock()
         self.options = [None] * self.n_workers
 
     @contextlib.contextmanager
@@ -2000,34 +2073,51 @@ def _worker(remote: Any, parent_ends: list, env_fn_bytes: bytes) -> None:
     warnings.simplefilter("ignore")  # the main process made the same env and showed its own
     for end in parent_ends:  # forked: the main process's ends, so a dead worker is seen
         end.close()
-    report = lambda c, e: remote.send(("error", (c, _one_line(e), traceback.format_exc())))
     try:
         env = make_env(cloudpickle.loads(env_fn_bytes))
         check_spaces(*_spaces_of(env))
         remote.send(("ready", _spaces_of(env)))
     except BaseException as error:
-        report(None, error)
+        _report(remote, None, error)
         return
     it = None
     with contextlib.suppress(EOFError, OSError):  # the main process is gone: nobody to tell
-        while (message := remote.recv())[0] != "close":
+        message = remote.recv()
+        while message[0] != "close":
             it_bytes, options, batch = message[1]
-            done, sent_at, k = [], time.monotonic(), getattr(env, "num_envs", 1)
-            units = [batch[i : i + k] for i in range(0, len(batch), k)]  # k jobs side by side
-            for position, unit in enumerate(units, 1):
-                try:
-                    it = cloudpickle.loads(it_bytes) if it_bytes and position == 1 else it
-                    done += zip([job.candidate for job in unit], run_jobs(env, it, unit, options))
-                except BaseException as error:
-                    remote.send(("results", done))
-                    report(unit[0].candidate, error)
-                    break
-                # Few messages per batch, yet regular news of progress.
-                if position == len(units) or time.monotonic() - sent_at > RESULT_INTERVAL:
-                    remote.send(("results", done))
-                    done, sent_at = [], time.monotonic()
+            it = _run_batch(remote, env, it_bytes or it, options, batch)
+            message = remote.recv()
     env.close()
     remote.close()
+
+
+def _run_batch(remote: Any, env: Any, it: Any, options: Any, batch: list[Job]) -> Any:
+    """A worker's batch, k jobs at a time side by side: its results in few messages, yet
+    sent at least every RESULT_INTERVAL seconds; an error ends the batch. ``it``: the
+    Iteration, or its bytes with a call's first batch; returns the Iteration."""
+    import cloudpickle
+
+    k = getattr(env, "num_envs", 1)
+    units = [batch[i : i + k] for i in range(0, len(batch), k)]
+    done = []
+    sent_at = time.monotonic()
+    for position, unit in enumerate(units, 1):
+        try:
+            it = cloudpickle.loads(it) if isinstance(it, bytes) else it
+            done += zip([job.candidate for job in unit], run_jobs(env, it, unit, options))
+        except BaseException as error:
+            remote.send(("results", done))
+            _report(remote, unit[0].candidate, error)
+            return it
+        if position == len(units) or time.monotonic() - sent_at > RESULT_INTERVAL:
+            remote.send(("results", done))
+            done = []
+            sent_at = time.monotonic()
+    return it
+
+
+def _report(remote: Any, candidate: int | None, error: BaseException) -> None:
+    remote.send(("error", (candidate, _one_line(error), traceback.format_exc())))
 
 
 def _shutdown(processes: list[Any], remotes: list[Any]) -> None:
@@ -2187,7 +2277,10 @@ class AsyncEval(Evaluator):
             self._receive(i, "evaluating", time.monotonic() + 1.0)
             raise self._fail(f"AsyncEval worker {i} cannot be reached ({error!r})") from error
 
-    closed = property(lambda self: not self._closer.alive, doc="Whether :meth:`close` was called.")
+    @property
+    def closed(self) -> bool:
+        """Whether :meth:`close` was called."""
+        return not self._closer.alive
 
     def evaluate(
         self, it: Iteration, jobs: Sequence[Job], on_step: Any = None, record: bool = False
@@ -2200,12 +2293,10 @@ class AsyncEval(Evaluator):
         for i, found in enumerate(self.spaces):  # the worker's error would be a shape's
             _check_same_spaces(found, _spaces_of(it.network), f"AsyncEval worker {i}'s env")
         with self.exclusive():
-            for i, batch in enumerate(self._batches):  # what an interrupted call left running
-                while batch:
-                    deadline = time.monotonic() + self.job_timeout
-                    for _ in self._receive(i, "finishing an interrupted batch", deadline):
-                        batch.popleft()
-            it_bytes, queue, results = cloudpickle.dumps(it), collections.deque(jobs), {}
+            self._finish_interrupted()
+            queue = collections.deque(jobs)
+            results = {}
+            it_bytes = cloudpickle.dumps(it)
             for i in range(self.n_workers):  # the iteration goes with each worker's first batch
                 if queue:
                     self._deal(i, queue, it_bytes)
@@ -2220,6 +2311,14 @@ class AsyncEval(Evaluator):
                 if not self._batches[i] and queue:  # a busy worker got its first batch above
                     self._deal(i, queue, None)
         return [results[job.candidate] for job in jobs]
+
+    def _finish_interrupted(self) -> None:
+        """Receive, and drop, what an interrupted call left the workers running."""
+        for i, batch in enumerate(self._batches):
+            while batch:
+                deadline = time.monotonic() + self.job_timeout
+                for _ in self._receive(i, "finishing an interrupted batch", deadline):
+                    batch.popleft()
 
     def _next_ready(self) -> int:
         """The index of a worker with a message; a worker late with its job raises."""
@@ -2267,7 +2366,10 @@ class Logger:
     TensorBoard event files when a writer is installed (torch's or tensorboardX)."""
 
     def __init__(self, verbose: int = 0, folder: Any = None, tensorboard: bool = False):
-        self.verbose, self.values, self.columns, self._writer = verbose, {}, [], None
+        self.verbose = verbose
+        self.values: dict[str, Any] = {}
+        self.columns: list[str] = []
+        self._writer = None
         self._means: dict[str, tuple[float, int]] = {}  # record_mean's: mean and count
         self.dir = None if folder is None else Path(folder)
         if self.dir is not None:
@@ -2319,6 +2421,16 @@ class Logger:
             self._writer.close()
 
 
+# What a logger holds until its next dump: ars's Logger's, and SB3's (which set_logger takes).
+LOGGER_RECORDS = ("values", "_means", "name_to_value", "name_to_count", "name_to_excluded")
+
+
+def _logger_records(logger: Any) -> dict[str, dict]:
+    """Copies of the records ``logger`` holds until its next dump."""
+    held = {name: getattr(logger, name, None) for name in LOGGER_RECORDS}
+    return {name: dict(records) for name, records in held.items() if isinstance(records, dict)}
+
+
 def _table(values: dict[str, Any]) -> str:
     """SB3's log table: keys grouped by what comes before their "/"."""
     rows: list[tuple[str, str]] = []
@@ -2340,17 +2452,14 @@ def _write_csv_atomic(path: Path, columns: list[str], rows: list[dict[str, str]]
         writer.writerows(rows)
 
 
-_TB_WARNED: list[bool] = []
-
-
 def _tensorboard_writer(folder: Path) -> Any:
     for module in ("torch.utils.tensorboard", "tensorboardX"):
         with contextlib.suppress(ImportError):
             return importlib.import_module(module).SummaryWriter(str(folder))
-    if not _TB_WARNED:
-        _TB_WARNED.append(True)
-        message = "no TensorBoard writer is installed, so only progress.csv is written"
-        warnings.warn(f"tensorboard_log: {message} (pip install tensorboard)", stacklevel=4)
+    _warn(
+        "tensorboard_log: no TensorBoard writer is installed, so only progress.csv is written "
+        "(pip install tensorboard)"
+    )
     return None
 
 
@@ -2482,9 +2591,13 @@ class EvalCallback:
             )
         self.log_path = None if log_path is None else Path(log_path)
         self.best_model_save_path = best_model_save_path and Path(best_model_save_path)
-        self.evaluations, self.evaluations_results, self.evaluations_length = [], [], []
+        self.evaluations: list = []
+        self.evaluations_results: list = []
+        self.evaluations_length: list = []
         self.best_mean_reward = self.last_mean_reward = -np.inf
-        self._next, self._train_seconds, self._evaluator = 0, 0.0, None
+        self._next = 0
+        self._train_seconds = 0.0
+        self._evaluator = None
 
     def init_callback(self, model: Any) -> None:
         self.model = model
@@ -2564,11 +2677,12 @@ class EvalCallback:
             isinstance(rows, list)
             and all(isinstance(row, list) and all(map(_is_number, row)) for row in rows)
         )
+        best = state.get("best_mean_reward") if isinstance(state, dict) else None
         if not (
             isinstance(state, dict)
             and is_int(state.get("next"))
             and _is_number(state.get("train_seconds"))
-            and (_is_number(best := state.get("best_mean_reward")) or best == -math.inf)
+            and (_is_number(best) or best == -math.inf)
             and all(numbers(state.get(key)) for key in ("evaluations", "results", "lengths"))
         ):
             raise ValueError(
@@ -2636,13 +2750,15 @@ def evaluate_policy(
 # any model, so a file's settings, policy options and weights pass the checks that the
 # arguments of ARS() pass. Settings that name paths (tensorboard_log) are never read.
 
-FORMAT, FORMAT_VERSION, MAX_METADATA_BYTES = "ars-numpy", 2, 4 << 20
+FORMAT = "ars-numpy"
+FORMAT_VERSION = 2
+MAX_METADATA_BYTES = 4 << 20
 SAVED = tuple(k for k in HPARAMS if k not in ("policy_kwargs", "tensorboard_log", "device"))
 METADATA_FIELDS = set(
     "format format_version kind ars_version policy policy_kwargs observation_space action_space "
     "system_info hparams env_id num_timesteps n_updates schedules ep_info_buffer callbacks "
     "included vec_normalize rng_state".split()
-)  # rng_state: by ars 0.1, not read
+)  # rng_state: a format 1 file's (ars 0.1) generator state; the streams need none, so unread
 
 
 def _write_npz(target: Any, arrays: dict[str, np.ndarray]) -> Path | None:
@@ -2787,19 +2903,24 @@ def _npy(archive: zipfile.ZipFile, name: str, shape: tuple, kinds: str, where: s
                 f"{where}: {name} holds {found} of {dtype}; expected {shape} of kind "
                 f"{kinds!r} (object arrays are never loaded)"
             )
-        array, done = np.empty(found, dtype), 0
+        array = np.empty(found, dtype)
         buffer = memoryview(array.reshape(-1)).cast("B")  # filled 256 KB at a time: no copy
-        while done < len(buffer) and (n := f.readinto(buffer[done : done + (1 << 18)])):
+        done = 0
+        while done < len(buffer):
+            n = f.readinto(buffer[done : done + (1 << 18)])
+            if not n:  # the file ended early
+                break
             done += n
         if done < len(buffer) or f.read(1):
             raise ValueError(f"{where}: {name} is truncated, or holds more than its header says")
     return array
 
 
-def read_model_file(source: Any) -> tuple[dict[str, Any], dict[str, Any]]:
-    """The checked metadata (spaces built) and state dict of a file of :meth:`ARS.save` or
-    :meth:`ARSPolicy.save`. No code in a file ever runs, and nothing is allocated before its
-    size is checked (sb3-contrib's files: examples/sb3_contrib_files.py)."""
+def read_model_file(source: Any, env: Any = None) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The checked metadata (spaces built) and state dict of a file of :meth:`ARS.save`,
+    :meth:`ARSPolicy.save` or sb3-contrib's ``ARS.save`` (with torch; ``env`` for the spaces
+    SB3 abbreviated). No code in a file ever runs, and nothing is allocated before its size
+    is checked."""
     mode = stat.S_IFREG  # a file in memory (BytesIO) ends
     if hasattr(source, "read"):
         where = getattr(source, "name", "the given file object")
@@ -2818,11 +2939,8 @@ def read_model_file(source: Any) -> tuple[dict[str, Any], dict[str, Any]]:
     try:
         archive, names = _open_zip(f, where, 64)
         with archive:
-            if {"data", "policy.pth"} <= names:
-                raise ValueError(
-                    f"{where} was saved by sb3-contrib: load it with examples/"
-                    "sb3_contrib_files.py (load_sb3_contrib(path, env)), which needs torch"
-                )
+            if SB3_CONTRIB_MEMBERS <= names:
+                return _read_sb3_contrib(archive, where, env)
             if "metadata.npy" not in names:  # the other members: as the metadata implies
                 raise ValueError(
                     f"{where} is a zip archive but not a model written by ars "
@@ -2843,11 +2961,13 @@ def _open_zip(f: Any, where: str, most: int) -> tuple[zipfile.ZipFile, set[str]]
     """A zip of at most ``most`` members, counted before Python builds its directory, and its
     member names; a name listed twice is refused (readers differ on which member is the one)."""
     end = zipfile._EndRecData(f)  # None: not a zip, which ZipFile says
-    if (n := end[zipfile._ECD_ENTRIES_TOTAL] if end else 0) > most:
+    n = end[zipfile._ECD_ENTRIES_TOTAL] if end else 0
+    if n > most:
         raise ValueError(f"{where} lists {n:,} members; a model file has a few")
     archive = zipfile.ZipFile(f)
     listed = archive.namelist()
-    if twice := sorted({n for n in listed if listed.count(n) > 1}):
+    twice = sorted({n for n in listed if listed.count(n) > 1})
+    if twice:
         raise ValueError(f"{where} holds two members named {twice[0]!r}: a file names each once")
     return archive, set(listed)
 
@@ -2867,24 +2987,33 @@ def _check_metadata(meta: Any, where: str) -> dict[str, Any]:
     its sizes within the caps, its spaces built. The settings are checked as ARS() checks them."""
     if not isinstance(meta, dict) or meta.get("format") != FORMAT:
         raise ValueError(f"{where} is an .npz file but not one written by ars (ARS.save)")
-
-    def need(field: str, ok: bool, what: str) -> None:
-        if not ok:
-            raise ValueError(f"{where}: {field!r} must be {what}; got {meta.get(field)!r:.200}")
-
     version = meta.get("format_version")
-    need("format_version", is_int(version) and version >= 1, "a positive integer")
+    _need(meta, "format_version", is_int(version) and version >= 1, "a positive integer", where)
     if version > FORMAT_VERSION:
         raise ValueError(f"{where} was written by a newer ars (format {version}); upgrade ars")
-    if unknown := sorted(set(meta) - METADATA_FIELDS):
+    unknown = sorted(set(meta) - METADATA_FIELDS)
+    if unknown:
         raise ValueError(f"{where}: the metadata holds fields ars does not know: {unknown}")
-    kind, kwargs = meta.setdefault("kind", "model"), meta.get("policy_kwargs")
-    need("kind", kind in ("model", "policy"), '"model" or "policy"')
-    try:  # the policy's name and options, by the core's check
-        sizes = policy_options(meta.get("policy"), kwargs)["net_arch"]
+    kind = meta.setdefault("kind", "model")
+    _need(meta, "kind", kind in ("model", "policy"), '"model" or "policy"', where)
+    _check_policy_fields(meta, where)
+    if kind == "model":
+        _check_model_fields(meta, where)
+    return meta
+
+
+def _need(meta: dict, field: str, ok: bool, what: str, where: str) -> None:
+    if not ok:
+        raise ValueError(f"{where}: {field!r} must be {what}; got {meta.get(field)!r:.200}")
+
+
+def _check_policy_fields(meta: dict, where: str) -> None:
+    """The policy's name and options (the core's check), its size, its spaces built."""
+    try:
+        sizes = policy_options(meta.get("policy"), meta.get("policy_kwargs"))["net_arch"]
     except ValueError as error:
         raise ValueError(f"{where}: {error}") from None
-    meta["policy_kwargs"] = kwargs or {}
+    meta["policy_kwargs"] = meta.get("policy_kwargs") or {}
     # The weights the spaces' JSON implies (biases aside), before the spaces are built: a small
     # file must not make ars build large ones. The policy then counts its parameters exactly.
     dims = [_space_size(meta.get(key), f"{where}: {key}") for key in SPACE_KEYS]
@@ -2896,29 +3025,40 @@ def _check_metadata(meta: Any, where: str) -> dict[str, Any]:
     if "vec_normalize" in meta:  # a frozen stand-in for the VecNormalize it learned through
         shape = meta["observation_space"].shape
         meta["vec_normalize"] = _normalization_from_file(meta["vec_normalize"], shape, where)
-    if kind == "policy":
-        return meta
-    need("hparams", isinstance(meta.get("hparams"), dict), "a dict")
+
+
+def _check_model_fields(meta: dict, where: str) -> None:
+    """A model's fields beyond its policy's: settings, counters, episodes, env id, extras."""
+    _need(meta, "hparams", isinstance(meta.get("hparams"), dict), "a dict", where)
     for name in set(meta["hparams"]) - set(SAVED):  # a path (tensorboard_log): never from a file
         raise ValueError(f"{where}: hparams holds {name!r}, which a model file may not set")
     for field in ("num_timesteps", "n_updates"):
-        need(field, _whole(meta.get(field)), "an integer >= 0")
+        _need(meta, field, _whole(meta.get(field)), "an integer >= 0", where)
     episodes = meta.setdefault("ep_info_buffer", [])  # excluded: an empty window
-    pair = lambda e: isinstance(e, list) and len(e) == 2 and _is_number(e[0]) and _whole(e[1])
-    if not (isinstance(episodes, list) and all(map(pair, episodes))):
-        raise ValueError(f"{where}: ep_info_buffer must be a list of [return, length] pairs")
+    pairs = isinstance(episodes, list) and all(map(_episode_pair, episodes))
+    _need(meta, "ep_info_buffer", pairs, "a list of [return, length] pairs", where)
     env_id = meta.get("env_id")
     pattern = r"([A-Za-z_][\w.]{0,99}:)?[\w./-]{1,200}"  # gymnasium's [module:]id, checked
     plain = env_id is None or isinstance(env_id, str) and re.fullmatch(pattern, env_id)
-    need("env_id", plain, "an env id ('Hopper-v4', 'module:Env-v0') or null")
+    _need(meta, "env_id", plain, "an env id ('Hopper-v4', 'module:Env-v0') or null", where)
     names = meta.get("schedules", [])  # the settings saved as their last value
     ok = isinstance(names, list) and all(n in SCHEDULED for n in names)
-    need("schedules", ok, "a list of learning_rate, delta_std")
-    need("callbacks", isinstance(meta.get("callbacks", {}), dict), "a dict")
+    _need(meta, "schedules", ok, "a list of learning_rate, delta_std", where)
+    _need(meta, "callbacks", isinstance(meta.get("callbacks", {}), dict), "a dict", where)
     extra = meta.get("included", {})  # JSON's keys are strings
     public = isinstance(extra, dict) and all(k.isidentifier() and k[0] != "_" for k in extra)
-    need("included", public, "a dict of public attributes the model lacks (never its own)")
-    return meta
+    what = "a dict of public attributes the model lacks (never its own)"
+    _need(meta, "included", public, what, where)
+
+
+def _episode_pair(episode: Any) -> bool:
+    """A file's episode: ``[return, length]``."""
+    return (
+        isinstance(episode, list)
+        and len(episode) == 2
+        and _is_number(episode[0])
+        and _whole(episode[1])
+    )
 
 
 def _read_arrays(archive: zipfile.ZipFile, names: set[str], meta: dict, where: str) -> dict:
@@ -3007,6 +3147,124 @@ def _torch_policy_class() -> type:
     return TorchPolicy
 
 
+# sb3-contrib's ARS.save: a zip of ``data`` (JSON, whose readable fields ars reads, never its
+# pickles) and ``policy.pth`` (torch.save's zip, read by torch.load(weights_only=True), which
+# builds tensors and nothing else), each size checked against what the spaces imply first.
+SB3_CONTRIB_MEMBERS = {"data", "policy.pth"}
+SB3_MAX_DATA_BYTES = 1 << 30  # the JSON holds base64 pickles: about 6 bytes a parameter
+SB3_SETTINGS = ("n_delta", "n_top", "n_eval_episodes", "zero_policy", "alive_bonus_offset", "seed")
+SB3_SCHEDULES = {"learning_rate": "lr_schedule", "delta_std": "delta_std_schedule"}
+
+
+def _read_sb3_contrib(archive: zipfile.ZipFile, where: str, env: Any) -> tuple[dict, dict]:
+    """A file of sb3-contrib's ARS.save as :func:`read_model_file`'s metadata and state; ``env``
+    gives the spaces whose bounds SB3 abbreviated (more than 1,000 numbers). Whatever is wrong
+    with it is one ValueError that names the file."""
+    torch = require("torch", "pip install \"ars-numpy[torch]\" (sb3-contrib's weights are torch's)")
+    try:
+        return _sb3_contents(archive, where, env, torch)
+    except (ValueError, TypeError, KeyError, NotImplementedError) as error:
+        message = " ".join(str(error).split())[:300]
+        raise ValueError(message if message.startswith(where) else f"{where}: {message}") from None
+
+
+def _sb3_contents(archive: zipfile.ZipFile, where: str, env: Any, torch: Any) -> tuple[dict, dict]:
+    if archive.getinfo("data").file_size > SB3_MAX_DATA_BYTES:
+        raise ValueError(f"{where}: its data is larger than any model's")
+    data = _json(archive.read("data"), f"{where}: data")
+    if not isinstance(data, dict):
+        raise ValueError(f"{where}: its data is not a JSON object")
+    meta = dict(kind="model", env_id=None, ep_info_buffer=[], hparams=_sb3_settings(data, where))
+    for key in SPACE_KEYS:
+        meta[key] = _sb3_space(data.get(key), env, key, f"{where}: its {key}")
+    meta.update(_sb3_policy(data))
+    built = Network(
+        meta["observation_space"], meta["action_space"], meta["policy"], meta["policy_kwargs"]
+    )
+    budget = 8 * built.n_params + (1 << 20)  # the weights, and the pickle's own text
+    if archive.getinfo("policy.pth").file_size > budget:
+        raise ValueError(f"{where}: its policy.pth is larger than {built.n_params:,} weights")
+    pth = f"{where}: its policy.pth"
+    state = _sb3_weights(torch, archive.read("policy.pth"), budget, built.n_params, pth)
+    counters = [data.get("num_timesteps", 0), data.get("_n_updates", 0)]
+    if not all(_whole(n) for n in counters):
+        raise ValueError(f"{where}: its counters must be integers >= 0; got {counters}")
+    meta["num_timesteps"] = counters[0]
+    meta["n_updates"] = counters[1]
+    return meta, state
+
+
+def _sb3_space(data: Any, env: Any, key: str, where: str) -> spaces.Space:
+    """A Box or Discrete space from SB3's readable fields, else ``env``'s (made only then, and
+    checked against the shape and dtype the file names)."""
+    kind = str(data.get(":type:", "")) if isinstance(data, dict) else ""
+    if kind.endswith(".Discrete'>"):
+        return spaces.Discrete(int(data["n"]), start=int(data.get("start", 0)))
+    if not kind.endswith(".Box'>"):
+        raise ValueError(f"{where} is {kind or data!r:.80}; ars takes a Box or Discrete")
+    shape = tuple(data["_shape"])
+    dtype = np.dtype(data["dtype"])
+    if "..." not in str(data.get("low")) + str(data.get("high")):  # SB3 abbreviates > 1,000
+        bounds = [re.findall(r"[^][\s]+", str(data[k])) for k in ("low", "high")]
+        low, high = (np.array(b, float).astype(dtype).reshape(shape) for b in bounds)
+        return spaces.Box(low, high, shape, dtype)
+    if env is None:
+        raise ValueError(f"{where} has abbreviated bounds: pass env= to take the env's")
+    env_space = getattr(make_env(env), key)
+    if (env_space.shape, env_space.dtype) != (shape, dtype):
+        raise ValueError(f"{where} is {dtype} of shape {shape}; the env's is {env_space}")
+    return env_space
+
+
+def _sb3_policy(data: dict) -> dict[str, Any]:
+    """The policy's name and options from sb3-contrib's readable fields (an activation's
+    pickled class by the name in its text), with sb3-contrib's defaults."""
+    linear = "Linear policy" in str(data.get("policy_class"))  # its readable __doc__
+    given = data.get("policy_kwargs") if isinstance(data.get("policy_kwargs"), dict) else {}
+    keys = ["with_bias", "squash_output"] + ([] if linear else ["net_arch", "activation_fn"])
+    options = {k: given[k] for k in keys if k in given}
+    if "activation_fn" in options:
+        found = re.search(r"\.(\w+)'>", str(options["activation_fn"]))
+        options["activation_fn"] = found.group(1).lower() if found else "?"
+    options.setdefault("with_bias", not linear)  # sb3-contrib's default
+    return dict(policy="LinearPolicy" if linear else "MlpPolicy", policy_kwargs=options)
+
+
+def _sb3_settings(data: dict, where: str) -> dict[str, Any]:
+    """ARS's settings from sb3-contrib's fields; a schedule's constant, else the default (a
+    schedule of another kind is a pickle, never read), with a warning."""
+    settings = {k: data[k] for k in SB3_SETTINGS if k in data}
+    for name, key in SB3_SCHEDULES.items():
+        schedule = data.get(key) if isinstance(data.get(key), dict) else {}
+        value = re.search(r"val=([^,)\s]{1,40})", str(schedule.get("value_schedule", "")))
+        if value is None:
+            _warn(f"{where}: {name} is a schedule ars does not read; using the default")
+        else:
+            settings[name] = float(value.group(1))  # a constant's (nan: refused by ARS())
+    return settings
+
+
+def _sb3_weights(
+    torch: Any, weights: bytes, budget: int, n_params: int, where: str
+) -> dict[str, np.ndarray]:
+    """Float tensors of torch.save's zip, its members' sizes checked before anything inflates."""
+    try:
+        with zipfile.ZipFile(io.BytesIO(weights)) as inner:
+            inflated = sum(info.file_size for info in inner.infolist())
+    except (zipfile.BadZipFile, ValueError) as error:
+        raise ValueError(f"{where} is not a readable weights file ({_one_line(error)})") from None
+    if inflated > budget:
+        raise ValueError(f"{where} holds more than {n_params:,} weights")
+    try:
+        state = torch.load(io.BytesIO(weights), map_location="cpu", weights_only=True)
+    except Exception as error:  # a damaged pickle raises anything: one line
+        raise ValueError(f"{where} is not a readable weights file ({_one_line(error)})") from None
+    floats = lambda v: torch.is_tensor(v) and v.is_floating_point()  # not complex, not int
+    if not (isinstance(state, dict) and all(floats(v) for v in state.values())):
+        raise ValueError(f"{where} holds something other than float tensors")
+    return {str(k): v.double().numpy() for k, v in state.items()}
+
+
 # == The command line =============================================================================
 
 
@@ -3079,12 +3337,6 @@ RUN_FLAGS = set(  # flags whose value defines a run: on --resume, refused unless
     "checkpoint_interval normalization_samples max_episode_steps".split()
 )
 MAX_WORKERS = 1024  # more processes than this on one machine is a typo
-MOVED_FLAGS = [  # flags that left ars.py: refused in one line naming where they went; no --help
-    ("--demos", "python examples/warm_start.py --env ENV --demos PATH"),
-    ("--video", "python examples/video.py MODEL FILE (issue 43)"),
-    ("--video-fps", "python examples/video.py MODEL FILE --fps N"),
-    ("--render", "python examples/video.py MODEL --render"),
-]
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -3101,13 +3353,12 @@ def _parser() -> argparse.ArgumentParser:
     )
     for flag, keywords, text in FLAGS:
         p.add_argument(flag, help=text, **keywords)
-    for flag, _ in MOVED_FLAGS:
-        p.add_argument(flag, nargs="?", const="", help=argparse.SUPPRESS)
     return p
 
 
 def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
-    args = (p := _parser()).parse_args(argv)
+    p = _parser()
+    args = p.parse_args(argv)
     workers, env = args.workers or 0, args.env
     given = {flag for flag in ("resume", "run_dir", "overwrite") if getattr(args, flag)}
     for wrong, message in [  # the first conflict found, in one line
@@ -3117,10 +3368,6 @@ def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         (args.resume and given != {"resume"}, "--resume goes without --run-dir and --overwrite"),
         (args.eval and given, "--eval goes without --resume, --run-dir and --overwrite"),
         (args.overwrite and not args.run_dir, "--overwrite needs the --run-dir it replaces"),
-        *(
-            (vars(args)[f[2:].replace("-", "_")] is not None, f"{f} moved: {to}")
-            for f, to in MOVED_FLAGS
-        ),
     ]:
         if wrong:
             p.error(message)
@@ -3193,7 +3440,9 @@ def _print_progress(total: int, evaluation: EvalCallback, interrupts: _Interrupt
     def callback(locals_: dict[str, Any], globals_: dict[str, Any]) -> bool:
         model, now = locals_["self"], time.perf_counter()
         if now - last[0] >= 2.0 or model.num_timesteps >= total or interrupts.requested:
-            last[0], episodes, evaluations = now, model.ep_info_buffer, evaluation.evaluations
+            last[0] = now
+            episodes = model.ep_info_buffer
+            evaluations = evaluation.evaluations
             fps = (model.num_timesteps - model._start_steps) / max(now - model._start_time, 1e-9)
             reward = np.mean([e["r"] for e in episodes]) if episodes else float("nan")
             latest = evaluations[-1][2] if evaluations else float("nan")
@@ -3233,8 +3482,9 @@ def _new_run(args: argparse.Namespace) -> tuple[ARS, dict[str, Any], Path]:
         stem = f"runs/{name}-{time.strftime('%Y%m%d-%H%M%S')}-seed{model.seed}"
         Path("runs").mkdir(exist_ok=True)
         for n in range(1, 10**6):
+            run_dir = Path(stem if n == 1 else f"{stem}-{n}")
             with contextlib.suppress(FileExistsError):
-                (run_dir := Path(stem if n == 1 else f"{stem}-{n}")).mkdir()
+                run_dir.mkdir()
                 return model, config, run_dir
     run_dir = Path(args.run_dir)
     if run_dir.is_dir():
@@ -3378,11 +3628,9 @@ def _command(args: argparse.Namespace, interrupts: _Interrupts) -> int:
             check_main_guard(None)  # before the folder: a worker would run the script again
         model, config, run_dir = _resume(args) if args.resume else _new_run(args)
         if config["workers"] > (os.cpu_count() or 1):
-            warnings.warn(
+            _warn(
                 f"--workers {config['workers']} on {os.cpu_count()} cores: more processes than "
-                "cores add memory and messages, not speed; --workers "
-                f"{os.cpu_count()} is as fast",
-                stacklevel=2,
+                f"cores add memory and messages, not speed; --workers {os.cpu_count()} is as fast"
             )
         lock = _RunLock(run_dir)  # before anything in the folder changes
         evaluation = EvalCallback(
@@ -3393,27 +3641,10 @@ def _command(args: argparse.Namespace, interrupts: _Interrupts) -> int:
             best_model_name="best_model.npz",
             verbose=0,
         )
-        checkpoint = run_dir / "checkpoint.npz"
         if args.resume:
-            try:  # the evaluation schedule and best score where the checkpoint left them
-                evaluation.load_state_dict(config.pop("callbacks").get("EvalCallback"))
-            except ValueError as error:
-                raise ValueError(f"{checkpoint} is not a checkpoint of ars.py ({error})") from None
-            _remove_half_writes(run_dir)
-            _trim_progress(run_dir / "progress.csv", model.n_updates)
-            print(
-                f"resuming {run_dir} at {model.num_timesteps:,} steps, iteration {model.n_updates}"
-            )
+            _continue_run(model, config, run_dir, evaluation)
         else:
-            _remove_half_writes(run_dir)
-            for name in RUN_FILES.split():  # --overwrite, or a run never checkpointed: they go
-                (run_dir / name).unlink(missing_ok=True)
-            with atomic_file(run_dir / "config.json", "w") as f:
-                f.write(json.dumps(config, indent=2) + "\n")
-            # At once: from here a kill at any moment leaves a run that --resume continues.
-            model.save(checkpoint, callbacks=_Callbacks([evaluation], model))
-            shown = {k: v for k, v in config.items() if k not in ("env", "ars_version")}
-            print(f"ARS on {config['env']}: {json.dumps(shown)}")
+            _start_run(model, config, run_dir, evaluation)
     except (ImportError, ValueError, TypeError, OSError, RuntimeError, gym.error.Error) as error:
         print(f"error: {_env_hint(error, args)}", file=sys.stderr)  # NotImplementedError too
         if lock is not None:
@@ -3424,6 +3655,31 @@ def _command(args: argparse.Namespace, interrupts: _Interrupts) -> int:
             lock.release()
         raise
     return _train(model, config, run_dir, evaluation, lock, interrupts)
+
+
+def _continue_run(model: ARS, config: dict, run_dir: Path, evaluation: EvalCallback) -> None:
+    """A resumed run: the evaluations where its checkpoint left them, progress.csv to match."""
+    try:  # the evaluation schedule and best score where the checkpoint left them
+        evaluation.load_state_dict(config.pop("callbacks").get("EvalCallback"))
+    except ValueError as error:
+        checkpoint = run_dir / "checkpoint.npz"
+        raise ValueError(f"{checkpoint} is not a checkpoint of ars.py ({error})") from None
+    _remove_half_writes(run_dir)  # a refused resume changes nothing in the folder
+    _trim_progress(run_dir / "progress.csv", model.n_updates)
+    print(f"resuming {run_dir} at {model.num_timesteps:,} steps, iteration {model.n_updates}")
+
+
+def _start_run(model: ARS, config: dict, run_dir: Path, evaluation: EvalCallback) -> None:
+    """A new run: config.json, then at once the first checkpoint, so that from here a kill at
+    any moment leaves a run that --resume continues."""
+    _remove_half_writes(run_dir)
+    for name in RUN_FILES.split():  # --overwrite, or a run never checkpointed: they go
+        (run_dir / name).unlink(missing_ok=True)
+    with atomic_file(run_dir / "config.json", "w") as f:
+        f.write(json.dumps(config, indent=2) + "\n")
+    model.save(run_dir / "checkpoint.npz", callbacks=_Callbacks([evaluation], model))
+    shown = {k: v for k, v in config.items() if k not in ("env", "ars_version")}
+    print(f"ARS on {config['env']}: {json.dumps(shown)}")
 
 
 def _remove_half_writes(run_dir: Path) -> None:
@@ -3447,7 +3703,9 @@ def _train(
     model: ARS, config: dict, run_dir: Path, evaluation: EvalCallback, lock: Any, interrupts: Any
 ) -> int:
     """Train to the run's total, write the final files, evaluate; the exit status says how."""
-    env_id, total, workers = config["env"], config["total_timesteps"], config["workers"]
+    env_id = config["env"]
+    total = config["total_timesteps"]
+    workers = config["workers"]
     status, async_eval = 0, None
     interrupts.phase = "training"
     try:

@@ -37,9 +37,8 @@ import ars
 from ars import ARS, ARSLinearPolicy, ARSPolicy, AsyncEval, RunningMeanStd
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "examples"))
-import sb3_contrib_files as sb3_files  # noqa: E402  (moved out of ars.py: issue 43)
 import video as video_example  # noqa: E402  (likewise)
-from executor_eval import ExecutorEval  # noqa: E402  (moved out of ars.py: issue 32)
+from executor_eval import ExecutorEval  # noqa: E402
 from warm_start import record_demonstrations, warm_start  # noqa: E402  (likewise)
 
 # === Shared envs, fixtures and helpers ===========================================================
@@ -1246,9 +1245,15 @@ def test_the_command_line_reads_settings_as_written(tmp_path, capsys):
     assert json.loads((tmp_path / "b" / "config.json").read_text())["seed"] == seed
 
 
-def test_n_top_above_n_delta_is_clamped_with_one_warning_at_every_door(tmp_path, capsys):
+def test_n_top_above_n_delta_is_clamped_with_one_warning_at_every_door(
+    tmp_path, capsys, monkeypatch
+):
     """The paper's b is at most N; sb3-contrib clamps with a warning, so ars does the same at
-    every door: the same warning, and b = N in effect (the same weights as n_top=2)."""
+    every door: the same warning, and b = N in effect (the same weights as n_top=2). Python's
+    default filters here, whatever the environment running the tests sets."""
+    monkeypatch.delenv("PYTHONWARNINGS", raising=False)
+    monkeypatch.setattr(warnings, "filters", [])
+    warnings.simplefilter("default")
     warning = "n_top=99 is larger than n_delta=2; using n_delta"
     clamped = dict(n_delta=2, n_top=2, seed=1)
     with pytest.warns(UserWarning, match=warning):
@@ -1537,16 +1542,19 @@ def test_sb3_contrib_documented_example_with_only_the_import_changed(tmp_path, m
     )
 
 
-def test_env_as_id_instance_or_function_and_positional_style():
+def test_env_as_id_instance_or_function_or_given_to_learn_trains_the_same():
+    """An id, an env or a function returning one, given to ARS() or to learn(): the same
+    weights."""
+    trained = []
     for env in ("CartPole-v1", gym.make("CartPole-v1"), lambda: gym.make("CartPole-v1")):
         model = ARS("LinearPolicy", env, n_delta=2, seed=0).learn(200)
-        assert (
-            model.num_timesteps >= 200
-            and isinstance(model.gym_env, gym.Env)
-            and model.get_env().num_envs == 1
-        )
-    model = ARS("LinearPolicy", n_delta=2, seed=0, env="CartPole-v1")
-    model.learn(100, env="CartPole-v1")
+        assert model.num_timesteps >= 200 and isinstance(model.gym_env, gym.Env)
+        assert model.get_env().num_envs == 1
+        trained.append(model.policy.parameters_to_vector())
+    late = ARS("LinearPolicy", n_delta=2, seed=0).learn(200, env="CartPole-v1")
+    assert late.env_id == "CartPole-v1"
+    trained.append(late.policy.parameters_to_vector())
+    assert all(np.array_equal(theta, trained[0]) for theta in trained) and trained[0].any()
 
 
 def test_schedules_get_progress_remaining_and_continue_across_learn_calls():
@@ -1713,12 +1721,19 @@ def test_hparams_are_a_dict_read_only_initial_copy_and_saved_as_in_use(tmp_path)
     assert (loaded.n_delta, loaded.learning_rate) == (16, 0.5)  # in use, not the initial ones
 
 
-def test_any_device_is_accepted_and_a_gpu_falls_back_to_the_cpu_with_one_warning(monkeypatch):
-    monkeypatch.setattr(ars, "_DEVICE_WARNED", [])
-    with pytest.warns(UserWarning, match="uses the CPU") as record:
-        model = ARS("LinearPolicy", "CartPole-v1", device="cuda")
-        ARS("LinearPolicy", "CartPole-v1", device="cuda:1")
-    assert len(record) == 1
+def test_any_device_is_accepted_and_a_gpu_falls_back_to_the_cpu_with_a_warning_at_the_call():
+    """The warning names the user's line, whichever door (the constructor, load, ``.to``), and
+    Python's default filter shows it once per line however often that line runs."""
+    with warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("default")
+        for _ in range(3):
+            model = ARS("LinearPolicy", "CartPole-v1", device="cuda")
+        model.policy.to("cuda:1")
+    assert [str(w.message) for w in record] == [
+        "device='cuda': ars computes with NumPy: it uses the CPU",
+        "device='cuda:1': ars computes with NumPy: it uses the CPU",
+    ]
+    assert {w.filename for w in record} == {__file__}
     assert str(model.device) == "cpu" == str(model.policy.device)
 
 
@@ -1802,15 +1817,33 @@ def test_bad_settings_are_refused_before_training(kwargs, name):
     assert model.hparams == ARS("LinearPolicy", "CartPole-v1", seed=model.seed).hparams
 
 
-def test_a_schedule_returning_nan_is_refused_naming_it():
+def test_a_schedule_returning_nan_is_refused_naming_it_and_the_model_is_as_before():
+    """The iteration whose schedule gives nan raises, naming the setting, and leaves the model
+    as the last iteration left it: its weights, statistics and counters."""
     model = ARS(
         "LinearPolicy",
         "CartPole-v1",
+        n_delta=2,
+        normalize_obs=True,
+        seed=0,
         delta_std=lambda progress: float("nan") if progress < 0.5 else 0.05,
     )
-    with pytest.raises(ValueError, match="delta_std.*schedule"):
-        model.learn(20_000)
-    assert np.isfinite(model.policy.parameters_to_vector()).all()
+    after = []
+
+    def keep(locals_, globals_):
+        policy = model.policy
+        rms = policy.obs_rms
+        state = (model.num_timesteps, model.n_updates, rms.count, rms.mean.copy())
+        after.append((policy.parameters_to_vector(), state))
+        return True
+
+    with pytest.raises(ValueError, match=r"delta_std \(its schedule at progress 0\.4"):
+        model.learn(20_000, callback=keep)
+    theta, state = after[-1]
+    assert model.n_updates == state[1] > 0 and model.num_timesteps == state[0] > 10_000
+    np.testing.assert_array_equal(model.policy.parameters_to_vector(), theta)
+    assert model.policy.obs_rms.count == state[2]
+    np.testing.assert_array_equal(model.policy.obs_rms.mean, state[3])
 
 
 @pytest.mark.parametrize("env_id", ["CartPole-v1", "Pendulum-v1"])
@@ -1854,10 +1887,6 @@ def test_loading_refuses_devices_fifos_and_folders_at_once(kind, tmp_path):
     assert time.monotonic() - started < 5  # a FIFO's open blocks for ever, /dev/zero fills memory
     done = _cli(tmp_path, "--eval", str(path), timeout=20)
     assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
-    if importlib.util.find_spec("torch") is not None:  # the example's loader of sb3-contrib's
-        theirs = [str(HERE / "examples" / "sb3_contrib_files.py"), str(path), "out.npz"]
-        done = _run(theirs, tmp_path, timeout=20)
-        assert "is not a regular file" in done.stderr and done.stderr.count("\n") == 1
 
 
 def test_weights_are_checked_where_they_enter_so_every_saved_model_loads(tmp_path):
@@ -1871,6 +1900,72 @@ def test_weights_are_checked_where_they_enter_so_every_saved_model_loads(tmp_pat
     model.policy.load_from_vector([1.0, 2.0, 3.0])
     loaded = ARS.load(model.save(tmp_path / "m"))
     assert loaded.policy.parameters_to_vector().tolist() == [1.0, 2.0, 3.0]
+
+
+def test_settings_that_v1_cannot_honour_and_bad_evaluation_seeds_are_refused(tmp_path, capsys):
+    with pytest.raises(ValueError, match="normalization_samples needs normalize_obs=True"):
+        ARS("LinearPolicy", "CartPole-v1", normalization_samples=100)
+    model = ARS("LinearPolicy", "CartPole-v1", n_delta=2, seed=0)
+    for seed in (-1, 1.5, "7"):
+        with pytest.raises(ValueError, match="seed must be an integer from 0 to"):
+            ars.evaluate_policy(model, "CartPole-v1", 1, seed=seed)
+    model.policy.save(tmp_path / "policy.npz")  # a policy alone: the limit is checked too
+    flags = ["--eval", str(tmp_path / "policy.npz"), "--env", "CartPole-v1"]
+    assert ars.main([*flags, "--max-episode-steps", "0"]) == 2
+    assert "max_episode_steps must be an integer from 1 to" in capsys.readouterr().err
+
+
+def test_edited_hparams_are_checked_before_anything_is_built_or_run():
+    model = ARS("MlpPolicy", "CartPole-v1", seed=1, _init_setup_model=False)
+    model.hparams["policy_kwargs"] = {"ortho_init": False}  # an SB3 option ars lacks
+    with pytest.raises(ValueError, match=r"policy_kwargs \['ortho_init'\]: MlpPolicy's are"):
+        model.learn(50)
+    model = ARS("MlpPolicy", "CartPole-v1", policy_kwargs={"net_arch": [8]}, seed=1)
+    model.hparams["policy_kwargs"] = {"net_arch": [4]}  # the policy is built: not ignored
+    with pytest.raises(ValueError, match="policy_kwargs shapes a policy when it is built"):
+        model.learn(50)
+    model = ARS("LinearPolicy", "CartPole-v1", n_delta=2, seed=1)
+    model.hparams["max_episode_steps"] = 0
+    with pytest.raises(ValueError, match="max_episode_steps must be an integer from 1"):
+        ars.evaluate_policy(model, "CartPole-v1", 2)
+    model.hparams["max_episode_steps"] = None
+    model.stats_window_size = 3  # the window follows the setting, newest episodes kept
+    model.learn(300)
+    assert model.ep_info_buffer.maxlen == 3 == len(model.ep_info_buffer)
+
+
+def test_a_policy_constructor_takes_none_only_where_sb3_does():
+    env = gym.make("CartPole-v1")
+    spaces_ = env.observation_space, env.action_space
+    assert ARSPolicy(*spaces_, net_arch=None).net_arch == [64, 64]  # SB3's default
+    for options, message in (
+        ({"activation_fn": None}, "activation_fn must be one of"),
+        ({"with_bias": None}, "with_bias must be True or False; got None"),
+        ({"activation_fn": lambda x: 2 * x}, "activation_fn must be one of"),
+    ):
+        with pytest.raises(ValueError, match=message):
+            ARSPolicy(*spaces_, **options)
+
+    def relu(x):  # a function of the same name is not ars's ReLU
+        return 2 * x
+
+    with pytest.raises(ValueError, match="activation_fn must be one of"):
+        ars.train("CartPole-v1", 100, policy="MlpPolicy", policy_kwargs={"activation_fn": relu})
+
+
+def test_an_int_past_floats_range_is_refused_as_inf_is():
+    """Never an OverflowError: the setting's own message, at every door."""
+    huge = 10**400
+    for door in (lambda: ars.train("CartPole-v1", huge), lambda: ARS("LinearPolicy", huge)):
+        with pytest.raises((ValueError, TypeError), match="must be a number|expected an env") as no:
+            door()
+        assert "OverflowError" not in repr(no.value)
+
+
+def test_a_fraction_of_a_timestep_runs_one_iteration_as_train_does():
+    model = ARS("LinearPolicy", "CartPole-v1", n_delta=2, seed=0).learn(0.5)
+    theta = ars.train("CartPole-v1", 0.5, n_delta=2, seed=0)[0]
+    assert model.n_updates == 1 and np.array_equal(model.policy.parameters_to_vector(), theta)
 
 
 # === Evaluators: in-process, AsyncEval, ExecutorEval, vector envs side by side ===================
@@ -2514,7 +2609,56 @@ def test_batches_are_sized_from_the_workers_and_the_jobs():
         assert submitted == [3, 3, 2]
 
 
+def test_evaluation_counts_have_the_settings_rule_wherever_they_are_given():
+    message = "n_eval_episodes must be an integer from 1 to 1,000,000; got 10000000"
+    for door in (
+        lambda: ars.EvalCallback("CartPole-v1", n_eval_episodes=10**7),
+        lambda: ars.evaluate_policy(ARS("LinearPolicy", "CartPole-v1"), "CartPole-v1", 10**7),
+        lambda: ars.Evaluator(n_eval_episodes=10**7),
+    ):
+        with pytest.raises(ValueError, match=message):
+            door()
+    with pytest.raises(ValueError, match="verbose must be an integer from 0 to 2; got 'x'"):
+        ars.EvalCallback("CartPole-v1", verbose="x")
+    evaluator = ars.InProcessEval("Pendulum-v1", ARS("LinearPolicy", "Pendulum-v1").policy)
+    with pytest.raises(
+        ValueError, match=r"episode_seeds must be 2 rows of seeds; got shape \(2, 0\)"
+    ):
+        evaluator.send_jobs(np.zeros((2, 3)), episode_seeds=np.zeros((2, 0)))
+
+
 # === Logging and callbacks =======================================================================
+
+
+@pytest.mark.parametrize("log_interval", [1, 2])
+def test_a_discarded_iteration_leaves_sb3s_logger_as_it_was(tmp_path, log_interval):
+    """SB3's logger (set_logger takes it) keeps its records in name_to_value, name_to_count and
+    name_to_excluded until a dump: an iteration a callback stops leaves them as they were when
+    it began, so none of its records reaches a later row, and an earlier undumped one stays."""
+    from stable_baselines3.common.callbacks import BaseCallback
+    from stable_baselines3.common.logger import configure
+
+    class RecordThenStop(BaseCallback):
+        def _on_step(self) -> bool:
+            self.logger.record("custom/step", self.n_calls)
+            self.logger.record_mean("custom/mean", float(self.n_calls))
+            return self.num_timesteps < 6  # in the 2nd iteration: 4 one-step rollouts each
+
+    logger = configure(str(tmp_path), ["csv"])
+    model = ARS("LinearPolicy", QuadraticBandit(), n_delta=2, seed=0)
+    model.set_logger(logger)
+    model.learn(1000, callback=RecordThenStop(), log_interval=log_interval)
+    assert model.n_updates == 1 and model.num_timesteps == 4  # the 2nd iteration discarded
+    if log_interval == 1:  # the 1st iteration's row written: nothing held since
+        assert dict(logger.name_to_value) == {} and dict(logger.name_to_count) == {}
+    else:  # the 1st iteration's records, held for the row it never wrote, and no later ones
+        assert logger.name_to_value["custom/step"] == 4
+        assert (
+            logger.name_to_value["custom/mean"] == 2.5 and logger.name_to_count["custom/mean"] == 4
+        )
+        assert logger.name_to_value["train/iterations"] == 0
+    rows = (tmp_path / "progress.csv").read_text().splitlines()
+    assert len(rows) == (2 if log_interval == 1 else 0)  # a header and the 1st iteration's row
 
 
 def test_callbacks_function_and_sb3_object_can_stop_training():
@@ -2771,18 +2915,16 @@ def test_sb3_logger_and_tensorboard_event_files(tmp_path):
 
 
 @pytest.mark.slow
-def test_tensorboard_log_without_a_writer_says_so_once(tmp_path, monkeypatch):
+def test_tensorboard_log_without_a_writer_says_so_once_at_the_learn_line(tmp_path, monkeypatch):
     monkeypatch.setitem(sys.modules, "torch.utils.tensorboard", None)
     monkeypatch.setitem(sys.modules, "tensorboardX", None)
-    monkeypatch.setattr(ars, "_TB_WARNED", [])
-    with pytest.warns(UserWarning, match="only progress.csv") as record:
-        ARS("LinearPolicy", "CartPole-v1", n_delta=2, seed=0, tensorboard_log=str(tmp_path)).learn(
-            300
-        )
-        ARS("LinearPolicy", "CartPole-v1", n_delta=2, seed=0, tensorboard_log=str(tmp_path)).learn(
-            300
-        )
-    assert len(record) == 1
+    with warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("default")
+        for _ in range(2):
+            model = ARS("LinearPolicy", "CartPole-v1", n_delta=2, tensorboard_log=str(tmp_path))
+            model.learn(300)
+    assert len(record) == 1 and "only progress.csv" in str(record[0].message)
+    assert record[0].filename == __file__
 
 
 def test_eval_callback_logs_each_evaluations_own_episode_length(tmp_path):
@@ -2896,6 +3038,30 @@ def test_an_evaluation_of_nan_rewards_stops_as_training_does(tmp_path):
     with pytest.raises(FloatingPointError, match=message):
         model.learn(10, callback=callback)
     assert callback.evaluations == []
+
+
+def test_record_mean_averages_until_the_row_is_written(tmp_path):
+    logger = ars.Logger(folder=tmp_path)
+    for value in (1.0, 2.0, 6.0):
+        logger.record_mean("custom/x", value)
+    logger.dump(1)
+    logger.record_mean("custom/x", 10.0)  # a new row: a new mean
+    logger.dump(2)
+    rows = list(csv.DictReader((tmp_path / "progress.csv").open()))
+    assert [float(r["custom/x"]) for r in rows] == [3.0, 10.0]
+
+
+def test_an_eval_callback_state_is_checked_and_a_far_schedule_catches_up_at_once():
+    callback = ars.EvalCallback("CartPole-v1")
+    state = dict(callback.state_dict(), best_mean_reward=10**400)
+    with pytest.raises(ValueError, match="the EvalCallback state must hold"):
+        callback.load_state_dict(state)
+    callback.load_state_dict(dict(state, best_mean_reward=-math.inf))  # its value before any
+    callback.load_state_dict(dict(state, best_mean_reward=1e308))  # finite: a float's own
+    far = ars.EvalCallback("CartPole-v1", eval_freq=1, n_eval_episodes=1)  # next: no loop to it
+    far.load_state_dict(dict(far.state_dict(), next=-(10**15)))
+    ARS("LinearPolicy", "CartPole-v1", n_delta=1, seed=0).learn(10, callback=far)
+    assert len(far.evaluations) > 1 and far._next == far.evaluations[-1][0] + 1
 
 
 # === Files: models, checkpoints, hostile files, demonstrations ===================================
@@ -3216,7 +3382,7 @@ def test_hostile_files_are_rejected_before_any_large_allocation(tmp_path):
         ("included", {"learn": 1}, "'included' must be a dict of public attributes the model"),
         ("env_id", "os:system:CartPole-v1", r"an env id \('Hopper-v4', 'module:Env-v0'\)"),
         ("num_timesteps", 10**30, "'num_timesteps' must be an integer >= 0"),
-        ("ep_info_buffer", [[1.0, 10**400]], "ep_info_buffer must be a list of"),
+        ("ep_info_buffer", [[1.0, 10**400]], "'ep_info_buffer' must be a list of"),
         ("included", {"policy": None}, "the model lacks .*; got {'policy': None}"),
         ("schedules", ["n_delta"], "'schedules' must be a list of learning_rate, delta_std"),
         ("schedules", [[1]], "'schedules' must be a list of learning_rate, delta_std"),
@@ -3638,7 +3804,7 @@ def test_a_model_saved_by_sb3_contrib_loads_and_predicts_the_same_actions(
     )
     theirs.learn(600)
     theirs.save(tmp_path / "theirs")
-    ours = sb3_files.load_sb3_contrib(tmp_path / "theirs.zip")  # examples/ (issue 43)
+    ours = ARS.load(tmp_path / "theirs")  # SB3's rule: .zip added
     assert (ours.n_delta, ours.delta_std, ours.num_timesteps) == (2, 0.07, theirs.num_timesteps)
     env = gym.make(env_id)
     obs = np.stack([env.observation_space.sample() for _ in range(50)])
@@ -3649,16 +3815,23 @@ def test_a_model_saved_by_sb3_contrib_loads_and_predicts_the_same_actions(
     ours.learn(400)  # and training goes on from their weights
 
 
-def test_ars_load_names_the_companion_for_sb3_contrib_files(tmp_path):
-    """Issue 43: sb3-contrib's files are read by examples/sb3_contrib_files.py, which ARS.load
-    names in one line; and its torch-free unpickler left ars.py with it."""
+def test_sb3_contrib_files_need_torch_and_say_so_in_one_line(tmp_path, monkeypatch):
+    """sb3-contrib's weights are torch's: without torch, one line names the install; every
+    other door of a file (set_parameters, ARSPolicy.load, --eval) reads them as ARS.load."""
     sb3_contrib = pytest.importorskip("sb3_contrib")
-    sb3_contrib.ARS("LinearPolicy", "Pendulum-v1", seed=1).save(tmp_path / "theirs")
-    with pytest.raises(
-        ValueError, match=r"theirs.zip was saved by sb3-contrib: .*sb3_contrib_files"
-    ):
+    theirs = sb3_contrib.ARS("LinearPolicy", "Pendulum-v1", seed=1, zero_policy=False)
+    theirs.save(tmp_path / "theirs")
+    obs = np.ones((2, 3), np.float32)
+    expected = theirs.predict(obs, deterministic=True)[0]
+    np.testing.assert_allclose(ARSPolicy.load(tmp_path / "theirs.zip").predict(obs)[0], expected)
+    model = ARS("LinearPolicy", "Pendulum-v1", seed=0)
+    model.set_parameters(tmp_path / "theirs.zip")
+    np.testing.assert_allclose(model.predict(obs)[0], expected)
+    done = _cli(tmp_path, "--eval", "theirs.zip", "--env", "Pendulum-v1", "--eval-episodes", "1")
+    assert done.returncode == 0 and "mean return" in done.stdout, done.stderr
+    monkeypatch.setitem(sys.modules, "torch", None)
+    with pytest.raises(ModuleNotFoundError, match=r'pip install "ars-numpy\[torch\]"'):
         ARS.load(tmp_path / "theirs")
-    assert not hasattr(ars, "_WeightsUnpickler")
 
 
 def test_sb3_contrib_files_load_whatever_the_size_of_their_pickled_weights(tmp_path):
@@ -3668,7 +3841,7 @@ def test_sb3_contrib_files_load_whatever_the_size_of_their_pickled_weights(tmp_p
     theirs.save(tmp_path / "big")
     obs = np.stack([theirs.observation_space.sample() for _ in range(8)])
     expected = theirs.predict(obs, deterministic=True)[0]
-    ours = sb3_files.load_sb3_contrib(tmp_path / "big.zip")
+    ours = ARS.load(tmp_path / "big.zip")
     np.testing.assert_allclose(ours.predict(obs)[0], expected, atol=1e-5)
 
 
@@ -3696,7 +3869,7 @@ def test_hostile_sb3_contrib_files_are_refused_in_one_line(tmp_path):
     for name, (data, pth, message) in cases.items():
         _sb3_file(tmp_path / f"{name}.zip", source, data, pth)
         with pytest.raises(ValueError) as error:
-            sb3_files.load_sb3_contrib(tmp_path / f"{name}.zip")
+            ARS.load(tmp_path / f"{name}.zip")
         assert message in str(error.value) and "\n" not in str(error.value), (name, error.value)
         assert str(error.value).startswith(str(tmp_path / f"{name}.zip")), name
 
@@ -3712,8 +3885,8 @@ def test_a_pickle_that_names_anything_else_is_refused_without_running_it(tmp_pat
     sb3_contrib = pytest.importorskip("sb3_contrib")
     sb3_contrib.ARS("LinearPolicy", "Pendulum-v1").save(tmp_path / "theirs.zip")
     _sb3_file(tmp_path / "evil.zip", tmp_path / "theirs.zip", pth=inner.getvalue())
-    with pytest.raises(ValueError, match=r"evil.zip: policy.pth is not a readable weights file"):
-        sb3_files.load_sb3_contrib(tmp_path / "evil.zip")
+    with pytest.raises(ValueError, match=r"evil.zip: its policy.pth is not a readable weights"):
+        ARS.load(tmp_path / "evil.zip")
     assert not (tmp_path / "ran").exists()
 
 
@@ -3724,9 +3897,9 @@ def test_sb3_contrib_boxes_of_abbreviated_bounds_load_with_env(tmp_path):
     theirs.save(tmp_path / "wide.zip")
     data = json.loads(zipfile.ZipFile(tmp_path / "wide.zip").read("data"))
     assert "..." in data["observation_space"]["low"]
-    with pytest.raises(ValueError, match=r"wide.zip: its observation_space bounds .*env="):
-        sb3_files.load_sb3_contrib(tmp_path / "wide.zip")
-    ours = sb3_files.load_sb3_contrib(tmp_path / "wide.zip", env=big)
+    with pytest.raises(ValueError, match=r"wide.zip: its observation_space has abbreviated .*env="):
+        ARS.load(tmp_path / "wide.zip")
+    ours = ARS.load(tmp_path / "wide.zip", env=big)
     big.observation_space.seed(0)
     obs = big.observation_space.sample()  # 1,500 inputs: torch's float32 sum drifts by ~1e-5
     np.testing.assert_allclose(
@@ -3758,7 +3931,7 @@ def test_async_eval_statistics_without_a_sync_and_sb3_schedules_warn(tmp_path):
         tmp_path / "s"
     )
     with pytest.warns(UserWarning, match="learning_rate is a schedule ars does not read"):
-        assert sb3_files.load_sb3_contrib(tmp_path / "s.zip").learning_rate == 0.02
+        assert ARS.load(tmp_path / "s.zip").learning_rate == 0.02
 
 
 # === Videos ======================================================================================
@@ -4007,11 +4180,9 @@ def test_cli_help_documents_every_flag(tmp_path):
     result = _run([str(HERE / "ars.py"), "--help"], tmp_path)
     assert result.returncode == 0
     flags = [f for action in ars._parser()._actions for f in action.option_strings if f[:2] == "--"]
-    moved = [flag for flag, _ in ars.MOVED_FLAGS]  # refused with where they went: not listed
-    assert len(flags) > 20 and set(moved) <= set(flags)
+    assert len(flags) > 20
     for flag in flags:
-        assert (flag in result.stdout) != (flag in moved), flag
-    assert "moved to" not in result.stdout
+        assert flag in result.stdout, flag
 
 
 @pytest.mark.slow
@@ -4119,13 +4290,9 @@ def test_warm_start_example_trains_from_demos_and_the_cli_flag_names_it(tmp_path
     (tmp_path / "truncated.npz").write_bytes(b"PK\x03\x04 not a whole file")
     with pytest.raises(ValueError, match="not a readable .npz"):
         example.load_demonstrations(tmp_path / "truncated.npz")
-    with pytest.raises(ImportError, match="examples/warm_start.py"):
-        from ars import load_demonstrations  # noqa: F401
-    with pytest.raises(ImportError, match="examples/video.py"):
-        from ars import record_video  # noqa: F401
     with contextlib.redirect_stderr(io.StringIO()) as err:
         assert ars.main(["--demos", "demos.npz"]) == 2  # argparse's status, returned
-    assert "--demos moved: python examples/warm_start.py" in err.getvalue()
+    assert "unrecognized arguments: --demos" in err.getvalue()
 
 
 @pytest.mark.slow
@@ -4145,8 +4312,7 @@ def test_warm_start_example_trains_from_demos_and_the_cli_flag_names_it(tmp_path
         (["--verbose", "-3"], "verbose must be an integer from 0 to 2; got -3"),
         (["--n-delta", "10000000"], "n_delta must be an integer from 1 to 1,000,000"),
         (["--net-arch", "100000,100000"], "ars takes up to"),
-        (["--video", "clip.gif"], "--video moved: python examples/video.py MODEL FILE"),
-        (["--render"], "--render moved: python examples/video.py MODEL --render"),
+        (["--video", "clip.gif"], "unrecognized arguments: --video clip.gif"),
     ],
 )
 def test_cli_mistakes_give_one_error_line_and_status_2(tmp_path, args, message):
@@ -4739,6 +4905,18 @@ def test_main_returns_argparses_status_and_names_what_a_resume_needs(tmp_path, m
     assert "No module named 'myenvs'" in done.stderr and "PYTHONPATH" in done.stderr
 
 
+def test_a_resumed_runs_worker_count_has_the_flags_rule(tmp_path, capsys):
+    run = tmp_path / "run"
+    assert (
+        ars.main(["--env", "CartPole-v1", "--total-timesteps", "100", "--run-dir", str(run)]) == 0
+    )
+    config = json.loads((run / "config.json").read_text())
+    (run / "config.json").write_text(json.dumps(dict(config, workers=-3)))  # edited by hand
+    capsys.readouterr()
+    assert ars.main(["--resume", str(run)]) == 2
+    assert "workers must be an integer from 0 to 1,024; got -3" in capsys.readouterr().err
+
+
 # === Examples and benchmarks =====================================================================
 
 
@@ -4810,10 +4988,6 @@ def test_examples_run_with_a_tiny_budget(example, tmp_path):
             == 0
         )
         args = ["run"]
-    if example == "sb3_contrib_files.py":  # it converts a file of sb3-contrib's
-        sb3_contrib = pytest.importorskip("sb3_contrib")
-        sb3_contrib.ARS("LinearPolicy", "Pendulum-v1", seed=0).save(tmp_path / "theirs.zip")
-        args = ["theirs.zip", "ours.npz", "--env", "Pendulum-v1"]
     if example == "video.py":  # it films a saved model
         pytest.importorskip("mujoco")
         ARS("LinearPolicy", "InvertedPendulum-v4", seed=0).save(tmp_path / "m.npz")
@@ -5094,115 +5268,3 @@ def test_sb3_emulation_gives_sb3_contribs_weights_and_statistics(monkeypatch):
     assert np.array_equal(rms.mean, emulation.main.mean) and np.array_equal(
         rms.var, emulation.main.var
     )
-
-
-def test_record_mean_averages_until_the_row_is_written(tmp_path):
-    logger = ars.Logger(folder=tmp_path)
-    for value in (1.0, 2.0, 6.0):
-        logger.record_mean("custom/x", value)
-    logger.dump(1)
-    logger.record_mean("custom/x", 10.0)  # a new row: a new mean
-    logger.dump(2)
-    rows = list(csv.DictReader((tmp_path / "progress.csv").open()))
-    assert [float(r["custom/x"]) for r in rows] == [3.0, 10.0]
-
-
-def test_settings_that_v1_cannot_honour_and_bad_evaluation_seeds_are_refused(tmp_path, capsys):
-    with pytest.raises(ValueError, match="normalization_samples needs normalize_obs=True"):
-        ARS("LinearPolicy", "CartPole-v1", normalization_samples=100)
-    model = ARS("LinearPolicy", "CartPole-v1", n_delta=2, seed=0)
-    for seed in (-1, 1.5, "7"):
-        with pytest.raises(ValueError, match="seed must be an integer from 0 to"):
-            ars.evaluate_policy(model, "CartPole-v1", 1, seed=seed)
-    model.policy.save(tmp_path / "policy.npz")  # a policy alone: the limit is checked too
-    flags = ["--eval", str(tmp_path / "policy.npz"), "--env", "CartPole-v1"]
-    assert ars.main([*flags, "--max-episode-steps", "0"]) == 2
-    assert "max_episode_steps must be an integer from 1 to" in capsys.readouterr().err
-
-
-def test_edited_hparams_are_checked_before_anything_is_built_or_run():
-    model = ARS("MlpPolicy", "CartPole-v1", seed=1, _init_setup_model=False)
-    model.hparams["policy_kwargs"] = {"ortho_init": False}  # an SB3 option ars lacks
-    with pytest.raises(ValueError, match=r"policy_kwargs \['ortho_init'\]: MlpPolicy's are"):
-        model.learn(50)
-    model = ARS("MlpPolicy", "CartPole-v1", policy_kwargs={"net_arch": [8]}, seed=1)
-    model.hparams["policy_kwargs"] = {"net_arch": [4]}  # the policy is built: not ignored
-    with pytest.raises(ValueError, match="policy_kwargs shapes a policy when it is built"):
-        model.learn(50)
-    model = ARS("LinearPolicy", "CartPole-v1", n_delta=2, seed=1)
-    model.hparams["max_episode_steps"] = 0
-    with pytest.raises(ValueError, match="max_episode_steps must be an integer from 1"):
-        ars.evaluate_policy(model, "CartPole-v1", 2)
-    model.hparams["max_episode_steps"] = None
-    model.stats_window_size = 3  # the window follows the setting, newest episodes kept
-    model.learn(300)
-    assert model.ep_info_buffer.maxlen == 3 == len(model.ep_info_buffer)
-
-
-def test_a_policy_constructor_takes_none_only_where_sb3_does():
-    env = gym.make("CartPole-v1")
-    spaces_ = env.observation_space, env.action_space
-    assert ARSPolicy(*spaces_, net_arch=None).net_arch == [64, 64]  # SB3's default
-    for options, message in (
-        ({"activation_fn": None}, "activation_fn must be one of"),
-        ({"with_bias": None}, "with_bias must be True or False; got None"),
-        ({"activation_fn": lambda x: 2 * x}, "activation_fn must be one of"),
-    ):
-        with pytest.raises(ValueError, match=message):
-            ARSPolicy(*spaces_, **options)
-
-    def relu(x):  # a function of the same name is not ars's ReLU
-        return 2 * x
-
-    with pytest.raises(ValueError, match="activation_fn must be one of"):
-        ars.train("CartPole-v1", 100, policy="MlpPolicy", policy_kwargs={"activation_fn": relu})
-
-
-def test_counts_past_floats_range_and_evaluation_counts_follow_the_settings_rules(tmp_path, capsys):
-    """An int too large for a float is refused as inf is (never an OverflowError); the count
-    of evaluation episodes has the setting's one rule wherever it is given; learn(0.5) runs
-    as train(..., 0.5) does (one iteration)."""
-    huge = 10**400
-    for door in (lambda: ars.train("CartPole-v1", huge), lambda: ARS("LinearPolicy", huge)):
-        with pytest.raises(
-            (ValueError, TypeError), match="must be a number|expected an env"
-        ) as refused:
-            door()
-        assert "OverflowError" not in repr(refused.value)
-    message = "n_eval_episodes must be an integer from 1 to 1,000,000; got 10000000"
-    for door in (
-        lambda: ars.EvalCallback("CartPole-v1", n_eval_episodes=10**7),
-        lambda: ars.evaluate_policy(ARS("LinearPolicy", "CartPole-v1"), "CartPole-v1", 10**7),
-        lambda: ars.Evaluator(n_eval_episodes=10**7),
-    ):
-        with pytest.raises(ValueError, match=message):
-            door()
-    with pytest.raises(ValueError, match="verbose must be an integer from 0 to 2; got 'x'"):
-        ars.EvalCallback("CartPole-v1", verbose="x")
-    callback = ars.EvalCallback("CartPole-v1")
-    state = dict(callback.state_dict(), best_mean_reward=huge)
-    with pytest.raises(ValueError, match="the EvalCallback state must hold"):
-        callback.load_state_dict(state)
-    callback.load_state_dict(dict(state, best_mean_reward=-math.inf))  # its value before any
-    callback.load_state_dict(dict(state, best_mean_reward=1e308))  # finite: a float's own
-    evaluator = ars.InProcessEval("Pendulum-v1", ARS("LinearPolicy", "Pendulum-v1").policy)
-    with pytest.raises(
-        ValueError, match=r"episode_seeds must be 2 rows of seeds; got shape \(2, 0\)"
-    ):
-        evaluator.send_jobs(np.zeros((2, 3)), episode_seeds=np.zeros((2, 0)))
-    far = ars.EvalCallback("CartPole-v1", eval_freq=1, n_eval_episodes=1)  # next: no loop to it
-    far.load_state_dict(dict(far.state_dict(), next=-(10**15)))
-    ARS("LinearPolicy", "CartPole-v1", n_delta=1, seed=0).learn(10, callback=far)
-    assert len(far.evaluations) > 1 and far._next == far.evaluations[-1][0] + 1
-    run = tmp_path / "run"
-    assert (
-        ars.main(["--env", "CartPole-v1", "--total-timesteps", "100", "--run-dir", str(run)]) == 0
-    )
-    config = json.loads((run / "config.json").read_text())
-    (run / "config.json").write_text(json.dumps(dict(config, workers=-3)))  # edited by hand
-    capsys.readouterr()
-    assert ars.main(["--resume", str(run)]) == 2
-    assert "workers must be an integer from 0 to 1,024; got -3" in capsys.readouterr().err
-    model = ARS("LinearPolicy", "CartPole-v1", n_delta=2, seed=0).learn(0.5)
-    theta, _, _ = ars.train("CartPole-v1", 0.5, n_delta=2, seed=0)
-    assert model.n_updates == 1 and np.array_equal(model.policy.parameters_to_vector(), theta)

@@ -1,9 +1,9 @@
-"""The ablations of issue 19: each arm's episodes to the paper's threshold.
+"""The ablations: each arm's episodes to the paper's threshold.
 
     python benchmarks/ablation.py            # results/ablation_halfcheetah*.json -> its .md
     python benchmarks/ablation.py Swimmer    # results/ablation_swimmer.json -> its .md
-    python benchmarks/ablation.py sb3        # issue 33: results/ablation_sb3.json -> its .md
-    python benchmarks/ablation.py orthogonal # issue 45: results/orthogonal.json -> its .md, .png
+    python benchmarks/ablation.py sb3        # results/ablation_sb3.json -> its .md
+    python benchmarks/ablation.py orthogonal # results/orthogonal.json -> its .md, .png
 
 The runs come from benchmarks/learning.py (same protocol: evaluations every 50k steps,
 stop at a confirmed threshold, the task's budget), one key per arm. HalfCheetah's and
@@ -92,8 +92,8 @@ def table(results: dict, task: str) -> str:
 
 
 def sb3_table(results: dict, task: str) -> str:
-    """Issue 33's table: each arm of the emulation beside sb3-contrib, the emulation and the
-    default, with two-sided Mann-Whitney U tests on the seeds both arms ran."""
+    """The sb3-contrib emulation's table: each arm of the emulation beside sb3-contrib, the
+    emulation and the default, with two-sided Mann-Whitney U tests on the seeds both arms ran."""
     from scipy.stats import mannwhitneyu
 
     threshold, keys = THRESHOLDS[task], [k for k in results if f":{task}-v4" in k]
@@ -148,7 +148,7 @@ def diagnostics(results: dict, key: str, at: tuple = (0, 1, 2, 5, 10, 20)) -> st
 
 
 def early(runs: dict, updates: int = 6, at: tuple = (4, 6), level: float = 1000.0) -> str:
-    """Issue 33's early test: each arm's HalfCheetah evaluations after 1 to ``updates``
+    """The emulation's early test: each arm's HalfCheetah evaluations after 1 to ``updates``
     updates over every run it made (the short runs of ``early_sb3.json`` and the first
     evaluations of the full ones): medians, the share at ``level`` or more, and two-sided
     Mann-Whitney U tests against sb3-contrib and the emulation after the updates ``at``."""
@@ -210,7 +210,7 @@ def episodes_to(run: dict, level: float) -> float:
 
 def reference_runs() -> dict:
     """The default's and sb3-contrib's runs under the learning10 protocol: the ten-seed table,
-    and issue 33's further seeds (HalfCheetah 8 to 20, Swimmer 8 to 33)."""
+    and the further seeds (HalfCheetah 8 to 20, Swimmer 8 to 33)."""
     runs = json.loads(TEN_SEEDS.read_text())
     more = json.loads((RESULTS / "ablation_sb3.json").read_text())
     for impl in ("ars", "sb3-contrib"):
@@ -222,9 +222,9 @@ def reference_runs() -> dict:
 
 
 def orthogonal_table(results: dict) -> str:
-    """Issue 45's table: the orthogonal arm beside the default and sb3-contrib, on the seeds
-    it ran; two-sided Mann-Whitney U on the seeds both ran, a seed never reaching counted as
-    infinitely many episodes."""
+    """The orthogonal directions' table: the orthogonal arm beside the default and sb3-contrib,
+    on the seeds it ran; two-sided Mann-Whitney U on the seeds both ran, a seed never reaching
+    counted as infinitely many episodes."""
     from scipy.stats import mannwhitneyu
 
     rows = [
@@ -321,7 +321,7 @@ def main() -> None:
 
 
 def tables(task: str) -> None:
-    """Rebuild and print the ablation tables of ``task`` (or of issue 33: "sb3")."""
+    """Rebuild and print the ablation tables of ``task`` (or of the emulation: "sb3")."""
     if task == "orthogonal":
         path = RESULTS / "orthogonal.json"
         results = json.loads(path.read_text())
@@ -330,7 +330,7 @@ def tables(task: str) -> None:
         orthogonal_plot(results, RESULTS / "orthogonal.png")
         md = path.with_suffix(".md")  # learning.py's table of the runs stays on top
         top = md.read_text().partition(NOTES)[0].rstrip() if md.exists() else ""
-        heading = "## Issue 45: orthogonal directions beside the default and sb3-contrib"
+        heading = "## Orthogonal directions beside the default and sb3-contrib"
         picture = "![median learning curves](orthogonal.png)"
         write_text(md, f"{top}\n\n{NOTES}\n\n{heading}\n\n{text}\n\n{picture}\n\n{ORTHOGONAL}\n")
         print(text)

@@ -1,4 +1,4 @@
-"""Rules that change ars's V2 statistics, for the HalfCheetah ablation of issue 19.
+"""Rules that change ars's V2 statistics, for the HalfCheetah ablation.
 
     python benchmarks/learning.py --envs HalfCheetah-v4 --seeds 237 --arm per-step-statistics \
         --results benchmarks/results/ablation_halfcheetah_per_step.json
@@ -19,7 +19,7 @@ deterministically:
     weights whatever the number of workers.
 ``per-step-statistics-first-iteration``
     The same, in the first iteration only (the one whose frozen statistics are empty).
-``per-step-sb3-first-iteration`` (issue 33)
+``per-step-sb3-first-iteration``
     In the first iteration only, each training candidate acts on its own statistics as
     SB3's VecNormalize keeps them from scratch: count 1e-4, mean 0, var 1, updated with each
     state before it is normalised, ``clip((x - mean) / sqrt(var + 1e-8), +-10)``. The
@@ -30,7 +30,7 @@ deterministically:
     The paper's statistics, but the normalised observations are clipped to +-10, as
     VecNormalize's ``clip_obs`` does, in training and in evaluations.
 
-``orthogonal`` (issue 45)
+``orthogonal``
     Structured exploration (Choromanski et al., 2018): an iteration's directions are the
     Gaussian rows of ars's streams made orthogonal to each other (Gram-Schmidt, in the order
     k = 0, 1, ...), each then rescaled to its Gaussian row's norm, so that each is still
@@ -169,7 +169,7 @@ def make_env(arm: str, env_id: str) -> Any:
     return ars.make_env(env_id)
 
 
-# == sb3-emulation (issue 33): sb3-contrib's ARS with 2 AsyncEval workers, inside ars ==========
+# == sb3-emulation: sb3-contrib's ARS with 2 AsyncEval workers, inside ars ==========
 # Read from sb3-contrib 2.9.2 (``ars/ars.py``, ``common/vec_env/async_eval.py``) and SB3's
 # ``vec_normalize.py``, ``running_mean_std.py``, ``evaluation.py`` and ``dummy_vec_env.py``.
 # Each setting below is sb3-contrib's behaviour; the reverse ablation turns one off at a time.

@@ -656,8 +656,8 @@ def main() -> None:
             "sb3-emulation",
         ],
         help="a statistics rule of benchmarks/arms.py, or ars on SB3's VecNormalize "
-        "observations (issue 19's ablation), or sb3-contrib's rules emulated (issue 33; "
-        "--set its SB3_EMULATION settings); the key's suffix",
+        "observations, or sb3-contrib's rules emulated (--set its SB3_EMULATION settings); "
+        "the key's suffix",
     )
     args = parser.parse_args()
     args.set = dict(args.set)

@@ -3,7 +3,7 @@
     python benchmarks/speed.py                                  # every case below, 3 repeats
     python benchmarks/speed.py --envs Humanoid-v4 --impls bare bare-2 ars-async
     python benchmarks/speed.py --vector        # k = 1, 4, 16 envs side by side, in one process
-    python benchmarks/speed.py --clip benchmarks/results/models/Hopper-v4-237.npz  # --video
+    python benchmarks/speed.py --clip benchmarks/results/models/Hopper-v4-237.npz  # video.py
 
 Every measurement runs in this process tree, interleaved (A B C A B C ...) so that drift
 of the machine cancels. Learning is frozen (learning_rate=0 from the zero policy), so each
@@ -135,7 +135,7 @@ def closed_loop(
     M = model.delta_std * ars.direction(0, 0, 0, network.n_params)
     M = M.reshape(network.action_dim, network.obs_dim)
     mean, std = np.zeros(network.obs_dim), np.ones(network.obs_dim)
-    low, high = network._low, network._high
+    low, high = network.action_space.low, network.action_space.high
     env = ars.make_env(env_id)
     obs, _ = env.reset(seed=0)
     start = time.perf_counter()
@@ -365,7 +365,9 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=os.cpu_count())
     parser.add_argument("--out", default=str(Path(__file__).resolve().parent / "results"))
     parser.add_argument("--vector", action="store_true", help="k = 1, 4, 16 envs side by side")
-    parser.add_argument("--clip", metavar="MODEL", help="--video's steps/s beside env.render()'s")
+    parser.add_argument(
+        "--clip", metavar="MODEL", help="examples/video.py's steps/s beside env.render()'s"
+    )
     parser.add_argument("--profile", action="store_true", help="where ars's time goes (cProfile)")
     args = parser.parse_args()
     warnings.filterwarnings("ignore")
@@ -419,14 +421,14 @@ def profile_case(env_id: str, policy: str, net_arch: list | None, args: argparse
 
 
 def clip_speed(path: str) -> None:
-    """Steps per second of ``python ars.py --eval MODEL --video clip.mp4`` (the whole command:
+    """Steps per second of ``python examples/video.py MODEL clip.mp4`` (the whole command:
     load, render, encode) beside the frames per second of the env's own render() loop."""
     import subprocess
     import tempfile
 
     model = ars.ARS.load(path)
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples"))
-    import video  # moved out of ars.py (issue 43)
+    import video  # examples/video.py
 
     env = video.rendering_env(model, model.env_id, "rgb_array")
     env.reset(seed=0)
@@ -436,13 +438,13 @@ def clip_speed(path: str) -> None:
         env.render()
     render_fps = 100 / (time.perf_counter() - began)
     with tempfile.TemporaryDirectory() as folder:
-        command = [sys.executable, str(Path(ars.__file__)), "--eval", path, "--video"]
+        command = [sys.executable, video.__file__, path, f"{folder}/clip.mp4"]
         began = time.perf_counter()
-        subprocess.run([*command, f"{folder}/clip.mp4"], check=True, capture_output=True)
+        subprocess.run(command, check=True, capture_output=True)
         seconds = time.perf_counter() - began
     steps = ars.evaluate_policy(model, model.env_id, 1, return_episode_rewards=True)[1][0]
     print(
-        f"{model.env_id}: --video {steps / seconds:.1f} steps/s ({steps} steps in "
+        f"{model.env_id}: video.py {steps / seconds:.1f} steps/s ({steps} steps in "
         f"{seconds:.1f} s); env.render() {render_fps:.1f} frames/s; ratio "
         f"{steps / seconds / render_fps:.2f}"
     )

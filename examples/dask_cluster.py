@@ -54,7 +54,7 @@ def main() -> None:
         evaluator = ExecutorEval(
             client.get_executor(pure=False), functools.partial(make_env, args.env), model.policy
         )
-        model.learn(args.total_timesteps, async_eval=evaluator, log_every_n_steps=10)
+        model.learn(args.total_timesteps, async_eval=evaluator, log_interval=10)
     if cluster is not None:
         cluster.close()
     mean, std = evaluate_policy(model, args.env, n_eval_episodes=10, seed=args.seed + 1)

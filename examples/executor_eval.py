@@ -5,10 +5,9 @@
 
 A ProcessPoolExecutor, Dask (``client.get_executor(pure=False)``), mpi4py's
 MPIPoolExecutor, or Ray through the adapter of ``ray_cluster.py``: the same weights as
-``AsyncEval`` or one process. It lives here, beside the cluster examples that use it, so
-that ``ars.py`` stays within its line budget; it uses only ars's evaluator API
-(``ars.Evaluator``, ``ars.run_jobs``). The workers must be able to import both files
-(on Dask: ``client.upload_file`` each of them).
+``AsyncEval`` or one process. It lives here, beside the cluster examples that use it; it
+uses only ars's evaluator API (``ars.Evaluator``, ``ars.run_jobs``). The workers must be
+able to import both files (on Dask: ``client.upload_file`` each of them).
 """
 
 from __future__ import annotations

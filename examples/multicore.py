@@ -34,7 +34,7 @@ def main() -> None:
     # One env function per worker. functools.partial pickles cleanly for every start method.
     envs_fn = [functools.partial(make_env, args.env)] * args.workers
     with AsyncEval(envs_fn, model.policy) as async_eval:
-        model.learn(args.total_timesteps, async_eval=async_eval, log_every_n_steps=5)
+        model.learn(args.total_timesteps, async_eval=async_eval, log_interval=5)
         # The same AsyncEval can serve further learn() calls; it closes at the end of the block.
     mean, std = evaluate_policy(model, args.env, n_eval_episodes=10, seed=args.seed + 1)
     print(f"{args.env}: mean return {mean:.1f} +/- {std:.1f} over 10 episodes")

@@ -23,7 +23,7 @@ args = parser.parse_args()
 
 # The paper's hyper-parameters for this task (see ars.PAPER_SETTINGS); any can be overridden.
 model = paper_model(args.env, seed=args.seed, verbose=1)
-model.learn(total_timesteps=args.total_timesteps, log_every_n_steps=10)
+model.learn(total_timesteps=args.total_timesteps, log_interval=10)
 
 path = model.save("quickstart_model")  # -> quickstart_model.zip (SB3's suffix): arrays and JSON
 loaded = ARS.load(path)  # no env needed to load and predict

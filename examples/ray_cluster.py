@@ -64,7 +64,7 @@ def main() -> None:
         model.policy,
         n_workers=int(ray.cluster_resources()["CPU"]),  # Ray's executor cannot say
     )
-    model.learn(args.total_timesteps, async_eval=evaluator, log_every_n_steps=10)
+    model.learn(args.total_timesteps, async_eval=evaluator, log_interval=10)
     ray.shutdown()
     mean, std = evaluate_policy(model, args.env, n_eval_episodes=10, seed=args.seed + 1)
     print(f"{args.env}: mean return {mean:.1f} +/- {std:.1f} over 10 episodes")

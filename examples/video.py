@@ -7,10 +7,8 @@
     from video import record_video                        # examples/ on sys.path, or copy it
     record_video(model, "clip.mp4")                        # an ARS model or a policy
 
-It was ``ars.record_video`` and ``python ars.py --eval MODEL --video FILE`` until issue 43 made
-room in ars.py for what its design card names (the torch module); it uses only public names of
-ars. Needs ``pip install "ars-numpy[video]"`` (imageio-ffmpeg; pygame for classic-control envs)
-and, for MuJoCo envs, ``"ars-numpy[mujoco]"``.
+It uses only public names of ars. Needs ``pip install "ars-numpy[video]"`` (imageio-ffmpeg;
+pygame for classic-control envs) and, for MuJoCo envs, ``"ars-numpy[mujoco]"``.
 """
 
 from __future__ import annotations
@@ -96,53 +94,68 @@ def rendering_env(model: Any, env: Any, render_mode: str, size: int | None = Non
     first import (GLFW aborts), set here when it can be. With ``size`` (GIFs), MuJoCo renders
     ``size`` pixels square and its floor's checker 8 times coarser: a moving fine checker is
     most of a GIF's bytes."""
-    env_id = env = env or getattr(model, "env_id", None)
+    env = env or getattr(model, "env_id", None)
     if env is None:
         raise ValueError("recording needs an env: pass env='Hopper-v4' (or a model saving it)")
     if not isinstance(env, str):
-        made = ars.resolve_env(env)[0]  # of a vector env, its first, which must run in this process
-        made = (made.envs or [None])[0] if isinstance(made, ars.VecEnvs) else made
-        if made is None:
-            raise ValueError("a video needs an env in this process: an id, an env or a DummyVecEnv")
-        if getattr(made, "render_mode", None) != render_mode:
-            raise ValueError(f"the env must be made with render_mode={render_mode!r}")
-        return made
-    display = os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")
+        return _given_env(env, render_mode)
+    mujoco = _check_render_mode(env, render_mode)
+    if mujoco and render_mode == "rgb_array" and not os.environ.get("MUJOCO_GL"):
+        os.environ["MUJOCO_GL"] = "egl"  # off-screen frames need no display (read per renderer)
+    try:
+        return _made_to_render(env, render_mode, size if mujoco else None, mujoco)
+    except Exception as error:  # GL and display errors come from several libraries
+        if _INTERRUPTED:  # a signal during GL setup, which a library turned into an error
+            raise KeyboardInterrupt from error
+        hint = "; set MUJOCO_GL=egl or osmesa, with its library installed" if mujoco else ""
+        raise RuntimeError(f"cannot render {env}: {type(error).__name__}: {error}{hint}") from error
+
+
+def _given_env(env: Any, render_mode: str) -> Any:
+    """An env given, or a vector env's first, which must run in this process."""
+    made = ars.resolve_env(env)[0]
+    made = (made.envs or [None])[0] if isinstance(made, ars.VecEnvs) else made
+    if made is None:
+        raise ValueError("a video needs an env in this process: an id, an env or a DummyVecEnv")
+    if getattr(made, "render_mode", None) != render_mode:
+        raise ValueError(f"the env must be made with render_mode={render_mode!r}")
+    return made
+
+
+def _check_render_mode(env_id: str, render_mode: str) -> bool:
+    """Whether ``env_id`` (``[module:]Id``) can render ``render_mode`` here, before making it;
+    True for a MuJoCo env."""
     module, _, name = env_id.rpartition(":")  # "module:Id": gym.make imports it, gym.spec not
     if module:
         importlib.import_module(module)
     entry = gym.spec(name).entry_point
-    mujoco, creator = "mujoco" in str(entry), entry
+    creator = entry
     with contextlib.suppress(Exception):  # the class's render modes, before making it
         creator = gym.envs.registration.load_env_creator(entry) if isinstance(entry, str) else entry
     modes = getattr(creator, "metadata", {}).get("render_modes", [render_mode])
     if render_mode not in modes:
         raise RuntimeError(f"{env_id} cannot render {render_mode!r} frames (its modes: {modes})")
+    display = os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")
     if render_mode == "human" and not display:
-        raise RuntimeError(f"cannot render {env_id} in a window: there is no display; use --video")
-    if mujoco and render_mode == "rgb_array" and not os.environ.get("MUJOCO_GL"):
-        os.environ["MUJOCO_GL"] = "egl"  # off-screen frames need no display (read per renderer)
-    try:
-        sized = {"width": size, "height": size} if mujoco and size else {}
-        env = gym.make(env_id, render_mode=render_mode, **sized)
-        if sized:
-            env.unwrapped.model.mat_texrepeat[:] /= 8
-        env.reset(seed=0)
-        env.render()
-        if mujoco:  # the camera tracks the agent, as gymnasium's locomotion envs ask
-            renderer = env.unwrapped.mujoco_renderer
-            renderer.camera_id = None  # keep the camera we set: a camera id would reset its type
-            camera = renderer._get_viewer(render_mode).cam
-            camera.type = importlib.import_module("mujoco").mjtCamera.mjCAMERA_TRACKING
-            camera.trackbodyid = int((renderer.default_cam_config or {}).get("trackbodyid", 1) or 1)
-        return env
-    except Exception as error:  # GL and display errors come from several libraries
-        if _INTERRUPTED:  # a signal during GL setup, which a library turned into an error
-            raise KeyboardInterrupt from error
-        raise RuntimeError(
-            f"cannot render {env_id}: {type(error).__name__}: {error}"
-            + ("; set MUJOCO_GL=egl or osmesa, with its library installed" * mujoco)
-        ) from error
+        raise RuntimeError(f"cannot render {env_id} in a window: there is no display; film it")
+    return "mujoco" in str(entry)
+
+
+def _made_to_render(env_id: str, render_mode: str, size: int | None, mujoco: bool) -> Any:
+    """``env_id`` made to render, one frame rendered; MuJoCo's camera tracking the agent."""
+    sized = {"width": size, "height": size} if size else {}
+    env = gym.make(env_id, render_mode=render_mode, **sized)
+    if sized:
+        env.unwrapped.model.mat_texrepeat[:] /= 8
+    env.reset(seed=0)
+    env.render()
+    if mujoco:  # the camera tracks the agent, as gymnasium's locomotion envs ask
+        renderer = env.unwrapped.mujoco_renderer
+        renderer.camera_id = None  # keep the camera we set: a camera id would reset its type
+        camera = renderer._get_viewer(render_mode).cam
+        camera.type = importlib.import_module("mujoco").mjtCamera.mjCAMERA_TRACKING
+        camera.trackbodyid = int((renderer.default_cam_config or {}).get("trackbodyid", 1) or 1)
+    return env
 
 
 def play(

@@ -12,9 +12,7 @@ or, in code (copy this file beside ars.py, or put examples/ on ``sys.path``):
 
 The demonstrations' observations seed V2's statistics; the policy is then the ridge
 regression of the actions on the normalised observations (through ``atanh`` for squashed
-Box actions, on one-hot targets for Discrete ones). It was ``ARS.warm_start`` and the
-command line's ``--demos`` until ars.py had to fit its line budget (issue 32); it uses
-only ars's public pieces.
+Box actions, on one-hot targets for Discrete ones). It uses only ars's public pieces.
 """
 
 from __future__ import annotations
@@ -74,17 +72,40 @@ def warm_start(model: ars.ARS, demonstrations: Any, ridge: float = 1e-3) -> None
     if isinstance(demonstrations, (str, os.PathLike)):
         demonstrations = load_demonstrations(demonstrations)
     ars.check_number("ridge", ridge, low=0.0)
-    obs, actions = (np.asarray(x) for x in demonstrations)
-    shape, space = policy.observation_space.shape, policy.action_space
+    obs = observations_of(policy, np.asarray(demonstrations[0]))
+    actions = np.asarray(demonstrations[1])
+    if len(actions) != len(obs):
+        raise ValueError(f"got {len(obs)} observations but {len(actions)} actions")
+    if not np.isfinite(actions.astype(np.float64)).all():
+        raise ValueError("the demonstrations hold non-finite values (nan or inf)")
+    targets = targets_of(policy, actions)
+    if policy.obs_rms is not None:  # regress on what the first layer sees: normalised inputs
+        rms = policy.obs_rms = policy.obs_rms.copy().update(obs)
+        obs = (obs - rms.mean) * ars.inverse_std(rms.var)
+    inputs = np.hstack([obs, np.ones((len(obs), int(policy.with_bias)))])  # a column for a bias
+    gram = inputs.T @ inputs + ridge * np.eye(inputs.shape[1])
+    solution = np.linalg.solve(gram, inputs.T @ targets).T
+    n = obs.shape[1]
+    policy.load_from_vector(np.concatenate([solution[:, :n].ravel(), solution[:, n:].ravel()]))
+
+
+def observations_of(policy: Any, obs: np.ndarray) -> np.ndarray:
+    """The demonstrations' observations as the policy's flat float inputs, checked."""
+    shape = policy.observation_space.shape
     if obs.ndim != len(shape) + 1 or obs.shape[1:] != shape or not len(obs):
         raise ValueError(
             f"demonstration observations must have shape (n >= 1, *{shape}); got {obs.shape}"
         )
     obs = ars.flattener(policy.observation_space)(obs).astype(np.float64)
-    if len(actions) != len(obs):
-        raise ValueError(f"got {len(obs)} observations but {len(actions)} actions")
-    if not np.isfinite(obs).all() or not np.isfinite(actions.astype(np.float64)).all():
+    if not np.isfinite(obs).all():
         raise ValueError("the demonstrations hold non-finite values (nan or inf)")
+    return obs
+
+
+def targets_of(policy: Any, actions: np.ndarray) -> np.ndarray:
+    """What the linear map should output for ``actions``: +-1 per Discrete action (one-hot),
+    a Box's actions (through ``atanh`` where the policy squashes them), checked."""
+    space = policy.action_space
     if isinstance(space, spaces.Discrete):
         index = actions.reshape(-1) - int(space.start)
         if (actions.reshape(-1) % 1 != 0).any() or index.min() < 0 or index.max() >= space.n:
@@ -92,25 +113,19 @@ def warm_start(model: ars.ARS, demonstrations: Any, ridge: float = 1e-3) -> None
                 f"demonstration actions must be integers in {space}; got values from "
                 f"{actions.min()} to {actions.max()}"
             )
-        targets = np.where(np.arange(policy.action_dim) == index[:, None], 1.0, -1.0)
-    else:
-        targets = actions.astype(np.float64).reshape(len(actions), -1)
-        low, high = (np.ravel(bound).astype(np.float64) for bound in (space.low, space.high))
-        if targets.shape[1:] != low.shape or not ((low <= targets) & (targets <= high)).all():
-            raise ValueError(
-                f"demonstration actions must lie in {space}; got shape "
-                f"{actions.shape} and values from {actions.min()} to {actions.max()}"
-            )
-        if policy.squash_output:
-            scaled = (2 * targets - high - low) / (high - low)  # in [-1, 1]
-            targets = np.arctanh(np.clip(scaled, -0.999, 0.999))
-    if policy.obs_rms is not None:  # regress on what the first layer sees: normalised inputs
-        rms = policy.obs_rms = policy.obs_rms.copy().update(obs)
-        obs = (obs - rms.mean) * ars.inverse_std(rms.var)
-    inputs = np.hstack([obs, np.ones((len(obs), int(policy.with_bias)))])  # a column for a bias
-    gram = inputs.T @ inputs + ridge * np.eye(inputs.shape[1])
-    solution, n = np.linalg.solve(gram, inputs.T @ targets).T, obs.shape[1]
-    policy.load_from_vector(np.concatenate([solution[:, :n].ravel(), solution[:, n:].ravel()]))
+        return np.where(np.arange(policy.action_dim) == index[:, None], 1.0, -1.0)
+    targets = actions.astype(np.float64).reshape(len(actions), -1)
+    low = np.ravel(space.low).astype(np.float64)
+    high = np.ravel(space.high).astype(np.float64)
+    if targets.shape[1:] != low.shape or not ((low <= targets) & (targets <= high)).all():
+        raise ValueError(
+            f"demonstration actions must lie in {space}; got shape "
+            f"{actions.shape} and values from {actions.min()} to {actions.max()}"
+        )
+    if not policy.squash_output:
+        return targets
+    scaled = (2 * targets - high - low) / (high - low)  # in [-1, 1]
+    return np.arctanh(np.clip(scaled, -0.999, 0.999))
 
 
 def record_demonstrations(model: Any, env_id: str, episodes: int = 5) -> tuple:
