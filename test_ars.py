@@ -3514,6 +3514,19 @@ def test_bad_demonstrations_are_refused():
         warm_start(ARS("LinearPolicy", "Pendulum-v1"), (np.zeros((2, 3)), np.array([[0.0], [5.0]])))
 
 
+def test_a_models_public_state_is_the_one_a_files_extras_may_never_replace(tmp_path):
+    """MODEL_STATE lists the public attributes every model has; include= of one, or a file's
+    extra of one, is refused, and an extra of the user's goes and comes back."""
+    model = ARS("LinearPolicy", "CartPole-v1", n_delta=2, seed=0).learn(100)
+    assert {k for k in vars(model) if not k.startswith("_")} == set(ars.MODEL_STATE)
+    for name in ("gym_env", "policy_class", "hparams_initial", "learn"):
+        with pytest.raises(ValueError, match="part of every ARS model"):
+            model.save(tmp_path / "m", include=[name])
+    model.save(tmp_path / "m", include=["n_delta", "env_id"])  # saved anyway: no extra
+    model.tag = {"run": 7}
+    assert ARS.load(model.save(tmp_path / "m", include=["tag"])).tag == {"run": 7}
+
+
 def test_review_fixes_include_exclude_and_small_sb3_habits(tmp_path):
     model = ARS("LinearPolicy", "Pendulum-v1", n_delta=2, seed=0, learning_rate=0.5)
     loaded = ARS.load(model.save(tmp_path / "f", include=["n_delta"], exclude=["learning_rate"]))
@@ -4121,6 +4134,31 @@ def test_cli_trains_cartpole_saves_and_evaluates(tmp_path):
     assert result.returncode == 0 and "CartPole-v1: mean return 500.00" in result.stdout, (
         result.stderr
     )
+
+
+def test_the_tuned_preset_is_the_command_lines_default_where_it_beat_the_papers(tmp_path, capsys):
+    """Swimmer's tuned settings (benchmarks/results/tuned.md) by default; the paper's one flag
+    away, and everywhere no tuned preset exists; the preset is part of the run's config."""
+    tuned = ars.settings_for("Swimmer-v4", "tuned")
+    assert {k: tuned[k] for k in ars.TUNED_SETTINGS["Swimmer"]} == ars.TUNED_SETTINGS["Swimmer"]
+    assert ars.settings_for("Swimmer-v4") == {
+        **ars.GENERIC_SETTINGS,
+        **ars.PAPER_SETTINGS["Swimmer"],
+    }
+    assert ars.settings_for("Hopper-v4", "tuned") == ars.settings_for("Hopper-v4", "paper")
+    with pytest.raises(ValueError, match=r"preset must be one of \['tuned', 'paper'\]"):
+        ars.settings_for("Swimmer-v4", "fast")
+    assert ars._parse_args(["--env", "Swimmer-v4"]).preset == "tuned"
+    for preset, n_delta in (("tuned", 3), ("paper", 1)):
+        run = tmp_path / preset
+        flags = ["--env", "CartPole-v1", "--total-timesteps", "50", "--eval-episodes", "1"]
+        assert ars.main([*flags, "--preset", preset, "--run-dir", str(run)]) == 0
+        assert json.loads((run / "config.json").read_text())["preset"] == preset
+        args = ars._parse_args(["--env", "Swimmer-v4", "--preset", preset])
+        assert ars.settings_for(args.env, args.preset)["n_delta"] == n_delta
+    capsys.readouterr()
+    assert ars.main(["--resume", str(tmp_path / "tuned"), "--preset", "paper"]) == 2
+    assert "--preset cannot change on --resume" in capsys.readouterr().err
 
 
 @pytest.mark.slow

@@ -4,6 +4,7 @@
     python benchmarks/ablation.py Swimmer    # results/ablation_swimmer.json -> its .md
     python benchmarks/ablation.py sb3        # results/ablation_sb3.json -> its .md
     python benchmarks/ablation.py orthogonal # results/orthogonal.json -> its .md, .png
+    python benchmarks/ablation.py tuned      # results/tuned.json -> its .md, .png
 
 The runs come from benchmarks/learning.py (same protocol: evaluations every 50k steps,
 stop at a confirmed threshold, the task's budget), one key per arm. HalfCheetah's and
@@ -221,10 +222,10 @@ def reference_runs() -> dict:
     return runs
 
 
-def orthogonal_table(results: dict) -> str:
-    """The orthogonal directions' table: the orthogonal arm beside the default and sb3-contrib,
-    on the seeds it ran; two-sided Mann-Whitney U on the seeds both ran, a seed never reaching
-    counted as infinitely many episodes."""
+def arm_table(results: dict, arm: str) -> str:
+    """An arm's table (``ars:<task>-v4:<arm>`` keys): beside the default (the paper's
+    settings) and sb3-contrib, on the seeds it ran; two-sided Mann-Whitney U on the seeds both
+    ran, a seed never reaching counted as infinitely many episodes."""
     from scipy.stats import mannwhitneyu
 
     rows = [
@@ -233,10 +234,10 @@ def orthogonal_table(results: dict) -> str:
         "|---" * 9 + "|",
     ]
     for task in ("Swimmer", "Hopper", "HalfCheetah"):
-        ours = results.get(f"ars:{task}-v4:orthogonal", {})
+        ours = results.get(f"ars:{task}-v4:{arm}", {})
         if not ours:
             continue
-        keys = {"orthogonal": ours}
+        keys = {arm: ours}
         for name, key in (
             ("default (paper)", f"ars:{task}-v4"),
             ("sb3-contrib", f"sb3-contrib:{task}-v4"),
@@ -273,19 +274,19 @@ def orthogonal_table(results: dict) -> str:
     return "\n".join(rows)
 
 
-def orthogonal_plot(results: dict, path: object) -> None:
+def arm_plot(results: dict, arm: str, path: object) -> None:
     """The median evaluation return over the seeds the arm ran, against episodes, per task."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    tasks = [t for t in ("Swimmer", "Hopper", "HalfCheetah") if f"ars:{t}-v4:orthogonal" in results]
+    tasks = [t for t in ("Swimmer", "Hopper", "HalfCheetah") if f"ars:{t}-v4:{arm}" in results]
     fig, axes = plt.subplots(1, len(tasks), figsize=(5 * len(tasks), 4), squeeze=False)
     for ax, task in zip(axes[0], tasks):
-        ours = results[f"ars:{task}-v4:orthogonal"]
+        ours = results[f"ars:{task}-v4:{arm}"]
         for name, key in (
-            ("orthogonal", None),
+            (arm, None),
             ("default (paper)", f"ars:{task}-v4"),
             ("sb3-contrib", f"sb3-contrib:{task}-v4"),
         ):
@@ -315,6 +316,21 @@ same seeds. Rebuild this section: `python benchmarks/ablation.py orthogonal`. Wi
 (Swimmer) the arm is the paper's rule bit for bit (row 0 of a block is its Gaussian row)."""
 
 
+TUNED = """Runs: `python benchmarks/learning.py --envs Swimmer-v4 --seeds 237 759 959 1 2 3 4 5 6
+7 --set n_delta=3 --set n_top=1 --set learning_rate=0.058 --set delta_std=0.38 --label tuned
+--results benchmarks/results/tuned.json --workers 2`: the learning10 protocol, with the best
+settings of `examples/tune.py`'s study (`tune_swimmer.db`, study `swimmer-v4`, tuning seeds
+100 to 102, never these), rounded. The default's and sb3-contrib's runs are `learning10.json`'s
+on the same seeds. The decision rule: a tuned preset replaces the paper's settings as `python
+ars.py --env TASK`'s default only where it needs fewer episodes than they do with p < 0.05
+and reaches the threshold on at least as many seeds. Rebuild this section: `python
+benchmarks/ablation.py tuned`."""
+ARMS = {  # an arm's runs file (benchmarks/results/<arm>.json): its heading, how it was run
+    "orthogonal": ("Orthogonal directions beside the default and sb3-contrib", ORTHOGONAL),
+    "tuned": ("Tuned settings beside the paper's and sb3-contrib", TUNED),
+}
+
+
 def main() -> None:
     with locked_folder(RESULTS):  # no learning.py run adds a record or a table meanwhile
         tables(sys.argv[1] if len(sys.argv) > 1 else "HalfCheetah")
@@ -322,17 +338,17 @@ def main() -> None:
 
 def tables(task: str) -> None:
     """Rebuild and print the ablation tables of ``task`` (or of the emulation: "sb3")."""
-    if task == "orthogonal":
-        path = RESULTS / "orthogonal.json"
+    if task in ARMS:
+        path = RESULTS / f"{task}.json"
         results = json.loads(path.read_text())
         REFERENCE.update(reference_runs())
-        text = orthogonal_table(results)
-        orthogonal_plot(results, RESULTS / "orthogonal.png")
+        text = arm_table(results, task)
+        arm_plot(results, task, RESULTS / f"{task}.png")
         md = path.with_suffix(".md")  # learning.py's table of the runs stays on top
         top = md.read_text().partition(NOTES)[0].rstrip() if md.exists() else ""
-        heading = "## Orthogonal directions beside the default and sb3-contrib"
-        picture = "![median learning curves](orthogonal.png)"
-        write_text(md, f"{top}\n\n{NOTES}\n\n{heading}\n\n{text}\n\n{picture}\n\n{ORTHOGONAL}\n")
+        heading, how = ARMS[task]
+        picture = f"![median learning curves]({task}.png)"
+        write_text(md, f"{top}\n\n{NOTES}\n\n## {heading}\n\n{text}\n\n{picture}\n\n{how}\n")
         print(text)
         return
     if task == "sb3":

@@ -593,12 +593,13 @@ def report(results: dict, folder: Path = RESULTS, prefix: str = "") -> str:
     for env_id in sorted({k.split(":")[1] for k in results}):
         fig, ax = plt.subplots(figsize=(6, 4))
         seeds = {seed for k, runs in results.items() if k.split(":")[1] == env_id for seed in runs}
-        for impl, color in (("ars", "tab:blue"), ("sb3-contrib", "tab:orange")):
-            runs = sorted(results.get(f"{impl}:{env_id}", {}).items())
-            for i, (_seed, run) in enumerate(runs):
+        keys = sorted(k for k in results if k.split(":")[1] == env_id)  # each arm its colour
+        for key, color in zip(keys, plt.rcParams["axes.prop_cycle"].by_key()["color"]):
+            label = " ".join(key.split(":")[::2])  # "ars", "sb3-contrib", "ars tuned"
+            for i, (_seed, run) in enumerate(sorted(results[key].items())):
                 e = np.array([row[:4] for row in run["evaluations"]])
                 ax.plot(
-                    e[:, 0] / 1e6, e[:, 2], color=color, alpha=0.8, label=impl if i == 0 else None
+                    e[:, 0] / 1e6, e[:, 2], color=color, alpha=0.8, label=label if i == 0 else None
                 )
         ax.axhline(THRESHOLDS[task(env_id)], color="gray", linestyle="--", label="paper threshold")
         ax.set(
