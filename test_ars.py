@@ -4981,6 +4981,34 @@ def test_the_tuner_keeps_its_study_in_sqlite_and_goes_on_where_it_stopped(tmp_pa
     assert {k: model.hparams[k] for k in settings} == settings
 
 
+@pytest.mark.slow
+def test_the_tuner_hears_sigterm_as_ctrl_c_and_keeps_its_trials(tmp_path):
+    """SIGTERM during a trial: exit 143 with one line, the trial marked failed (never left
+    running), the finished ones kept; the same command then finishes the study."""
+    optuna = pytest.importorskip("optuna")
+    storage = f"sqlite:///{tmp_path / 'study.db'}"
+    study = ["--env", "CartPole-v1", "--timesteps", "3000", "--seeds", "2", "--study", "s"]
+    study += ["--storage", storage, "--threshold", "450", "--eval-episodes", "2"]
+    args = [sys.executable, str(HERE / "examples" / "tune.py"), *study, "--trials", "3"]
+    env = dict(os.environ, PYTHONPATH=str(HERE))
+    process = subprocess.Popen(args, cwd=tmp_path, env=env, stdout=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:  # into its second trial
+        time.sleep(0.2)
+        with contextlib.suppress(Exception):
+            trials = optuna.load_study(study_name="s", storage=storage).trials
+            if len(trials) == 2:
+                break
+    process.send_signal(signal.SIGTERM)
+    out, _ = process.communicate(timeout=60)
+    assert process.returncode == 143 and out.count("interrupted:") == 1, out
+    states = [t.state.name for t in optuna.load_study(study_name="s", storage=storage).trials]
+    assert "RUNNING" not in states and states[0] in ("COMPLETE", "PRUNED"), states
+    assert _run(args[1:], tmp_path).returncode == 0
+    states = [t.state.name for t in optuna.load_study(study_name="s", storage=storage).trials]
+    assert sum(s in ("COMPLETE", "PRUNED") for s in states) == 3
+
+
 def test_the_tuners_objective_in_closed_form(monkeypatch):
     """With a threshold: the mean over seeds of the episodes to it, a seed never reaching it
     counted at twice the episodes it ran; without: minus the mean evaluation return."""

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import signal
 import sys
 import warnings
 from pathlib import Path
@@ -175,6 +176,15 @@ def report(study: Any, env_id: str, plots: Path | None) -> None:
             print(f"wrote {plots / name}.png")
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, heard as Ctrl+C is: Optuna marks the running trial failed, and the same
+    command goes on from the trials kept."""
+
+
+def _terminate(signum: int, frame: Any) -> None:
+    raise Terminated
+
+
 def main(argv: list[str] | None = None) -> int:
     """The command line; returns the exit status."""
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
@@ -213,13 +223,15 @@ def main(argv: list[str] | None = None) -> int:
     done = sum(t.state.name in finished for t in study.trials)
     evaluator = ars.AsyncEval([args.env] * args.workers) if args.workers else None
     objective = lambda trial: run_trial(trial, args, evaluator)  # noqa: E731
+    previous = signal.signal(signal.SIGTERM, _terminate)
     try:  # a trial whose rewards overflow fails alone; the same command runs it again
         study.optimize(objective, n_trials=max(args.trials - done, 0), catch=FloatingPointError)
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as stop:
         done = sum(t.state.name in finished for t in study.trials)
         print(f"interrupted: {done} trials kept in {args.storage}; the same command goes on")
-        return 130
+        return 143 if isinstance(stop, Terminated) else 130
     finally:
+        signal.signal(signal.SIGTERM, previous)
         if evaluator is not None:
             evaluator.close()
     if not any(t.state.name == "COMPLETE" for t in study.trials):
