@@ -554,7 +554,8 @@ def _is_number(value: Any) -> bool:  # a file's number: int or float, as check_n
     return False
 
 
-def _whole(value: Any, high: int = 2**63 - 1) -> bool:
+def _is_count(value: Any, high: int = 2**63 - 1) -> bool:
+    """A whole number from 0 to ``high`` (a file's counter or size)."""
     return is_int(value) and 0 <= value <= high
 
 
@@ -655,7 +656,8 @@ def _as_array(x: Any, dtype: Any = np.float64) -> np.ndarray:
     return np.asarray(x.detach().numpy() if _is_torch(x) else x, dtype=dtype)
 
 
-def _like(reference: Any, array: Any) -> Any:
+def _same_kind_as(reference: Any, array: Any) -> Any:
+    """``array`` as a torch tensor where ``reference`` is one: torch in, torch out."""
     return sys.modules["torch"].as_tensor(np.asarray(array)) if _is_torch(reference) else array
 
 
@@ -758,7 +760,7 @@ class ARSPolicy(Network):
             h = h if bias is None else h + (bias[:, None, :] if population else bias)
             h = ACTIVATIONS[self.activation_fn](h) if i < len(layers) - 1 else h
         actions = self.to_action()(h)
-        return _like(obs, actions[:, 0] if population and n_lead == 1 else actions)
+        return _same_kind_as(obs, actions[:, 0] if population and n_lead == 1 else actions)
 
     __call__ = forward  # as torch policies: policy(obs)
 
@@ -1169,14 +1171,14 @@ class ARS:
         and at the end."""
         while self.num_timesteps < self._total_timesteps:
             self._current_progress_remaining = 1.0 - self.num_timesteps / self._total_timesteps
-            if not self._step(evaluator, callbacks, log_interval):
+            if not self._iteration(evaluator, callbacks, log_interval):
                 break
             if checkpoint and self.n_updates % every == 0:
                 self.save(checkpoint, callbacks=callbacks)
         if checkpoint:
             self.save(checkpoint, callbacks=callbacks)
 
-    def _step(self, evaluator: Any, callbacks: _Callbacks, log_interval: int | None) -> bool:
+    def _iteration(self, evaluator: Any, callbacks: _Callbacks, log_interval: int | None) -> bool:
         """One iteration of the core, its callbacks and its log row, or nothing at all: on
         Ctrl+C, an error or a callback's stop, the model, the callbacks and the logger are left
         as they were. Returns False to stop training."""
@@ -1251,7 +1253,7 @@ class ARS:
             it = _observed_through(observations_seen_by(self), it)  # what the policy learns on
             results = evaluator.evaluate(it, jobs, reporter)
             if callbacks.per_step and not here:
-                callbacks.after(results)
+                callbacks.after_rollouts(results)
             callbacks.hook("on_rollout_end")
             return results
 
@@ -1309,7 +1311,7 @@ class ARS:
         self.num_timesteps = start + sum(int(r.lengths.sum()) for r in results)  # sb3-contrib's
         shift = self.alive_bonus_offset
         returns = np.array([np.mean(r.returns + shift * r.lengths) for r in results])
-        return _like(candidate_weights, returns)
+        return _same_kind_as(candidate_weights, returns)
 
     def dump_logs(self) -> None:
         """Record the rollout and time statistics, and write the log row."""
@@ -1491,7 +1493,7 @@ class ARS:
 
 
 # What ARS.load's custom_objects may replace beyond the settings, and the check of each.
-FILE_FIELDS: dict[str, Callable[[Any], bool]] = dict(num_timesteps=_whole, n_updates=_whole)
+FILE_FIELDS: dict[str, Callable[[Any], bool]] = dict(num_timesteps=_is_count, n_updates=_is_count)
 FILE_FIELDS.update(env_id=lambda value: value is None or isinstance(value, str))
 FILE_FIELDS.update({key: lambda value: isinstance(value, Space) for key in SPACE_KEYS})
 
@@ -2521,9 +2523,9 @@ class _Callbacks:
         self.model.num_timesteps += 1
         done, rewards = np.array([terminated or truncated]), np.array([reward])
         given = dict(actions=np.asarray(action)[None], new_obs=np.asarray(obs)[None])
-        self._step(dict(given, rewards=rewards, dones=done, infos=[info]))
+        self._sb3_step(dict(given, rewards=rewards, dones=done, infos=[info]))
 
-    def after(self, results: Sequence[Result]) -> None:
+    def after_rollouts(self, results: Sequence[Result]) -> None:
         """After workers' rollouts: ``dones`` per step of the model's ``n_envs`` envs, so that
         a callback counting ``num_envs`` per call (SB3's progress bar) counts every step."""
         dones = [np.arange(1, n + 1) == n for r in results for n in r.lengths.tolist()]
@@ -2531,9 +2533,9 @@ class _Callbacks:
         for start in range(0, len(dones), self.model.n_envs):
             batch = dones[start : start + self.model.n_envs]
             self.model.num_timesteps += len(batch)
-            self._step(dict(dones=batch, infos=[{} for _ in batch]))
+            self._sb3_step(dict(dones=batch, infos=[{} for _ in batch]))
 
-    def _step(self, extra: dict[str, Any]) -> None:
+    def _sb3_step(self, extra: dict[str, Any]) -> None:
         for cb in self.per_step:
             if hasattr(cb, "update_locals"):
                 cb.update_locals({"self": self.model, **extra})
@@ -2802,7 +2804,7 @@ def _space_size(data: Any, where: str) -> int:
         )
     sizes = data.get(kinds[data["type"]])
     sizes = np.asarray(sizes if isinstance(sizes, list) else [sizes], dtype=object).reshape(-1)
-    if not (len(sizes) <= 10**6 and all(_whole(n, MAX_PARAMETERS) for n in sizes)):
+    if not (len(sizes) <= 10**6 and all(_is_count(n, MAX_PARAMETERS) for n in sizes)):
         raise ValueError(f"{where} is not a valid space (sizes must be integers); got {data!r:.99}")
     size = int(sum(sizes)) if data["type"] == "MultiDiscrete" else math.prod(int(n) for n in sizes)
     if size > MAX_PARAMETERS:
@@ -2901,7 +2903,7 @@ def _arrays(policy: Any, meta: dict[str, Any]) -> dict[str, np.ndarray]:
         if np.asarray(array).dtype.kind not in "fiu" or not _finite(np.asarray(array)):
             raise ValueError(f"cannot save: {name.replace('obs_rms_', 'obs_rms.')} must be finite")
     shapes = {np.shape(rms.mean), np.shape(rms.var), (policy.obs_dim,)} if rms else {()}
-    if rms is not None and not (len(shapes) == 1 and (rms.var >= 0).all() and _whole(rms.count)):
+    if rms is not None and not (len(shapes) == 1 and (rms.var >= 0).all() and _is_count(rms.count)):
         raise ValueError(
             f"cannot save: obs_rms must hold {policy.obs_dim} means and variances >= 0 and a "
             "whole count >= 0"
@@ -3071,7 +3073,7 @@ def _check_model_fields(meta: dict, where: str) -> None:
     for name in set(meta["hparams"]) - set(SAVED):  # a path (tensorboard_log): never from a file
         raise ValueError(f"{where}: hparams holds {name!r}, which a model file may not set")
     for field in ("num_timesteps", "n_updates"):
-        _need(meta, field, _whole(meta.get(field)), "an integer >= 0", where)
+        _need(meta, field, _is_count(meta.get(field)), "an integer >= 0", where)
     episodes = meta.setdefault("ep_info_buffer", [])  # excluded: an empty window
     pairs = isinstance(episodes, list) and all(map(_episode_pair, episodes))
     _need(meta, "ep_info_buffer", pairs, "a list of [return, length] pairs", where)
@@ -3095,7 +3097,7 @@ def _episode_pair(episode: Any) -> bool:
         isinstance(episode, list)
         and len(episode) == 2
         and _is_number(episode[0])
-        and _whole(episode[1])
+        and _is_count(episode[1])
     )
 
 
@@ -3225,7 +3227,7 @@ def _sb3_contents(archive: zipfile.ZipFile, where: str, env: Any, torch: Any) ->
     pth = f"{where}: its policy.pth"
     state = _sb3_weights(torch, archive.read("policy.pth"), budget, built.n_params, pth)
     counters = [data.get("num_timesteps", 0), data.get("_n_updates", 0)]
-    if not all(_whole(n) for n in counters):
+    if not all(_is_count(n) for n in counters):
         raise ValueError(f"{where}: its counters must be integers >= 0; got {counters}")
     meta["num_timesteps"] = counters[0]
     meta["n_updates"] = counters[1]
