@@ -559,21 +559,14 @@ def _is_count(value: Any, high: int = 2**63 - 1) -> bool:
     return is_int(value) and 0 <= value <= high
 
 
-_WARNED: set[tuple[str, str, int]] = set()  # (text, file, line): see _warn
-
-
 def _warn(message: str | Warning) -> None:
-    """Warn at the user's line (the first outside this file, whichever door the call came in
-    by), once per text and line, as Python's default filter does; ars keeps the record itself,
-    since Python's is cleared whenever a filter changes (as gymnasium's make does)."""
+    """Warn at the user's line: the first outside this file, whichever door the call came in
+    by (Python's filters then show it once per line, or as the user set them)."""
     frame, level = sys._getframe(1), 2
     while frame is not None and frame.f_code.co_filename == __file__:
         frame = frame.f_back
         level += 1
-    where = ("", 0) if frame is None else (frame.f_code.co_filename, frame.f_lineno)
-    if (str(message), *where) not in _WARNED:
-        _WARNED.add((str(message), *where))
-        warnings.warn(message, stacklevel=level)
+    warnings.warn(message, stacklevel=level)
 
 
 def _one_line(error: BaseException) -> str:
@@ -630,12 +623,13 @@ def check_spaces(observation_space: spaces.Space, action_space: spaces.Space) ->
     Network(observation_space, action_space, "LinearPolicy", None)
 
 
-def _check_device(device: Any) -> None:
-    """A device name or torch.device; a GPU falls back to the CPU with one warning, as SB3's."""
+def _check_device(device: Any, warn: bool = True) -> None:
+    """A device name or torch.device; a GPU falls back to the CPU, as SB3's, with a warning
+    where the device is given (``warn``), not again where the settings are checked later."""
     kind = getattr(device, "type", device)
     if not isinstance(kind, str):
         raise ValueError(f"device must be a name such as 'cpu' or a torch.device; got {device!r}")
-    if kind.split(":")[0] not in ("cpu", "auto"):
+    if warn and kind.split(":")[0] not in ("cpu", "auto"):
         _warn(f"device={device!r}: ars computes with NumPy: it uses the CPU")
 
 
@@ -870,9 +864,10 @@ MlpPolicy, LinearPolicy = ARSPolicy, ARSLinearPolicy  # sb3-contrib's names
 POLICY_CLASSES = {"LinearPolicy": ARSLinearPolicy, "MlpPolicy": ARSPolicy}
 
 
-def check_model_settings(policy: Any, settings: dict[str, Any]) -> dict[str, Any]:
+def check_model_settings(policy: Any, settings: dict[str, Any], given: bool = True) -> dict:
     """:func:`check_settings` for ``ARS``'s settings (``policy_kwargs`` by the policy class's
-    ``policy_name``), and the API's own: the device and the log folder."""
+    ``policy_name``), and the API's own: the device and the log folder; ``given``: the settings
+    come from the user now (a GPU device warns), not from a check again where they are used."""
     cls = policy if isinstance(policy, type) else type(policy)
     if not (isinstance(policy, str) or issubclass(cls, ARSPolicy)):
         raise ValueError(f"policy must be one of {list(POLICIES)} or an ARSPolicy: {policy!r:.40}")
@@ -881,7 +876,7 @@ def check_model_settings(policy: Any, settings: dict[str, Any]) -> dict[str, Any
     name = getattr(policy, "policy_name", policy)
     hp = check_settings({"policy": name, **settings}, ("policy", *HPARAMS))
     del hp["policy"]
-    _check_device(hp["device"])
+    _check_device(hp["device"], warn=given)
     folder = hp["tensorboard_log"]
     if not isinstance(folder, (str, os.PathLike, type(None))):
         raise ValueError(f"tensorboard_log must be a folder or None; got {folder!r:.100}")
@@ -1033,7 +1028,8 @@ class ARS:
 
     def _settings(self, hparams: dict[str, Any] | None = None) -> dict[str, Any]:
         """``hparams`` (or new ones) checked where set and where used (lit_sb3's dict is open)."""
-        hp = check_model_settings(self.policy_class, self.hparams if hparams is None else hparams)
+        hp = self.hparams if hparams is None else hparams
+        hp = check_model_settings(self.policy_class, hp, given=False)
         for name, value in self.__dict__.get("_built", {}).items():
             if hp[name] != value and self.policy is not None:
                 raise ValueError(f"{name} shapes a policy when it is built: pass it to ARS(...)")
@@ -1399,7 +1395,8 @@ class ARS:
         _check_device(device)
         policy, params = self._need_policy(), load_path_or_dict
         if isinstance(params, (str, os.PathLike)) or hasattr(params, "read"):
-            params = {"policy": _build_policy(*read_model_file(params), str(params)).state_dict()}
+            built = _build_policy(*read_model_file(params, self.gym_env), str(params))
+            params = {"policy": built.state_dict()}
         groups = params if isinstance(params, dict) else {}
         if set(groups) != {"policy"} or not isinstance(groups["policy"], dict):
             raise ValueError(
@@ -1620,10 +1617,8 @@ def resolve_env(env: Any) -> tuple[gym.Env | VecEnvs, Any, Any]:
     its one env (DummyVecEnv, SyncVectorEnv), else :class:`VecEnvs`; SB3's may have
     ``VecNormalize`` and ``VecMonitor`` around it. Wrappers that change observations in ways
     ARS cannot see through are refused."""
-    if isinstance(env, str):
-        with warnings.catch_warnings():  # v4 MuJoCo ids still work; don't bury the output
-            warnings.filterwarnings("ignore", message=".*is out of date.*")
-            return gym.make(env), None, None  # no MuJoCo: gymnasium's error names the pip install
+    if isinstance(env, str):  # no MuJoCo: gymnasium's error names the pip install
+        return gym.make(env), None, None
     made = env
     if callable(env) and not isinstance(env, (gym.Env, VecEnvs)) and not _is_vec_env(env):
         made = env()
@@ -2913,16 +2908,27 @@ def _arrays(policy: Any, meta: dict[str, Any]) -> dict[str, np.ndarray]:
 
 def _member(archive: zipfile.ZipFile, name: str, limit: int, where: str) -> Any:
     """A member opened for reading, if its header says at most ``limit`` bytes and it is
-    stored or deflated (Python inflates LZMA and bzip2 without a bound)."""
+    stored or deflated (Python inflates LZMA and bzip2 without a bound), not encrypted."""
     info = archive.getinfo(name)
+    if info.flag_bits & 0x1:
+        raise ValueError(f"{where}: member {name} is encrypted; a model's members are not")
     if info.compress_type not in (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED):
         raise ValueError(
             f"{where}: member {name} is compressed with method "
             f"{info.compress_type}; ars reads stored or deflated members"
         )
     if info.file_size > limit:
-        raise ValueError(f"{where}: member {name} is larger than the metadata allows")
+        raise ValueError(f"{where}: member {name} is larger than a model's could be")
     return archive.open(name)
+
+
+def _read_member(archive: zipfile.ZipFile, name: str, limit: int, where: str) -> bytes:
+    """A member's bytes, at most ``limit`` of them, whatever its header says."""
+    with _member(archive, name, limit, where) as f:
+        content = f.read(limit + 1)
+    if len(content) > limit:
+        raise ValueError(f"{where}: member {name} holds more than its header says")
+    return content
 
 
 def _npy(archive: zipfile.ZipFile, name: str, shape: tuple, kinds: str, where: str) -> np.ndarray:
@@ -3191,7 +3197,7 @@ def _torch_policy_class() -> type:
 # pickles) and ``policy.pth`` (torch.save's zip, read by torch.load(weights_only=True), which
 # builds tensors and nothing else), each size checked against what the spaces imply first.
 SB3_CONTRIB_MEMBERS = {"data", "policy.pth"}
-SB3_MAX_DATA_BYTES = 1 << 30  # the JSON holds base64 pickles: about 6 bytes a parameter
+SB3_MAX_DATA_BYTES = 1 << 27  # the JSON holds base64 pickles: about 6 bytes a parameter
 SB3_SETTINGS = ("n_delta", "n_top", "n_eval_episodes", "zero_policy", "alive_bonus_offset", "seed")
 SB3_SCHEDULES = {"learning_rate": "lr_schedule", "delta_std": "delta_std_schedule"}
 
@@ -3209,9 +3215,7 @@ def _read_sb3_contrib(archive: zipfile.ZipFile, where: str, env: Any) -> tuple[d
 
 
 def _sb3_contents(archive: zipfile.ZipFile, where: str, env: Any, torch: Any) -> tuple[dict, dict]:
-    if archive.getinfo("data").file_size > SB3_MAX_DATA_BYTES:
-        raise ValueError(f"{where}: its data is larger than any model's")
-    data = _json(archive.read("data"), f"{where}: data")
+    data = _json(_read_member(archive, "data", SB3_MAX_DATA_BYTES, where), f"{where}: data")
     if not isinstance(data, dict):
         raise ValueError(f"{where}: its data is not a JSON object")
     meta = dict(kind="model", env_id=None, ep_info_buffer=[], hparams=_sb3_settings(data, where))
@@ -3222,10 +3226,8 @@ def _sb3_contents(archive: zipfile.ZipFile, where: str, env: Any, torch: Any) ->
         meta["observation_space"], meta["action_space"], meta["policy"], meta["policy_kwargs"]
     )
     budget = 8 * built.n_params + (1 << 20)  # the weights, and the pickle's own text
-    if archive.getinfo("policy.pth").file_size > budget:
-        raise ValueError(f"{where}: its policy.pth is larger than {built.n_params:,} weights")
-    pth = f"{where}: its policy.pth"
-    state = _sb3_weights(torch, archive.read("policy.pth"), budget, built.n_params, pth)
+    weights = _read_member(archive, "policy.pth", budget, where)
+    state = _sb3_weights(torch, weights, budget, built.n_params, f"{where}: its policy.pth")
     counters = [data.get("num_timesteps", 0), data.get("_n_updates", 0)]
     if not all(_is_count(n) for n in counters):
         raise ValueError(f"{where}: its counters must be integers >= 0; got {counters}")
@@ -3239,13 +3241,29 @@ def _sb3_space(data: Any, env: Any, key: str, where: str) -> spaces.Space:
     checked against the shape and dtype the file names)."""
     kind = str(data.get(":type:", "")) if isinstance(data, dict) else ""
     if kind.endswith(".Discrete'>"):
-        return spaces.Discrete(int(data["n"]), start=int(data.get("start", 0)))
+        n = _sb3_integer(data.get("n"))  # SB3 writes them as text: "2"
+        start = _sb3_integer(data.get("start", 0))
+        if not (_is_count(n, MAX_PARAMETERS) and n > 0 and is_int(start)):
+            raise ValueError(f"{where} must have a count n >= 1 and an integer start: {data!r:.99}")
+        return spaces.Discrete(int(n), start=int(start))
     if not kind.endswith(".Box'>"):
         raise ValueError(f"{where} is {kind or data!r:.80}; ars takes a Box or Discrete")
-    shape = tuple(data["_shape"])
+    shape = data.get("_shape")
+    size = math.prod(shape) if isinstance(shape, list) and all(map(_is_count, shape)) else -1
+    if not 0 <= size <= MAX_PARAMETERS or not re.fullmatch(
+        r"(float|int|uint)\d{1,2}|bool", str(data.get("dtype"))
+    ):
+        raise ValueError(
+            f"{where} must have a _shape of up to {MAX_PARAMETERS:,} numbers and a "
+            f"numeric dtype; got {data.get('_shape')!r:.60}, {data.get('dtype')!r:.30}"
+        )
+    shape = tuple(shape)
     dtype = np.dtype(data["dtype"])
     if "..." not in str(data.get("low")) + str(data.get("high")):  # SB3 abbreviates > 1,000
-        bounds = [re.findall(r"[^][\s]+", str(data[k])) for k in ("low", "high")]
+        texts = [str(data.get(k)) for k in ("low", "high")]
+        if max(map(len, texts)) > 32 * size + 64:  # a number's text at most: parsed after
+            raise ValueError(f"{where} has bounds longer than its {size:,} numbers")
+        bounds = [re.findall(r"[^][\s]+", text) for text in texts]
         low, high = (np.array(b, float).astype(dtype).reshape(shape) for b in bounds)
         return spaces.Box(low, high, shape, dtype)
     if env is None:
@@ -3254,6 +3272,13 @@ def _sb3_space(data: Any, env: Any, key: str, where: str) -> spaces.Space:
     if (env_space.shape, env_space.dtype) != (shape, dtype):
         raise ValueError(f"{where} is {dtype} of shape {shape}; the env's is {env_space}")
     return env_space
+
+
+def _sb3_integer(value: Any) -> int | None:
+    """An integer of SB3's JSON, written as a number or as text of at most 18 digits."""
+    if isinstance(value, str) and re.fullmatch(r"-?\d{1,18}", value):
+        return int(value)
+    return value if is_int(value) else None
 
 
 def _sb3_policy(data: dict) -> dict[str, Any]:
@@ -3302,7 +3327,9 @@ def _sb3_weights(
     floats = lambda v: torch.is_tensor(v) and v.is_floating_point()  # not complex, not int
     if not (isinstance(state, dict) and all(floats(v) for v in state.values())):
         raise ValueError(f"{where} holds something other than float tensors")
-    return {str(k): v.double().numpy() for k, v in state.items()}
+    if sum(v.numel() for v in state.values()) > n_params:  # a stride-0 view inflates here
+        raise ValueError(f"{where} holds more than {n_params:,} weights")
+    return {str(k): v.detach().double().numpy() for k, v in state.items()}
 
 
 # == The command line =============================================================================
@@ -3346,8 +3373,9 @@ FLAGS = [  # flag, argparse keywords, help
     ("--env", {}, "gymnasium env id (default CartPole-v1; with --eval, the model's)"),
     (
         "--preset",
-        {"choices": PRESETS, "default": "tuned"},
-        "the env's settings: tuned where a study beat the paper's (Swimmer), else the paper's",
+        {"choices": PRESETS},
+        "the env's settings: tuned (the default) where a study beat the paper's (Swimmer), "
+        "else the paper's; paper: the paper's (or rl-baselines3-zoo's) everywhere",
     ),
     ("--policy", {"choices": list(POLICIES)}, "LinearPolicy (the paper's) or MlpPolicy"),
     ("--net-arch", {"type": _net_arch}, "MlpPolicy hidden sizes, e.g. 64,64 (selects MlpPolicy)"),
@@ -3387,9 +3415,10 @@ MAX_WORKERS = 1024  # more processes than this on one machine is a typo
 def _parser() -> argparse.ArgumentParser:
     p = _Parser(
         prog="python ars.py",
-        description="Train a policy with Augmented Random Search. Unset flags take the paper's "
-        f"(or rl-baselines3-zoo's) value for the env ({', '.join(PAPER_SETTINGS)}; any -v4/-v5 "
-        "id) or a generic default.",
+        description="Train a policy with Augmented Random Search. Unset flags take the env's "
+        f"preset (--preset): tuned settings where a study beat the paper's "
+        f"({', '.join(TUNED_SETTINGS)}), else the paper's (or rl-baselines3-zoo's) value "
+        f"({', '.join(PAPER_SETTINGS)}; any -v4/-v5 id), else a generic default.",
         epilog="examples:\n  python ars.py                        CartPole-v1 to 500 in seconds\n"
         "  python ars.py --env Hopper-v4        the paper's Hopper run\n"
         "  python ars.py --eval runs/Hopper-v4-20261129-101500-seed7/model.npz\n"
@@ -3412,6 +3441,7 @@ def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         (min(args.job_timeout, args.start_timeout) <= 0, "timeouts must be positive"),
         (args.resume and given != {"resume"}, "--resume goes without --run-dir and --overwrite"),
         (args.eval and given, "--eval goes without --resume, --run-dir and --overwrite"),
+        (args.eval and args.preset, "--eval takes the model's settings: it goes without --preset"),
         (args.overwrite and not args.run_dir, "--overwrite needs the --run-dir it replaces"),
     ]:
         if wrong:
@@ -3511,6 +3541,7 @@ RUN_FILES = "config.json progress.csv checkpoint.npz model.npz best_model.npz ev
 def _new_run(args: argparse.Namespace) -> tuple[ARS, dict[str, Any], Path]:
     env_id = args.env or "CartPole-v1"
     args.policy = args.policy or ("MlpPolicy" if args.net_arch else None)  # layers: an MLP
+    args.preset = args.preset or "tuned"
     config = settings_for(env_id, args.preset)  # the preset's settings, then the flags given
     config.update({k: v for k, v in vars(args).items() if k in config and v is not None})
     extra = {k: getattr(args, k) for k in ("normalization_samples", "max_episode_steps")}
@@ -3576,6 +3607,7 @@ def _resume(args: argparse.Namespace) -> tuple[ARS, dict[str, Any], Path]:
     config = _json((run_dir / "config.json").read_text(), f"{run_dir / 'config.json'}")
     if not isinstance(config, dict) or set(RUN_CONFIG) - set(config):
         raise ValueError(f"{run_dir / 'config.json'} lacks {sorted(RUN_CONFIG)}: it is not ars's")
+    config.setdefault("preset", "paper")  # a run from before presets ran the paper's settings
     for flag in sorted(args.explicit):
         if config.get(flag) != getattr(args, flag):
             raise ValueError(
@@ -3599,7 +3631,7 @@ def _resume(args: argparse.Namespace) -> tuple[ARS, dict[str, Any], Path]:
 
 
 def _evaluate_saved(args: argparse.Namespace) -> int:
-    meta, state = read_model_file(args.eval)  # once: a model, or a policy alone
+    meta, state = read_model_file(args.eval, args.env)  # once: a model, or a policy alone
     build = ARS._from_file if meta["kind"] == "model" else _build_policy  # spaces: checked at use
     model = build(meta, state, str(args.eval))
     env_id = args.env or getattr(model, "env_id", None)
@@ -3628,6 +3660,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         with warnings.catch_warnings():  # showwarning comes back on every way out
             warnings.showwarning = _warning_printer()
+            # the paper's tasks are v4 ids, which gymnasium calls out of date: not news here
+            warnings.filterwarnings("ignore", message=".*is out of date.*")
             return _command(args, interrupts)
     except KeyboardInterrupt:
         print("interrupted: nothing was written", file=sys.stderr)

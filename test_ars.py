@@ -1728,6 +1728,8 @@ def test_any_device_is_accepted_and_a_gpu_falls_back_to_the_cpu_with_a_warning_a
         warnings.simplefilter("default")
         for _ in range(3):
             model = ARS("LinearPolicy", "CartPole-v1", device="cuda")
+        model.learn(100)  # the settings checked again here: no warning again
+        model.save(io.BytesIO())
         model.policy.to("cuda:1")
     assert [str(w.message) for w in record] == [
         "device='cuda': ars computes with NumPy: it uses the CPU",
@@ -3878,13 +3880,72 @@ def test_hostile_sb3_contrib_files_are_refused_in_one_line(tmp_path):
         "schedule": ({"lr_schedule": {"value_schedule": "Constant(val=nan)"}}, None, "learning_r"),
         "space": ({"observation_space": {":type:": "<class 'gym.Dict'>"}}, None, "Box or Discrete"),
         "env": ({"observation_space": {"low": "[...]", "_shape": [7]}}, None, "pass env="),
+        "subarray": ({"observation_space": {"dtype": "(100000000,)f8"}}, None, "numeric dtype"),
+        "void": ({"observation_space": {"dtype": "V1000000000"}}, None, "numeric dtype"),
+        "wide": ({"observation_space": {"_shape": [10**8]}}, None, "up to 10,000,000 numbers"),
+        "long": ({"observation_space": {"low": "0 " * 10**6}}, None, "bounds longer than its 3"),
+        "n": (
+            {
+                "action_space": {
+                    ":type:": "<class 'gymnasium.spaces.discrete.Discrete'>",
+                    "n": "1e30",
+                }
+            },
+            None,
+            "count n >= 1",
+        ),
+        "stride": ({}, _pth({"action_net.weight": torch.zeros(1).expand(10**8)}), "more than 3 w"),
+        "param": ({}, _pth({"action_net.weight": torch.nn.Parameter(weight)}), None),
     }
     for name, (data, pth, message) in cases.items():
         _sb3_file(tmp_path / f"{name}.zip", source, data, pth)
+        if message is None:  # a Parameter's weights load as any tensor's
+            assert ARS.load(tmp_path / f"{name}.zip").policy.n_params == 3
+            continue
         with pytest.raises(ValueError) as error:
             ARS.load(tmp_path / f"{name}.zip")
         assert message in str(error.value) and "\n" not in str(error.value), (name, error.value)
         assert str(error.value).startswith(str(tmp_path / f"{name}.zip")), name
+
+
+def test_sb3_contrib_members_are_read_within_their_bound_whatever_their_header_says(tmp_path):
+    """bzip2, LZMA and encrypted members are refused (Python inflates the first two without a
+    bound); a deflated member larger than its header says is read no further than the header
+    (zipfile's own bound), and refused in one line."""
+    sb3_contrib = pytest.importorskip("sb3_contrib")
+    source = tmp_path / "theirs.zip"
+    sb3_contrib.ARS("LinearPolicy", "Pendulum-v1", zero_policy=False, seed=0).save(source)
+    _sb3_file(tmp_path / "bz.zip", source, compress=zipfile.ZIP_BZIP2)
+    with pytest.raises(ValueError, match=r"bz.zip: member \w+ is compressed with method 12"):
+        ARS.load(tmp_path / "bz.zip")
+    with zipfile.ZipFile(source) as archive:
+        members = {n: archive.read(n) for n in archive.namelist()}
+    members["data"] = members["data"][:-1] + b" " * (200 << 20) + b"}"  # 200 MB of blanks
+    with zipfile.ZipFile(tmp_path / "lie.zip", "w", zipfile.ZIP_DEFLATED) as z:
+        for name, content in members.items():
+            z.writestr(name, content)
+    raw = bytearray((tmp_path / "lie.zip").read_bytes())  # the headers' size of data: 7,000
+    for header in (b"PK\x03\x04", b"PK\x01\x02"):  # the local and the central headers
+        at = raw.find(header)
+        while at >= 0:
+            offset = 22 if header == b"PK\x03\x04" else 24
+            name_at = 30 if header == b"PK\x03\x04" else 46
+            if raw[at + name_at : at + name_at + 4] == b"data":
+                raw[at + offset : at + offset + 4] = (7000).to_bytes(4, "little")
+            at = raw.find(header, at + 4)
+    (tmp_path / "lie.zip").write_bytes(bytes(raw))
+    with pytest.raises(ValueError, match=r"lie.zip is not a readable .*Bad CRC-32 for file 'data'"):
+        ARS.load(tmp_path / "lie.zip")
+    raw = bytearray(source.read_bytes())
+    at = raw.find(b"PK\x01\x02")
+    while (
+        raw[at + 46 : at + 50] != b"data" or int.from_bytes(raw[at + 28 : at + 30], "little") != 4
+    ):
+        at = raw.find(b"PK\x01\x02", at + 4)  # data's central entry (policy.pth holds a zip too)
+    raw[at + 8] |= 0x1  # flagged encrypted
+    (tmp_path / "locked.zip").write_bytes(bytes(raw))
+    with pytest.raises(ValueError, match="locked.zip: member .* is encrypted"):
+        ARS.load(tmp_path / "locked.zip")
 
 
 def test_a_pickle_that_names_anything_else_is_refused_without_running_it(tmp_path):
@@ -3924,9 +3985,10 @@ def test_sb3_contrib_boxes_of_abbreviated_bounds_load_with_env(tmp_path):
         "gym.register('Wide-v0', lambda: gym.wrappers.TimeLimit(test_ars.WideEnv(1500), 5))\n"
     )
     env = dict(os.environ, PYTHONPATH=f"{tmp_path}{os.pathsep}{HERE}")
-    args = [str(HERE / "ars.py"), "--eval", "ours.npz", "--env", "wide_env:Wide-v0"]
-    result = _run([*args, "--eval-episodes", "1"], tmp_path, env=env)
-    assert result.returncode == 0 and "mean return" in result.stdout, result.stderr
+    for model in ("ours.npz", "wide.zip"):  # sb3-contrib's own too: --env gives the bounds
+        args = [str(HERE / "ars.py"), "--eval", model, "--env", "wide_env:Wide-v0"]
+        result = _run([*args, "--eval-episodes", "1"], tmp_path, env=env)
+        assert result.returncode == 0 and "mean return" in result.stdout, result.stderr
 
 
 @pytest.mark.slow
@@ -4148,7 +4210,6 @@ def test_the_tuned_preset_is_the_command_lines_default_where_it_beat_the_papers(
     assert ars.settings_for("Hopper-v4", "tuned") == ars.settings_for("Hopper-v4", "paper")
     with pytest.raises(ValueError, match=r"preset must be one of \['tuned', 'paper'\]"):
         ars.settings_for("Swimmer-v4", "fast")
-    assert ars._parse_args(["--env", "Swimmer-v4"]).preset == "tuned"
     for preset, n_delta in (("tuned", 3), ("paper", 1)):
         run = tmp_path / preset
         flags = ["--env", "CartPole-v1", "--total-timesteps", "50", "--eval-episodes", "1"]
@@ -4157,8 +4218,16 @@ def test_the_tuned_preset_is_the_command_lines_default_where_it_beat_the_papers(
         args = ars._parse_args(["--env", "Swimmer-v4", "--preset", preset])
         assert ars.settings_for(args.env, args.preset)["n_delta"] == n_delta
     capsys.readouterr()
-    assert ars.main(["--resume", str(tmp_path / "tuned"), "--preset", "paper"]) == 2
-    assert "--preset cannot change on --resume" in capsys.readouterr().err
+    for run, other in (("tuned", "paper"), ("paper", "tuned")):  # either way: refused
+        assert ars.main(["--resume", str(tmp_path / run), "--preset", other]) == 2
+        assert (
+            f"--preset cannot change on --resume (the run has '{run}')" in capsys.readouterr().err
+        )
+    assert ars.main(["--eval", str(tmp_path / "paper" / "model.npz"), "--preset", "paper"]) == 2
+    assert "--eval takes the model's settings" in capsys.readouterr().err
+    default = tmp_path / "default"
+    assert ars.main([*flags, "--run-dir", str(default)]) == 0
+    assert json.loads((default / "config.json").read_text())["preset"] == "tuned"
 
 
 @pytest.mark.slow

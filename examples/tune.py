@@ -82,6 +82,8 @@ def train_seed(env_id: str, settings: dict, seed: int, args: argparse.Namespace,
     heard = [0]  # evaluations passed on so far
 
     def after_iteration(locals_: dict, globals_: dict) -> bool:
+        if hooks.stop.signum is not None:  # Ctrl+C or SIGTERM: this iteration is discarded
+            raise Interrupted
         done = args.threshold is not None and evaluation.last_mean_reward >= args.threshold
         if done and not reached:
             reached.append(episodes())
@@ -101,10 +103,11 @@ class Trial:
     objective of the seeds done and, for the seed that runs, its episodes so far (or to the
     threshold) and its evaluations so far."""
 
-    def __init__(self, trial: Any, args: argparse.Namespace, evaluator: Any):
+    def __init__(self, trial: Any, args: argparse.Namespace, evaluator: Any, stop: Any):
         self.trial = trial
         self.args = args
         self.evaluator = evaluator
+        self.stop = stop  # the signals heard: the trial ends at its next iteration
         self.reached: list[int | None] = []  # per seed done: episodes to the threshold
         self.run: list[int] = []  # per seed done: episodes run
         self.returns: list[float] = []  # every evaluation of the seeds done
@@ -131,9 +134,10 @@ class Trial:
         return self.value(self.reached, self.run, self.returns)
 
 
-def run_trial(trial: Any, args: argparse.Namespace, evaluator: Any) -> float:
+def run_trial(trial: Any, args: argparse.Namespace, evaluator: Any, stop: Any) -> float:
     """Train the tuning seeds one after the other; the pruner hears every evaluation."""
-    settings, hooks = suggest(trial), Trial(trial, args, evaluator)
+    settings = suggest(trial)
+    hooks = Trial(trial, args, evaluator, stop)
     for index in range(args.seeds):
         value = hooks.done(*train_seed(args.env, settings, TUNING_SEEDS + index, args, hooks))
     return value
@@ -176,13 +180,56 @@ def report(study: Any, env_id: str, plots: Path | None) -> None:
             print(f"wrote {plots / name}.png")
 
 
-class Terminated(KeyboardInterrupt):
-    """SIGTERM, heard as Ctrl+C is: Optuna marks the running trial failed, and the same
-    command goes on from the trials kept."""
+class Interrupted(KeyboardInterrupt):
+    """Ctrl+C or SIGTERM, raised in a trial's training: Optuna marks the trial failed."""
 
 
-def _terminate(signum: int, frame: Any) -> None:
-    raise Terminated
+class Stop:
+    """Ctrl+C and SIGTERM: a trial in training ends at its next iteration (Optuna marks it
+    failed), raised there, in plain code; in Optuna's own bookkeeping, the study stops once
+    the trial is recorded, so that no trial is ever left running. A second signal during
+    training ends it at once. ``status``: 128 + the first signal."""
+
+    def __init__(self, study: Any):
+        self.study = study
+        self.signum = None
+        self.training = False
+        self.optimizing = False
+
+    def __call__(self, signum: int, frame: Any) -> None:
+        again = self.signum is not None
+        self.signum = self.signum or signum
+        if self.training and again:  # asked twice: now, wherever the trial is
+            raise Interrupted
+        if self.optimizing:
+            self.study.stop()
+
+    def objective(self, run: Any) -> Any:
+        """``run(trial)``, as Optuna calls it, heard by the signals."""
+
+        def objective(trial: Any) -> float:
+            self.training = True
+            try:
+                if self.signum is not None:  # came between Optuna's ask and this trial
+                    raise Interrupted
+                value = run(trial)
+            except FloatingPointError as error:  # this trial fails alone (optimize's catch)
+                print(f"trial {trial.number} failed: {error}", flush=True)
+                raise
+            except Exception as error:
+                if type(error).__name__ == "TrialPruned":
+                    print(f"trial {trial.number} pruned", flush=True)
+                raise
+            finally:
+                self.training = False
+            print(f"trial {trial.number}: {value:.4g}", flush=True)
+            return value
+
+        return objective
+
+    @property
+    def status(self) -> int:
+        return 128 + (self.signum or signal.SIGINT)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -204,7 +251,7 @@ def main(argv: list[str] | None = None) -> int:
         p.error("--trials, --timesteps, --seeds and --eval-episodes must be >= 1, --workers >= 0")
     args.eval_freq = args.eval_freq or max(args.timesteps // 20, 1)
     optuna = ars.require("optuna", INSTALL)
-    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    optuna.logging.set_verbosity(optuna.logging.ERROR)  # a failed trial: tune.py says so
     study = optuna.create_study(
         storage=args.storage,
         study_name=args.study or args.env,
@@ -219,21 +266,34 @@ def main(argv: list[str] | None = None) -> int:
         p.error(f"the study {study.study_name} tunes for {kept}: give it the same --threshold")
     study.set_user_attr("objective", objective)
     study.set_user_attr("threshold", args.threshold)
+    evaluator = ars.AsyncEval([args.env] * args.workers) if args.workers else None
+    stop = Stop(study)
+    previous = {s: signal.signal(s, stop) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:  # the signals are the study's until main returns: a second one is heard, not fatal
+        return _study(study, stop, args, evaluator)
+    finally:
+        for number, handler in previous.items():
+            signal.signal(number, handler)
+
+
+def _study(study: Any, stop: Stop, args: argparse.Namespace, evaluator: Any) -> int:
+    """Run the trials the study lacks, then report; the exit status."""
     finished = ("COMPLETE", "PRUNED")
     done = sum(t.state.name in finished for t in study.trials)
-    evaluator = ars.AsyncEval([args.env] * args.workers) if args.workers else None
-    objective = lambda trial: run_trial(trial, args, evaluator)  # noqa: E731
-    previous = signal.signal(signal.SIGTERM, _terminate)
+    objective = stop.objective(lambda trial: run_trial(trial, args, evaluator, stop))
     try:  # a trial whose rewards overflow fails alone; the same command runs it again
+        stop.optimizing = True
         study.optimize(objective, n_trials=max(args.trials - done, 0), catch=FloatingPointError)
-    except KeyboardInterrupt as stop:
-        done = sum(t.state.name in finished for t in study.trials)
-        print(f"interrupted: {done} trials kept in {args.storage}; the same command goes on")
-        return 143 if isinstance(stop, Terminated) else 130
+    except KeyboardInterrupt:
+        stop.signum = stop.signum or signal.SIGINT
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        stop.optimizing = False
         if evaluator is not None:
             evaluator.close()
+    if stop.signum is not None:
+        done = sum(t.state.name in finished for t in study.trials)
+        print(f"interrupted: {done} trials kept in {args.storage}; the same command goes on")
+        return stop.status
     if not any(t.state.name == "COMPLETE" for t in study.trials):
         print("no trial completed: nothing to report")
         return 1
