@@ -1139,7 +1139,12 @@ class ARS:
         self._start_time = time.perf_counter()
         self._start_steps = self.num_timesteps
         if self.normalization_samples and getattr(self.policy.obs_rms, "count", 1) == 0:
-            self._warm_up(evaluator)
+            policy = self.policy
+            samples = self.normalization_samples
+            steps = warm_up_statistics(
+                policy, evaluator, self.seed, samples, self.max_episode_steps
+            )
+            self.num_timesteps += steps
         if checkpoint and self.n_updates == 0:  # a run killed early can resume too
             self.save(checkpoint, callbacks=callbacks)
         start = dict(locals(), total_timesteps=self._total_timesteps)  # SB3's: the absolute target
@@ -1257,24 +1262,6 @@ class ARS:
 
     def _schedule_value(self, name: str) -> float:
         return setting_at(self.hparams, name, self._current_progress_remaining)
-
-    def _warm_up(self, evaluator: Any) -> None:
-        """``normalization_samples``: V2's first statistics from the initial policy's episodes."""
-        policy = self.policy
-        seed = self.seed
-        frozen = (policy.network(), policy.obs_rms, policy.parameters_to_vector())
-        visited = []
-        episode = 0
-        steps = 0
-        while steps < self.normalization_samples:
-            seeds = [[env_seed(seed, WARM_UP, episode + i)] for i in range(WARM_UP_BATCH)]
-            it, jobs = fixed_jobs(*frozen, seeds, self.max_episode_steps, seed=seed, track_obs=True)
-            for result in evaluator.evaluate(it, jobs):
-                visited.append(result.visited)
-                steps += int(result.lengths.sum())
-            episode += WARM_UP_BATCH
-        self.num_timesteps += steps
-        policy.obs_rms = merge_statistics(policy.obs_rms, visited)
 
     # -- the policy, and SB3's methods ----------------------------------------------------------
     def predict(self, observation: Any, *args: Any, **kwargs: Any) -> tuple[Any, Any]:
@@ -1443,13 +1430,7 @@ class ARS:
         if print_system_info:
             print("== saved with:", meta.get("system_info"), "\n== now:", _system_info())
         where = str(getattr(path, "name", path) if hasattr(path, "read") else path)
-        fields = {k: v for k, v in (custom_objects or {}).items() if k in FILE_FIELDS}
-        for key, value in fields.items():  # the file's other fields, each checked
-            if not FILE_FIELDS[key](value):
-                raise ValueError(f"custom_objects[{key!r}] cannot be {value!r:.60}")
-        meta.update(fields)
-        held = {*meta.get("hparams", {}), "policy_kwargs"}
-        settings = {k: v for k, v in (custom_objects or {}).items() if k in held}
+        settings = _custom_objects(meta, custom_objects or {})
         return cls._from_file(meta, state, where, env, device=device, **{**settings, **kwargs})
 
     @classmethod
@@ -1487,12 +1468,6 @@ class ARS:
         if env is not None:
             model.set_env(env)
         return model
-
-
-# What ARS.load's custom_objects may replace beyond the settings, and the check of each.
-FILE_FIELDS: dict[str, Callable[[Any], bool]] = dict(num_timesteps=_is_count, n_updates=_is_count)
-FILE_FIELDS.update(env_id=lambda value: value is None or isinstance(value, str))
-FILE_FIELDS.update({key: lambda value: isinstance(value, Space) for key in SPACE_KEYS})
 
 
 # The public attributes every ARS model has beyond its class's and its settings: a file's
@@ -1830,6 +1805,27 @@ def evaluate_episodes(
     theta, episodes = policy.parameters_to_vector(), [[s] for s in seeds]
     it, jobs = fixed_jobs(policy.network(), policy.obs_rms, theta, episodes, max_episode_steps)
     return evaluator.evaluate(_observed_through(vec_normalize, it, training=False), jobs, on_step)
+
+
+def warm_up_statistics(
+    policy: Any, evaluator: Any, seed: int, samples: int, max_episode_steps: int | None
+) -> int:
+    """``normalization_samples``: V2's first statistics, merged into ``policy.obs_rms``, from
+    whole episodes of the initial policy, at least ``samples`` steps of them, on the WARM_UP
+    stream's env seeds, WARM_UP_BATCH episodes a round; returns the steps they took."""
+    frozen = (policy.network(), policy.obs_rms, policy.parameters_to_vector())
+    visited = []
+    episode = 0
+    steps = 0
+    while steps < samples:
+        seeds = [[env_seed(seed, WARM_UP, episode + i)] for i in range(WARM_UP_BATCH)]
+        it, jobs = fixed_jobs(*frozen, seeds, max_episode_steps, seed=seed, track_obs=True)
+        for result in evaluator.evaluate(it, jobs):
+            visited.append(result.visited)
+            steps += int(result.lengths.sum())
+        episode += WARM_UP_BATCH
+    policy.obs_rms = merge_statistics(policy.obs_rms, visited)
+    return steps
 
 
 def fixed_jobs(
@@ -3001,6 +2997,25 @@ def read_model_file(source: Any, env: Any = None) -> tuple[dict[str, Any], dict[
     finally:
         if not hasattr(source, "read"):
             f.close()
+
+
+# What ARS.load's custom_objects may replace beyond the settings, and the check of each.
+FILE_FIELDS: dict[str, Callable[[Any], bool]] = dict(num_timesteps=_is_count, n_updates=_is_count)
+FILE_FIELDS.update(env_id=lambda value: value is None or isinstance(value, str))
+FILE_FIELDS.update({key: lambda value: isinstance(value, Space) for key in SPACE_KEYS})
+
+
+def _custom_objects(meta: dict, custom_objects: dict) -> dict[str, Any]:
+    """SB3's ``custom_objects`` applied to a file's metadata: those of FILE_FIELDS replace the
+    file's, each checked; the settings the file holds are returned, to override its own; the
+    rest are ignored, as SB3 ignores them."""
+    fields = {k: v for k, v in custom_objects.items() if k in FILE_FIELDS}
+    for key, value in fields.items():
+        if not FILE_FIELDS[key](value):
+            raise ValueError(f"custom_objects[{key!r}] cannot be {value!r:.60}")
+    meta.update(fields)
+    held = {*meta.get("hparams", {}), "policy_kwargs"}
+    return {k: v for k, v in custom_objects.items() if k in held}
 
 
 def _open_zip(f: Any, where: str, most: int) -> tuple[zipfile.ZipFile, set[str]]:
