@@ -286,6 +286,9 @@ def _study(study: Any, stop: Stop, args: argparse.Namespace, evaluator: Any) -> 
         study.optimize(objective, n_trials=max(args.trials - done, 0), catch=FloatingPointError)
     except KeyboardInterrupt:
         stop.signum = stop.signum or signal.SIGINT
+    except RuntimeError:  # a signal to the process group ended AsyncEval's workers too
+        if stop.signum is None:
+            raise
     finally:
         stop.optimizing = False
         if evaluator is not None:
