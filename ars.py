@@ -335,7 +335,7 @@ Job = collections.namedtuple("Job", "candidate k sign seeds weights", defaults=[
 Result = collections.namedtuple("Result", "returns lengths visited")
 
 
-def episodes(  # noqa: C901 (split with the settings table, issue 51: the core's 500 lines)
+def episodes(  # noqa: C901 (one loop, two drivers: splitting it needs lines the core lacks)
     reset: Any, space: Any, seeds: Any, limits: list, track_obs: bool, on_step: Any, *drive: Any
 ) -> Any:
     """The one loop that runs episodes: ``reset(seed)`` per env seed, then steps to the first of
@@ -1847,16 +1847,23 @@ def run_side_by_side(
     ``s`` drives the core's :func:`episodes` loop for a job, then for the next job waiting. A
     step sends one batch of actions from one forward pass of the k candidates' networks
     (np.matmul on the stacked layers gives np.dot's bits, slice by slice)."""
-    net, k, space, queue = it.network, envs.num_envs, envs.observation_space, list(enumerate(jobs))
+    net = it.network
+    k = envs.num_envs
+    space = envs.observation_space
+    queue = list(enumerate(jobs))
     flatten, see = net.flatten or (lambda obs: obs), it.obs_filter or (lambda obs: obs)
     plain = net.flatten is None and it.obs_filter is None
     layers = [
         (w.copy(), b if b is None else b.copy())  # a row per env, set per job
         for w, b in net.layers(np.zeros((k, net.n_params)), it.obs_rms)
     ]
-    activation, to_action, x = ACTIVATIONS[net.activation_fn], net.to_action(), [None] * k
+    activation = ACTIVATIONS[net.activation_fn]
+    to_action = net.to_action()
     own = [step[1] for step in envs.steps] if envs.steps else [envs.limit] * k
-    sends, taken, results, actions = [None] * k, [0] * k, [None] * len(jobs), []
+    x = [None] * k  # each env's current observation, as the policy's input
+    sends = [None] * k  # each env's loop, waiting for its transition
+    taken = [0] * k  # each env's job
+    results = [None] * len(jobs)
 
     def start(s: int) -> None:  # env s takes the next job waiting, if any
         sends[s] = None
@@ -1870,7 +1877,9 @@ def run_side_by_side(
             reset = lambda seed: envs.reset(s, seed, options)
             limits = [own[s], it.max_episode_steps]
             loop = episodes(reset, space, job.seeds, limits, it.track_obs, on_step)
-            sends[s], taken[s], obs = loop.send, index, next(loop)  # its first state
+            sends[s] = loop.send
+            taken[s] = index
+            obs = next(loop)  # its first state
             x[s] = obs if plain else flatten(see(obs))
         x[s] = x[0] if x[s] is None else x[s]  # an idle env's row: one of the same dtype
 
