@@ -5080,11 +5080,42 @@ def test_the_tuner_hears_sigterm_as_ctrl_c_and_keeps_its_trials(tmp_path):
 
 def test_the_tuners_objective_in_closed_form(monkeypatch):
     """With a threshold: the mean over seeds of the episodes to it, a seed never reaching it
-    counted at twice the episodes it ran; without: minus the mean evaluation return."""
+    counted as twice the budget's episodes times one plus its shortfall; without: minus the
+    mean evaluation return."""
     monkeypatch.syspath_prepend(str(HERE / "examples"))
     tune = importlib.import_module("tune")
-    assert tune.objective_value([100, None], [120, 400], []) == (100 + 2 * 400) / 2
-    assert tune.objective_value([None, None], [], [1.0, 3.0, -1.0]) == -1.0
+    reached = dict(reached=100, best=3100.0, returns=[3100.0])
+    short = dict(reached=None, best=1500.0, returns=[-1.0, 1500.0])
+    assert tune.objective_value([reached, short], 3000.0, 1000) == (100 + 2 * 1000 * 1.5) / 2
+    below = dict(reached=None, best=-500.0, returns=[])  # a negative threshold: |threshold|
+    assert tune.objective_value([below], -200.0, 10) == 2 * 10 * (1 + 300 / 200)
+    assert tune.objective_value([reached, short], None, 1000) == -(3100 - 1 + 1500) / 3
+    assert tune.time_limit("Hopper-v4") == 1000 and tune.time_limit("CartPole-v1") == 500
+
+
+def test_the_tuner_starts_from_the_papers_settings_once(monkeypatch):
+    """The study's first trial is the paper's settings (as b's share of N), queued once;
+    none where the paper's lie outside the search space."""
+    optuna = pytest.importorskip("optuna")
+    monkeypatch.syspath_prepend(str(HERE / "examples"))
+    tune = importlib.import_module("tune")
+    paper = dict(n_delta=8, top_share=0.5, learning_rate=0.01, delta_std=0.025)
+    paper.update(normalize_obs=True, alive_bonus_offset=-1.0)
+    assert tune.starting_point("Hopper-v4") == paper
+    assert tune.starting_point("Humanoid-v4") is None  # N = 230: beyond 64
+    study = optuna.create_study()
+    for _ in range(2):
+        tune.start_from_the_paper(study, "Hopper-v4")
+    assert [t.system_attrs["fixed_params"] for t in study.trials] == [paper]
+    trial = study.ask()
+    assert tune.suggest(trial) == dict(
+        normalize_obs=True,
+        alive_bonus_offset=-1.0,
+        n_delta=8,
+        n_top=4,
+        learning_rate=0.01,
+        delta_std=0.025,
+    )
 
 
 OWN_TESTS = ("rl_zoo.py", "tune.py")

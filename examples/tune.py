@@ -7,9 +7,12 @@ Each trial trains ``--seeds`` seeds (the tuning seeds 100, 101, ...: never the s
 benchmarks measure on) for at most ``--timesteps`` steps each, evaluating every
 ``--eval-freq`` steps. The objective, minimised: with ``--threshold``, the mean over seeds of
 the training episodes to the first evaluation at the threshold, a seed that never reaches it
-counted at twice the episodes it ran; without one, minus the mean evaluation return over the
-run (the area under the curve). Optuna's TPE sampler proposes; its median pruner hears
-every evaluation and stops a trial doing worse than the median of earlier trials there.
+counted as twice the episodes the step budget holds at the env's time limit, times one plus
+its shortfall, ``(threshold - best evaluation) / |threshold|``; without one, minus the mean
+evaluation return over the run (the area under the curve). The study's first trial is the
+paper's settings (ars's generic ones for other envs); then Optuna's TPE sampler proposes,
+and its median pruner hears every evaluation and stops a trial doing worse than the median
+of earlier trials at the same point.
 
 The same command continues an interrupted study (Ctrl+C ends the trial that runs), and
 several processes or machines given one database URL work on one study. It ends by printing
@@ -27,12 +30,18 @@ import warnings
 from pathlib import Path
 from typing import Any
 
+import gymnasium
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # ars.py of this checkout
 import ars  # noqa: E402
 
 INSTALL = 'pip install "ars-numpy[tune]"'
 TUNING_SEEDS = 100  # the first tuning seed; the benchmarks use 237, 759, 959 and 1 to 20
-PENALTY = 2  # a seed that never reaches the threshold counts twice the episodes it ran
+PENALTY = 2  # a seed never reaching the threshold: twice the budget's episodes, and more
+# The search space: what the paper tuned, and the switches that matter.
+RANGES = dict(n_delta=(1, 64), top_share=(0.1, 1.0), learning_rate=(1e-3, 0.1))
+RANGES.update(delta_std=(5e-3, 0.5))
+CHOICES = dict(normalize_obs=[True, False], alive_bonus_offset=[0.0, -1.0])
 
 
 def top_of(top_share: float, n_delta: int) -> int:
@@ -41,97 +50,125 @@ def top_of(top_share: float, n_delta: int) -> int:
 
 
 def suggest(trial: Any) -> dict[str, Any]:
-    """The settings of a trial: what the paper tuned (step size, noise, N, b as a share of N)
-    and the switches that matter (V2's normalisation, the alive-bonus shift)."""
-    n_delta = trial.suggest_int("n_delta", 1, 64, log=True)
-    top_share = trial.suggest_float("top_share", 0.1, 1.0)
-    return dict(
-        learning_rate=trial.suggest_float("learning_rate", 1e-3, 0.1, log=True),
-        delta_std=trial.suggest_float("delta_std", 5e-3, 0.5, log=True),
-        n_delta=n_delta,
-        n_top=top_of(top_share, n_delta),
-        normalize_obs=trial.suggest_categorical("normalize_obs", [True, False]),
-        alive_bonus_offset=trial.suggest_categorical("alive_bonus_offset", [0.0, -1.0]),
-    )
+    """The settings of a trial: step size, noise, N and b as a share of N (N and the two
+    scales log-uniform), V2's normalisation and the alive-bonus shift."""
+    params = {name: trial.suggest_categorical(name, choices) for name, choices in CHOICES.items()}
+    for name, (low, high) in RANGES.items():
+        if name == "n_delta":
+            params[name] = trial.suggest_int(name, low, high, log=True)
+        else:
+            params[name] = trial.suggest_float(name, low, high, log=name != "top_share")
+    params["n_top"] = top_of(params.pop("top_share"), params["n_delta"])
+    return params
 
 
-def objective_value(
-    episodes_to_threshold: list[int | None], episodes_run: list[int], returns: list[float]
-) -> float:
-    """The value a trial minimises, from each seed's episodes to the threshold (None: never
-    reached, counted as ``PENALTY`` times its episodes run), or, with no threshold (all None
-    and no episodes_run), minus the mean evaluation return over the run."""
-    if not episodes_run:
+def starting_point(env_id: str) -> dict[str, Any] | None:
+    """The paper's settings for ``env_id`` (else ars's generic ones) as a trial's parameters,
+    or None where they lie outside the search space (Humanoid's N = 230)."""
+    preset = ars.settings_for(env_id, "paper")
+    n_top = preset["n_top"] or preset["n_delta"]
+    params = {name: preset[name] for name in (*CHOICES, *RANGES) if name != "top_share"}
+    params["alive_bonus_offset"] = float(params["alive_bonus_offset"])
+    params["top_share"] = n_top / preset["n_delta"]
+    inside = all(low <= params[name] <= high for name, (low, high) in RANGES.items())
+    if not inside or top_of(params["top_share"], preset["n_delta"]) != n_top:
+        return None
+    return params
+
+
+def start_from_the_paper(study: Any, env_id: str) -> None:
+    """Queue the paper's settings as a trial unless one with them is waiting, running or
+    done: TPE then starts from the known settings, not from nothing."""
+    start = starting_point(env_id)
+    for trial in study.trials:
+        if trial.state.name != "FAIL" and trial.system_attrs.get("fixed_params") == start:
+            return
+        if trial.state.name != "FAIL" and trial.params == start:
+            return
+    if start is not None:
+        study.enqueue_trial(start)
+
+
+def objective_value(seeds: list[dict], threshold: float | None, budget: float) -> float:
+    """The value a trial minimises, from its seeds' records (``reached``: training episodes
+    to the first evaluation at the threshold, or None; ``best``: the best evaluation;
+    ``returns``: every evaluation). With a threshold: the mean over seeds of ``reached``, a
+    seed that never reaches counted as ``PENALTY * budget * (1 + shortfall)``, where
+    ``budget`` is the episodes the step budget holds at full length and ``shortfall`` is
+    ``(threshold - best) / |threshold|``. Without one: minus the mean evaluation return."""
+    if threshold is None:
+        returns = [mean for seed in seeds for mean in seed["returns"]]
         return -float(sum(returns) / len(returns))
-    counted = [
-        PENALTY * run if reached is None else reached
-        for reached, run in zip(episodes_to_threshold, episodes_run)
-    ]
+    counted = []
+    for seed in seeds:
+        shortfall = max(threshold - seed["best"], 0.0) / (abs(threshold) or 1.0)
+        penalty = PENALTY * budget * (1 + shortfall)
+        counted.append(penalty if seed["reached"] is None else seed["reached"])
     return float(sum(counted) / len(counted))
 
 
 def train_seed(env_id: str, settings: dict, seed: int, args: argparse.Namespace, hooks: Any):
-    """One seed's run: ``(episodes to the threshold or None, episodes run, evaluations)``;
-    ``hooks.evaluated(first, episodes, returns)`` hears of each evaluation as it comes."""
+    """One seed's run, as a record (``seed``, ``reached``, ``episodes``, ``best``,
+    ``returns``); ``hooks.evaluated(record)`` hears of each evaluation as it comes."""
     model = ars.ARS("LinearPolicy", env_id, seed=seed, **settings)
     evaluation = ars.EvalCallback(
         env_id, n_eval_episodes=args.eval_episodes, eval_freq=args.eval_freq, verbose=0
     )
-    episodes = lambda: 2 * model.n_delta * model.n_eval_episodes * model.n_updates  # noqa: E731
-    reached: list[int] = []
-    heard = [0]  # evaluations passed on so far
+    record = dict(seed=seed, reached=None, episodes=0, best=-float("inf"), returns=[])
 
     def after_iteration(locals_: dict, globals_: dict) -> bool:
         if hooks.stop.signum is not None:  # Ctrl+C or SIGTERM: this iteration is discarded
             raise Interrupted
+        record["episodes"] = 2 * model.n_delta * model.n_eval_episodes * model.n_updates
         done = args.threshold is not None and evaluation.last_mean_reward >= args.threshold
-        if done and not reached:
-            reached.append(episodes())
-        if len(evaluation.evaluations) > heard[0]:
-            heard[0] = len(evaluation.evaluations)
-            returns = [mean for _, _, mean, _ in evaluation.evaluations]
-            hooks.evaluated(reached[0] if reached else None, episodes(), returns)
+        if done and record["reached"] is None:
+            record["reached"] = record["episodes"]
+        if len(evaluation.evaluations) > len(record["returns"]):
+            record["returns"] = [mean for _, _, mean, _ in evaluation.evaluations]
+            record["best"] = max(record["returns"])
+            hooks.evaluated(record)
         return not done
 
     model.learn(args.timesteps, callback=[evaluation, after_iteration], async_eval=hooks.evaluator)
-    returns = [mean for _, _, mean, _ in evaluation.evaluations]
-    return (reached[0] if reached else None), episodes(), returns
+    return record
 
 
 class Trial:
-    """A trial's seeds so far, reported to Optuna's pruner after every evaluation: the
-    objective of the seeds done and, for the seed that runs, its episodes so far (or to the
-    threshold) and its evaluations so far."""
+    """A trial's seeds, reported to Optuna's pruner after every evaluation: the objective as
+    if the running seed ended there, at the step of the trial's nominal timesteps (seeds
+    done times ``--timesteps``, plus the running seed's evaluations times ``--eval-freq``), so
+    that every trial is compared with the others at the same point."""
 
     def __init__(self, trial: Any, args: argparse.Namespace, evaluator: Any, stop: Any):
         self.trial = trial
         self.args = args
         self.evaluator = evaluator
         self.stop = stop  # the signals heard: the trial ends at its next iteration
-        self.reached: list[int | None] = []  # per seed done: episodes to the threshold
-        self.run: list[int] = []  # per seed done: episodes run
-        self.returns: list[float] = []  # every evaluation of the seeds done
-        self.step = 0  # evaluations reported
+        self.budget = args.timesteps / time_limit(args.env)
+        self.seeds: list[dict] = []  # the records of the seeds done
 
-    def value(self, reached: list, run: list, returns: list) -> float:
+    def value(self, seeds: list[dict]) -> float:
         """The objective of seeds with these records."""
-        return objective_value(reached, run if self.args.threshold is not None else [], returns)
+        return objective_value(seeds, self.args.threshold, self.budget)
 
-    def evaluated(self, first: int | None, episodes: int, returns: list[float]) -> None:
+    def evaluated(self, record: dict) -> None:
         """Report the running seed's evaluation; prune when the median pruner says so."""
-        so_far = first if first is not None else episodes  # not reached yet: a lower bound
-        value = self.value([*self.reached, so_far], [*self.run, episodes], self.returns + returns)
-        self.trial.report(value, self.step)
-        self.step += 1
+        steps = len(self.seeds) * self.args.timesteps + len(record["returns"]) * self.args.eval_freq
+        self.trial.report(self.value([*self.seeds, record]), steps)
         if self.trial.should_prune():
             raise ars.require("optuna", INSTALL).TrialPruned()
 
-    def done(self, first: int | None, episodes: int, returns: list[float]) -> float:
-        """Keep a finished seed's records; the objective of the seeds done."""
-        self.reached.append(first)
-        self.run.append(episodes)
-        self.returns.extend(returns)
-        return self.value(self.reached, self.run, self.returns)
+    def done(self, record: dict) -> float:
+        """Keep a finished seed's record (also in the trial's attributes); the objective of
+        the seeds done."""
+        self.seeds.append(record)
+        self.trial.set_user_attr("seeds", self.seeds)
+        return self.value(self.seeds)
+
+
+def time_limit(env_id: str) -> int:
+    """The env's time limit (gymnasium's registry), or ars's limit for an env without one."""
+    return gymnasium.spec(env_id).max_episode_steps or ars.NO_LIMIT_STEPS
 
 
 def run_trial(trial: Any, args: argparse.Namespace, evaluator: Any, stop: Any) -> float:
@@ -139,7 +176,7 @@ def run_trial(trial: Any, args: argparse.Namespace, evaluator: Any, stop: Any) -
     settings = suggest(trial)
     hooks = Trial(trial, args, evaluator, stop)
     for index in range(args.seeds):
-        value = hooks.done(*train_seed(args.env, settings, TUNING_SEEDS + index, args, hooks))
+        value = hooks.done(train_seed(args.env, settings, TUNING_SEEDS + index, args, hooks))
     return value
 
 
@@ -250,6 +287,8 @@ def main(argv: list[str] | None = None) -> int:
     if min(args.trials, args.timesteps, args.seeds, args.eval_episodes) < 1 or args.workers < 0:
         p.error("--trials, --timesteps, --seeds and --eval-episodes must be >= 1, --workers >= 0")
     args.eval_freq = args.eval_freq or max(args.timesteps // 20, 1)
+    if not 1 <= args.eval_freq <= args.timesteps:
+        p.error("--eval-freq must be from 1 to --timesteps: each seed needs an evaluation")
     optuna = ars.require("optuna", INSTALL)
     optuna.logging.set_verbosity(optuna.logging.ERROR)  # a failed trial: tune.py says so
     study = optuna.create_study(
@@ -260,10 +299,14 @@ def main(argv: list[str] | None = None) -> int:
         sampler=optuna.samplers.TPESampler(),
         pruner=optuna.pruners.MedianPruner(n_startup_trials=5),
     )
-    objective = "threshold" if args.threshold is not None else "area under the curve"
+    objective = f"episodes to the threshold, else {PENALTY} x budget x (1 + shortfall)"
+    objective = objective if args.threshold is not None else "area under the curve"
     kept = study.user_attrs.get("objective", objective)
     if kept != objective or study.user_attrs.get("threshold", args.threshold) != args.threshold:
-        p.error(f"the study {study.study_name} tunes for {kept}: give it the same --threshold")
+        p.error(
+            f"the study {study.study_name} tunes for {kept!r} with threshold "
+            f"{study.user_attrs.get('threshold')}: give it the same --threshold, or a new --study"
+        )
     study.set_user_attr("objective", objective)
     study.set_user_attr("threshold", args.threshold)
     evaluator = ars.AsyncEval([args.env] * args.workers) if args.workers else None
@@ -281,6 +324,8 @@ def _study(study: Any, stop: Stop, args: argparse.Namespace, evaluator: Any) -> 
     finished = ("COMPLETE", "PRUNED")
     done = sum(t.state.name in finished for t in study.trials)
     objective = stop.objective(lambda trial: run_trial(trial, args, evaluator, stop))
+    if done < args.trials:
+        start_from_the_paper(study, args.env)
     try:  # a trial whose rewards overflow fails alone; the same command runs it again
         stop.optimizing = True
         study.optimize(objective, n_trials=max(args.trials - done, 0), catch=FloatingPointError)
