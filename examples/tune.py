@@ -136,8 +136,9 @@ def train_seed(env_id: str, settings: dict, seed: int, args: argparse.Namespace,
 class Trial:
     """A trial's seeds, reported to Optuna's pruner after every evaluation: the objective as
     if the running seed ended there, at the step of the trial's nominal timesteps (seeds
-    done times ``--timesteps``, plus the running seed's evaluations times ``--eval-freq``), so
-    that every trial is compared with the others at the same point."""
+    done times ``--timesteps`` and one more evaluation, which the last iteration may pass,
+    plus the running seed's evaluations times ``--eval-freq``), so that every trial is
+    compared with the others at the same point."""
 
     def __init__(self, trial: Any, args: argparse.Namespace, evaluator: Any, stop: Any):
         self.trial = trial
@@ -153,7 +154,8 @@ class Trial:
 
     def evaluated(self, record: dict) -> None:
         """Report the running seed's evaluation; prune when the median pruner says so."""
-        steps = len(self.seeds) * self.args.timesteps + len(record["returns"]) * self.args.eval_freq
+        per_seed = self.args.timesteps + self.args.eval_freq  # the last iteration overshoots
+        steps = len(self.seeds) * per_seed + len(record["returns"]) * self.args.eval_freq
         self.trial.report(self.value([*self.seeds, record]), steps)
         if self.trial.should_prune():
             raise ars.require("optuna", INSTALL).TrialPruned()
