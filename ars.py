@@ -10,6 +10,7 @@ from __future__ import annotations
 import collections
 import functools
 import math
+import sys
 import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -22,48 +23,30 @@ from numpy._core.umath import clip  # np.clip's ufunc: np.clip's wrapper costs m
 
 __version__ = "0.4.0"  # the one place of the version: pyproject.toml reads it
 
-# == Settings: the hyper-parameters, named and set as in ARS() ===================================
-DEFAULTS: dict[str, Any] = dict(policy="LinearPolicy", policy_kwargs=None, n_delta=8, n_top=None)
-DEFAULTS.update(learning_rate=0.02, delta_std=0.05, zero_policy=True, alive_bonus_offset=0.0)
-DEFAULTS.update(n_eval_episodes=1, normalize_obs=False, common_random_numbers=True)
-DEFAULTS.update(max_episode_steps=None, seed=None)
-# name: (lowest, highest); beyond these a run is a mistake, not a plan. ARS() adds its own.
-INTEGERS = dict(n_delta=(1, 10**6), n_top=(1, 10**6), n_eval_episodes=(1, 10**6))
-INTEGERS.update(seed=(0, 2**63 - 1), max_episode_steps=(1, 2**63 - 1))  # max_episode_steps: or None
-SWITCHES = ("zero_policy", "normalize_obs", "common_random_numbers")
-SCHEDULED = ("learning_rate", "delta_std")  # a number, or a function of the progress remaining
-# sb3-contrib's two policies (the paper's a = M x, and an MLP): their options and defaults
-POLICIES = dict(
+# == Settings: one table, as CleanRL's Args, from which each door's check is made ================
+Schedule = Callable[[float], float]  # a number as a function of the progress left, 1 to 0
+BIG = 2**63 - 1  # a count or a seed past int64 is a mistake, not a plan
+POLICIES = dict(  # sb3-contrib's two policies (the paper's a = M x, and an MLP): their options
     LinearPolicy=dict(with_bias=False, squash_output=False),
     MlpPolicy=dict(net_arch=[64, 64], activation_fn="relu", with_bias=True, squash_output=True),
 )
 ACTIVATIONS: dict[str, Callable] = dict(relu=lambda x: np.maximum(x, 0.0), tanh=np.tanh)
 ACTIVATIONS.update(sigmoid=lambda x: 0.5 * (1.0 + np.tanh(0.5 * x)), identity=lambda x: x)
-MAX_PARAMETERS = 10**7  # a direction this long per candidate is already slow
+
+
+def warn(message: str | Warning) -> None:
+    """Warn at the first line outside this file: the user's, whichever door it came in by."""
+    frame = sys._getframe(1)
+    level = 2
+    while frame is not None and frame.f_code.co_filename == __file__:
+        frame = frame.f_back
+        level += 1
+    warnings.warn(message, stacklevel=level)
 
 
 def is_int(value: Any) -> bool:
     """An int (NumPy's too), not a bool."""
     return isinstance(value, (int, np.integer)) and not isinstance(value, bool)
-
-
-def check_integer(name: str, value: Any, low: int = 1, high: int | None = None) -> int:
-    """``value`` as an int, else a ValueError naming ``name``; a setting's range is INTEGERS'."""
-    low, high = INTEGERS.get(name, (low, high))
-    if not (is_int(value) and low <= value and (high is None or value <= high)):
-        span = f">= {low:,}" if high is None else f"from {low:,} to {high:,}"
-        raise ValueError(f"{name} must be an integer {span}; got {value!r:.60}")
-    return int(value)
-
-
-def check_number(name: str, value: Any, low: float = -math.inf, positive: bool = False) -> float:
-    """``value`` as a float, else a ValueError naming ``name`` (finite, >= ``low``, or > 0)."""
-    real = is_int(value) or isinstance(value, (float, np.floating))  # not a bool, not complex
-    finite = real and (abs(int(value)) < 2**1023 if is_int(value) else math.isfinite(value))
-    if not (finite and value >= low and (value > 0 or not positive)):
-        what = "positive number" if positive else f"number >= {low:g}" if low > -math.inf else ""
-        raise ValueError(f"{name} must be a {what or 'finite number'}; got {value!r:.100}")
-    return float(value)
 
 
 def check_switch(name: str, value: Any) -> bool:
@@ -73,54 +56,128 @@ def check_switch(name: str, value: Any) -> bool:
     return bool(value)
 
 
+def integer(low: int, high: int = BIG, or_none: bool = False) -> Callable[[str, Any], Any]:
+    """The rule of a whole number from ``low`` to ``high`` (or None)."""
+
+    def rule(name: str, value: Any) -> int | None:
+        if value is None and or_none:
+            return None
+        if not (is_int(value) and low <= value <= high):
+            raise ValueError(
+                f"{name} must be an integer from {low:,} to {high:,}; got {value!r:.60}"
+            )
+        return int(value)
+
+    return rule
+
+
+def check_number(name: str, value: Any, low: float = -math.inf, positive: bool = False) -> float:
+    """``value`` as a float, else a ValueError naming ``name`` (finite, >= ``low``, or > 0)."""
+    real = is_int(value) or isinstance(value, (float, np.floating))  # not a bool, not complex
+    finite = real and (abs(int(value)) < 2**1023 if is_int(value) else math.isfinite(value))
+    if finite and value >= low and (value > 0 or not positive):
+        return float(value)
+    what = "a finite number" if low == -math.inf else f"a number >= {low:g}"
+    what = "a positive number" if positive else what
+    raise ValueError(f"{name} must be {what}; got {value!r:.100}")
+
+
+def number(low: float = -math.inf, positive: bool = False, scheduled: bool = False) -> Callable:
+    """The rule of a finite number (>= ``low``, or > 0), or of a Schedule of them."""
+
+    def rule(name: str, value: Any) -> Any:
+        if scheduled and callable(value):  # its values are checked when it is called
+            return value
+        return check_number(name, value, low, positive)
+
+    return rule
+
+
+Setting = collections.namedtuple("Setting", "default rule help")  # rule None: policy_options'
+# train()'s settings, one table (ARS() adds SB3's): every door checks by it, the command line's
+# flags, a file's fields and the presets are made from it. Greek letters are the paper's.
+SETTINGS = dict(
+    policy=Setting("LinearPolicy", None, "LinearPolicy (the paper's) or MlpPolicy"),
+    policy_kwargs=Setting(None, None, "net_arch, activation_fn, with_bias, squash_output"),
+    n_delta=Setting(8, integer(1, 10**6), "N: directions per iteration (2N rollouts)"),
+    n_top=Setting(None, integer(1, 10**6, or_none=True), "b: directions kept (None: N)"),
+    learning_rate=Setting(0.02, number(0, scheduled=True), "alpha: the step size"),
+    delta_std=Setting(0.05, number(positive=True, scheduled=True), "nu: the noise"),
+    zero_policy=Setting(True, check_switch, "start from zero parameters (M = 0)"),
+    alive_bonus_offset=Setting(0.0, number(), "a shift added to every step's reward"),
+    n_eval_episodes=Setting(1, integer(1, 10**6), "episodes per candidate"),
+    normalize_obs=Setting(False, check_switch, "V2: normalise the observations"),
+    common_random_numbers=Setting(True, check_switch, "+ and - share their env seeds"),
+    max_episode_steps=Setting(None, integer(1, or_none=True), "end episodes here too"),
+    seed=Setting(None, integer(0, or_none=True), "random seed (default: drawn; a run saves it)"),
+    total_timesteps=Setting(1_000_000, number(0), "env steps to train for (resumed: a new total)"),
+)
+DEFAULTS = {name: s.default for name, s in SETTINGS.items() if name != "total_timesteps"}
+SCHEDULED = ("learning_rate", "delta_std")  # a number, or a Schedule (their rules accept it)
+
+
+def check_setting(name: str, value: Any, label: str = "", table: dict = SETTINGS) -> Any:
+    """``value`` of the setting ``name``, checked by its rule (an error names ``label``)."""
+    rule = table[name].rule
+    return value if rule is None else rule(label or name, value)
+
+
 def policy_options(policy: Any, options: Any) -> dict[str, Any]:
     """``policy``'s options (``policy_kwargs`` over POLICIES' defaults), checked."""
     if not (isinstance(policy, str) and policy in POLICIES):
         raise ValueError(f"policy must be one of {list(POLICIES)}; got {policy!r:.100}")
     if not isinstance(options, (dict, type(None))):
         raise ValueError(f"policy_kwargs must be a dict or None; got {options!r:.100}")
-    if unknown := sorted(set(options or {}) - set(POLICIES[policy])):
+    unknown = sorted(set(options or {}) - set(POLICIES[policy]))
+    if unknown:
         raise ValueError(f"policy_kwargs {unknown}: {policy}'s are {list(POLICIES[policy])}")
-    o = {"net_arch": [], "activation_fn": "relu", **POLICIES[policy], **(options or {})}
-    arch, fn = o["net_arch"], o["activation_fn"]  # net_arch None: the default, as in SB3
+    merged = {"net_arch": [], "activation_fn": "relu", **POLICIES[policy], **(options or {})}
+    arch = merged["net_arch"]  # None: the default, as in SB3
     arch = POLICIES["MlpPolicy"]["net_arch"] if arch is None else arch
-    name = str(fn.__name__ if isinstance(fn, type) else fn)  # a class: torch's nn.ReLU
     if not (isinstance(arch, (list, tuple)) and all(is_int(n) and n > 0 for n in arch)):
         raise ValueError(f"net_arch must be a list of layer sizes >= 1; got {arch!r:.100}")
-    if name.lower() not in ACTIVATIONS:
-        raise ValueError(f"activation_fn must be one of {list(ACTIVATIONS)}; got {name!r:.60}")
-    switches = {k: check_switch(k, o[k]) for k in ("with_bias", "squash_output")}
-    return dict(o, net_arch=[int(n) for n in arch], activation_fn=name.lower(), **switches)
+    activation = merged["activation_fn"]  # a name, or torch's class (nn.ReLU): not a function
+    activation = str(activation.__name__ if isinstance(activation, type) else activation).lower()
+    if activation not in ACTIVATIONS:
+        raise ValueError(
+            f"activation_fn must be one of {list(ACTIVATIONS)}; got {activation!r:.60}"
+        )
+    merged.update(net_arch=[int(n) for n in arch], activation_fn=activation)
+    merged.update({k: check_switch(k, merged[k]) for k in ("with_bias", "squash_output")})
+    return merged
 
 
-def check_settings(hp: dict[str, Any], known: Sequence[str] = tuple(DEFAULTS)) -> dict[str, Any]:
-    """``hp`` over DEFAULTS, checked and completed, at every door (a ValueError names the first
-    bad one): ``n_top`` > N warns and is N (b <= N), a None ``seed`` is drawn (NumPy's, as SB3)."""
-    if unknown := sorted(set(hp) - set(known)):
-        raise TypeError(f"unknown settings {unknown}; the settings are {list(known)}")
-    hp = {**{k: DEFAULTS[k] for k in known if k in DEFAULTS}, **hp}
-    hp["seed"] = np.random.randint(0, 2**31 - 1) if hp["seed"] is None else hp["seed"]
-    hp["n_top"] = hp["n_delta"] if hp["n_top"] is None else hp["n_top"]
-    ints = [n for n in INTEGERS if n in hp and (hp[n] is not None or n != "max_episode_steps")]
-    hp.update({name: check_integer(name, hp[name]) for name in ints})
-    if hp["n_top"] > hp["n_delta"]:
-        message = f"n_top={hp['n_top']} is larger than n_delta={hp['n_delta']}; using n_delta"
-        warnings.warn(message, stacklevel=3)
+def check_settings(given: dict[str, Any], table: dict = SETTINGS) -> dict[str, Any]:
+    """``given`` over the table's defaults (but the budget), each checked by its rule (a
+    ValueError names the first bad one), then completed: a None seed is drawn (NumPy's global
+    generator, as SB3's), b is N when None and at most N (with a warning)."""
+    known = [name for name in table if name != "total_timesteps"]
+    unknown = sorted(set(given) - set(known))
+    if unknown:
+        raise TypeError(f"unknown settings {unknown}; the settings are {known}")
+    hp = {
+        name: check_setting(name, given.get(name, table[name].default), "", table) for name in known
+    }
+    if hp["seed"] is None:
+        hp["seed"] = int(np.random.randint(0, 2**31 - 1))
+    if hp["n_top"] is None:
         hp["n_top"] = hp["n_delta"]
-    hp.update({name: check_switch(name, hp[name]) for name in SWITCHES})
-    for name in SCHEDULED:  # a schedule is checked when it is called
-        if not callable(hp[name]):
-            hp[name] = check_number(name, hp[name], 0.0, positive=name == "delta_std")
-    hp["alive_bonus_offset"] = check_number("alive_bonus_offset", hp["alive_bonus_offset"])
+    if hp["n_top"] > hp["n_delta"]:
+        warn(f"n_top={hp['n_top']} is larger than n_delta={hp['n_delta']}; using n_delta")
+        hp["n_top"] = hp["n_delta"]
     policy_options(hp["policy"], hp["policy_kwargs"])
     return hp
 
 
 def setting_at(hp: dict[str, Any], name: str, progress: float) -> float:
     """A number, or a schedule's value at ``progress`` (the share of training left), checked."""
-    value = hp[name](progress) if callable(hp[name]) else hp[name]
-    where = f"{name} (its schedule at progress {progress:.3f})"
-    return check_number(where, value, 0.0, positive=name == "delta_std")
+    if not callable(hp[name]):
+        return hp[name]
+    value = hp[name](progress)
+    label = f"{name} (its schedule at progress {progress:.3f})"
+    if callable(value):  # a schedule gives numbers, which its rule checks
+        raise ValueError(f"{label} must be a number; got {value!r:.60}")
+    return check_setting(name, value, label)
 
 
 # == Running statistics ==========================================================================
@@ -129,7 +186,22 @@ class RunningMeanStd:
     1979); with no data, mean 0 and var 1 make normalising the identity."""
 
     def __init__(self, shape: tuple[int, ...] = ()):
-        self.mean, self.var, self.count = np.zeros(shape), np.ones(shape), 0
+        self.mean = np.zeros(shape)
+        self.var = np.ones(shape)
+        self.count = 0
+
+    @staticmethod
+    def from_moments(mean: np.ndarray, var: np.ndarray, count: int) -> RunningMeanStd:
+        """The statistics of ``count`` rows with this mean and variance."""
+        rms = RunningMeanStd()
+        rms.mean = mean
+        rms.var = var
+        rms.count = count
+        return rms
+
+    def copy(self) -> RunningMeanStd:
+        """An independent copy."""
+        return RunningMeanStd.from_moments(self.mean.copy(), self.var.copy(), self.count)
 
     def update(self, batch: np.ndarray) -> RunningMeanStd:
         """Add the rows of ``batch`` (shape ``(n, *shape)``); returns ``self``."""
@@ -143,47 +215,43 @@ class RunningMeanStd:
         """Merge ``other`` into ``self`` exactly (the parallel algorithm); returns ``self``."""
         if other.count == 0:
             return self
-        if self.count == 0:
-            self.mean, self.var, self.count = other.mean.copy(), other.var.copy(), other.count
+        if self.count == 0:  # a copy: the same bits as the other's
+            self.mean = other.mean.copy()
+            self.var = other.var.copy()
+            self.count = other.count
             return self
-        count, delta = self.count + other.count, other.mean - self.mean
+        count = self.count + other.count
+        delta = other.mean - self.mean
         m2 = self.var * self.count + other.var * other.count
         m2 = m2 + delta**2 * (self.count * other.count / count)
         self.mean = self.mean + delta * (other.count / count)
-        self.var, self.count = m2 / count, count
+        self.var = m2 / count
+        self.count = count
         return self
-
-    def copy(self) -> RunningMeanStd:
-        """An independent copy."""
-        return RunningMeanStd.from_moments(self.mean.copy(), self.var.copy(), self.count)
-
-    @staticmethod
-    def from_moments(mean: np.ndarray, var: np.ndarray, count: int) -> RunningMeanStd:
-        """The statistics of ``count`` rows with this mean and variance."""
-        rms = RunningMeanStd(np.shape(mean))
-        rms.mean, rms.var, rms.count = mean, var, count
-        return rms
 
 
 def merge_statistics(obs_rms: RunningMeanStd | None, visited: Sequence[Any]) -> Any:
     """``obs_rms`` merged with each rollout's statistics in order: the same bits, whoever ran it."""
-    return obs_rms and functools.reduce(RunningMeanStd.combine, visited, obs_rms.copy())  # V1: None
+    if obs_rms is None:  # V1
+        return None
+    return functools.reduce(RunningMeanStd.combine, visited, obs_rms.copy())
 
 
 # == The policy: a linear map or an MLP, with V2's normalisation folded into the first layer =====
 MIN_VARIANCE = 1e-8  # V2: inputs with a smaller variance are treated as constant and zeroed
 OBSERVATION_SPACES = (spaces.Box, spaces.Discrete, spaces.MultiDiscrete, spaces.MultiBinary)
+MAX_PARAMETERS = 10**7  # a direction this long per candidate is already slow
 
 
 def flattener(space: spaces.Space) -> Callable[[Any], np.ndarray]:
     """``obs -> float vector`` for any leading axes, as ``spaces.flatten`` (one-hot Discrete)."""
-    dim, shape, box = spaces.flatdim(space), space.shape, isinstance(space, spaces.Box)
 
     def flatten(x: Any) -> np.ndarray:
         x = np.asarray(x)
-        lead = x.shape[: x.ndim - len(shape)]  # a Box is only reshaped: no copy per step
-        x = x if box else np.array([spaces.flatten(space, o) for o in x.reshape(-1, *shape)], float)
-        return x.reshape(lead + (dim,))
+        lead = x.shape[: x.ndim - len(space.shape)]
+        if not isinstance(space, spaces.Box):  # a Box is only reshaped: no copy per step
+            x = np.array([spaces.flatten(space, o) for o in x.reshape(-1, *space.shape)], float)
+        return x.reshape(lead + (spaces.flatdim(space),))
 
     return flatten
 
@@ -211,19 +279,22 @@ class Network:
             )
         if not isinstance(action_space, (spaces.Box, spaces.Discrete)):
             raise NotImplementedError(f"ARS supports Box and Discrete actions; got {action_space}")
-        o = policy_options(policy, options)
-        self.observation_space, self.action_space = observation_space, action_space
-        self.net_arch, self.activation_fn = o["net_arch"], o["activation_fn"]
-        self.with_bias, self.squash_output = o["with_bias"], o["squash_output"]
+        options = policy_options(policy, options)
+        self.observation_space = observation_space
+        self.action_space = action_space
+        self.net_arch = options["net_arch"]
+        self.activation_fn = options["activation_fn"]
+        self.with_bias = options["with_bias"]
+        self.squash_output = options["squash_output"]
         self.obs_dim = spaces.flatdim(observation_space)
         flat = isinstance(observation_space, spaces.Box) and len(observation_space.shape) == 1
         self.flatten = None if flat else flattener(observation_space)
-        discrete = isinstance(action_space, spaces.Discrete)
-        self.action_dim = int(action_space.n if discrete else np.prod(action_space.shape))
-        if not discrete:  # Box actions: rescaled tanh or clipped, to bounds finite in the dtype
-            largest = np.finfo(action_space.dtype).max if action_space.dtype.kind == "f" else np.inf
+        self.action_dim = spaces.flatdim(action_space)  # Discrete: one output per action
+        if isinstance(action_space, spaces.Box):  # tanh-rescaled or clipped to these bounds
+            kind = action_space.dtype.kind
+            largest = np.finfo(action_space.dtype).max if kind == "f" else np.inf
             bounds = [np.ravel(x).astype(np.float64) for x in (action_space.low, action_space.high)]
-            self._low, self._high = np.clip(bounds, -largest, largest)
+            self.bounds = np.clip(bounds, -largest, largest)  # finite in the dtype
             if self.squash_output and not action_space.is_bounded():
                 raise ValueError(f"{action_space} is unbounded: use squash_output=False")
         self.layer_shapes = layer_shapes(self.obs_dim, self.net_arch, self.action_dim)
@@ -241,9 +312,9 @@ class Network:
             for (out, inp), weight, bias in zip(self.layer_shapes, pieces[::2], pieces[1::2])
         ]
         if obs_rms is not None:
-            weight, bias = layers[0][0] * inverse_std(obs_rms.var), layers[0][1]
+            weight = layers[0][0] * inverse_std(obs_rms.var)
             shift = -(weight @ obs_rms.mean.reshape(-1))
-            layers[0] = (weight, shift if bias is None else bias + shift)
+            layers[0] = (weight, shift if layers[0][1] is None else layers[0][1] + shift)
         return layers
 
     def to_action(self) -> Callable[[np.ndarray], Any]:
@@ -251,10 +322,14 @@ class Network:
         if isinstance(self.action_space, spaces.Discrete):
             start = int(self.action_space.start)
             return lambda out: out.argmax(axis=-1) + start
-        dtype, shape = self.action_space.dtype, self.action_space.shape
-        low, high = self._low, self._high
-        squash, cast = self.squash_output, dtype != np.float64
-        center, scale = ((high + low) / 2, (high - low) / 2) if squash else (0.0, 1.0)
+        dtype = self.action_space.dtype
+        shape = self.action_space.shape
+        low = self.bounds[0]
+        high = self.bounds[1]
+        squash = self.squash_output
+        cast = dtype != np.float64
+        center = (high + low) / 2 if squash else 0.0
+        scale = (high - low) / 2 if squash else 1.0
 
         def to_box(out: np.ndarray) -> np.ndarray:  # squashed too: center - scale can pass low
             out = clip(center + scale * np.tanh(out) if squash else out, low, high, out=out)
@@ -266,9 +341,13 @@ class Network:
 
     def actor(self, theta: np.ndarray, obs_rms: RunningMeanStd | None = None) -> Callable:
         """A fast ``obs -> action`` for one observation: the rollout's hot path."""
-        *hidden, (w_out, b_out) = self.layers(theta, obs_rms)
-        activation, to_action = ACTIVATIONS[self.activation_fn], self.to_action()
-        flatten, dot = self.flatten, np.dot  # np.dot: cheaper per call than @ on small vectors
+        layers = self.layers(theta, obs_rms)
+        hidden = layers[:-1]
+        w_out, b_out = layers[-1]
+        activation = ACTIVATIONS[self.activation_fn]
+        to_action = self.to_action()
+        flatten = self.flatten
+        dot = np.dot  # cheaper per call than @ on small vectors
         if not hidden and flatten is None and b_out is None:  # V1's a = M x: the least per step
             return lambda obs: to_action(dot(w_out, obs))
 
@@ -282,9 +361,12 @@ class Network:
 
 
 # == Random streams ==============================================================================
-# Every random number comes from a stream named by its coordinates: never a generator that
-# advances, so any worker rebuilds a direction or an env seed from a few integers.
-ENV_SEEDS, DIRECTIONS, WARM_UP, EVALUATION = 0, 1, 2, 3  # first coordinates: never overlap
+# Every random number comes from a stream named by its coordinates, never from a generator that
+# advances: any worker rebuilds a direction or an env seed from a few integers.
+ENV_SEEDS = 0  # the first coordinate: the stream's purpose (training's env seeds, ...)
+DIRECTIONS = 1
+WARM_UP = 2  # the plumbing's: the statistics' warm-up episodes, and evaluations
+EVALUATION = 3
 
 
 def stream(seed: int, *coordinates: int) -> np.random.SeedSequence:
@@ -293,8 +375,14 @@ def stream(seed: int, *coordinates: int) -> np.random.SeedSequence:
 
 
 def env_seed(seed: int, *coordinates: int) -> int:
-    """An env seed: for a training rollout, ``(ENV_SEEDS, iteration, candidate, episode)``."""
+    """An env seed: the first word of the stream named by ``coordinates``."""
     return int(stream(seed, *coordinates).generate_state(1)[0])
+
+
+def env_seeds(seed: int, *coordinates: int, n: int, first: int = 0) -> np.ndarray:
+    """The env seeds of episodes ``first`` to ``first + n - 1``, each ``env_seed(seed,
+    *coordinates, episode)``; a training rollout's: ``(ENV_SEEDS, iteration, key)``."""
+    return np.array([env_seed(seed, *coordinates, e) for e in range(first, first + n)], np.uint64)
 
 
 def direction(seed: int, iteration: int, k: int, n_params: int) -> np.ndarray:
@@ -302,18 +390,17 @@ def direction(seed: int, iteration: int, k: int, n_params: int) -> np.ndarray:
     return np.random.default_rng(stream(seed, DIRECTIONS, iteration, k)).standard_normal(n_params)
 
 
-# == Rollouts ====================================================================================
+# == Rollouts: the one loop that runs episodes, and what it records ==============================
 OBS_CHUNK_BYTES = 8 << 20  # visited observations are folded into statistics in chunks this big
 NO_LIMIT_STEPS = 100_000  # an episode this long in an env without a time limit is an error
-
-
-def _inner_step(env: gym.Env) -> tuple[Callable[[Any], tuple], int | None]:
-    """``env.step`` past TimeLimit, OrderEnforcing, PassiveEnvChecker (1 us a step); the limit."""
-    inner, limits = env, []
-    while isinstance(inner, (TimeLimit, OrderEnforcing, PassiveEnvChecker)):
-        limits += [inner._max_episode_steps] if isinstance(inner, TimeLimit) else []
-        inner = inner.env
-    return inner.step, min(limits, default=None)  # nested limits: the first reached ends it
+# What evaluators get and give back. An Iteration: the Network, theta, V2's frozen statistics, nu,
+# the seed and index naming its directions, whether to track states, a step limit, an observation
+# filter (SB3 VecNormalize's). A Job: candidate c, ``theta + sign nu delta_k`` (sign 0: theta, or
+# ``weights``), with its env seeds. A Result: returns, lengths, the states' statistics (V1: None).
+ITERATION = "network theta obs_rms delta_std seed index track_obs max_episode_steps obs_filter"
+Iteration = collections.namedtuple("Iteration", ITERATION, defaults=[False, None, None])
+Job = collections.namedtuple("Job", "candidate k sign seeds weights", defaults=[None])
+Result = collections.namedtuple("Result", "returns lengths visited")
 
 
 def joined(rows: list, dtype: Any) -> np.ndarray:
@@ -325,69 +412,82 @@ def joined(rows: list, dtype: Any) -> np.ndarray:
     return flat if flat.size == len(rows) * np.size(rows[0]) else np.asarray(rows, float).ravel()
 
 
-# What evaluators get and give back. An Iteration: the Network, theta, V2's frozen statistics, nu,
-# the seed and index naming its directions, whether to track states, a step limit, an observation
-# filter (SB3 VecNormalize's). A Job: candidate c, ``theta + sign nu delta_k`` (sign 0: theta, or
-# ``weights``), with its env seeds. A Result: returns, lengths, the states' statistics (V1: None).
-FIELDS = "network theta obs_rms delta_std seed index track_obs max_episode_steps obs_filter"
-Iteration = collections.namedtuple("Iteration", FIELDS, defaults=[False, None, None])
-Job = collections.namedtuple("Job", "candidate k sign seeds weights", defaults=[None])
-Result = collections.namedtuple("Result", "returns lengths visited")
+class Recorder:
+    """A job's episodes as whoever steps the env tells them (:func:`run_job`, or k envs side by
+    side): returns, lengths and the statistics of the states acted on, folded a chunk at a
+    time (V2's; V1's only flag a non-finite state)."""
 
+    def __init__(self, space: Space, n_episodes: int, limits: list, track_obs: bool):
+        known = [n for n in limits if n is not None]
+        self.limit = min(known, default=NO_LIMIT_STEPS)  # the first limit reached ends it
+        self.unlimited = not known
+        self.space = space
+        self.track_obs = track_obs
+        self.keep = track_obs or np.dtype(space.dtype or int).kind == "f"  # ints are finite
+        self.visited = RunningMeanStd((spaces.flatdim(space),))
+        self.chunk = max(1, min(1000, OBS_CHUNK_BYTES // (8 * spaces.flatdim(space))))
+        self.rows: list = []
+        self.returns = np.zeros(n_episodes)
+        self.lengths = np.zeros(n_episodes, dtype=np.int64)
+        self.episode = -1
 
-def episodes(  # noqa: C901 (one loop, two drivers: splitting it needs lines the core lacks)
-    reset: Any, space: Any, seeds: Any, limits: list, track_obs: bool, on_step: Any, *drive: Any
-) -> Any:
-    """The one loop that runs episodes: ``reset(seed)`` per env seed, then steps to the first of
-    ``limits``; with ``drive = (step, act)`` on one env, else yielding states, sent transitions."""
-    step, act = drive or (None, None)
-    limits, dim = [n for n in limits if n is not None], spaces.flatdim(space)
-    limit = min(limits, default=NO_LIMIT_STEPS)
-    keep = track_obs or np.dtype(space.dtype or int).kind == "f"  # integer states are finite
-    flatten, visited, rows = flattener(space), RunningMeanStd((dim,)), []
-    chunk = max(1, min(1000, OBS_CHUNK_BYTES // (8 * dim)))  # V2 folds them, V1 checks them
+    def start(self, obs: Any, seed: int) -> Any:
+        """A new episode, from its first state (returned) and its env seed."""
+        self.seed = seed
+        self.episode += 1
+        self.total = 0.0
+        self.steps = 0
+        self.keep_state(obs)
+        return obs
 
-    def fold() -> None:
-        if track_obs:
-            visited.update(flatten(rows))
-        elif not np.isfinite(joined(rows, space.dtype)).all():
-            visited.mean = np.full(dim, np.nan)
-        rows.clear()
+    def keep_state(self, obs: Any) -> None:
+        """A state the policy acts on."""
+        if self.keep:
+            self.rows.append(obs)
+            if len(self.rows) >= self.chunk:
+                self.fold()
 
-    returns, lengths = np.zeros(len(seeds)), np.zeros(len(seeds), dtype=np.int64)
-    for i, seed in enumerate(seeds):
-        obs = reset(int(seed))
-        total, steps, stop = 0.0, 0, min(limit, chunk - len(rows))  # stop: limit or full chunk
-        while True:  # the hot loop: nothing in it that can wait for a stop
-            if keep:
-                rows.append(obs)
-            if step is None:  # driven: the action and its step come from outside
-                action, (obs, reward, terminated, truncated, info) = yield obs
-            else:
-                action = act(obs)
-                obs, reward, terminated, truncated, info = step(action)
-            steps += 1
-            if on_step is not None:
-                on_step(action, (obs, reward, terminated, truncated or steps == limit, info))
-            total += reward
-            if terminated or truncated or steps == stop:
-                if len(rows) >= chunk:
-                    fold()
-                if terminated or truncated or steps == limit:
-                    break
-                stop = min(limit, steps + chunk - len(rows))
-        if keep and not np.isfinite(obs).all():  # a final state is never acted on, but checked
-            rows.append(obs)
-        if not limits and not (terminated or truncated):
+    def step(self, obs: Any, reward: float, terminated: bool, truncated: bool) -> bool:
+        """A step's reward and new state; True once the episode has ended (env or limit)."""
+        self.total += reward
+        self.steps += 1
+        if not (terminated or truncated or self.steps == self.limit):
+            self.keep_state(obs)
+            return False
+        if self.unlimited and not (terminated or truncated):
             raise RuntimeError(
-                f"an episode ran {NO_LIMIT_STEPS:,} steps without ending (env seed {seed}) and "
-                "the env has no time limit: wrap it in TimeLimit, or pass max_episode_steps="
+                f"an episode ran {NO_LIMIT_STEPS:,} steps without ending (env seed {self.seed}) "
+                "and the env has no time limit: wrap it in TimeLimit, or pass max_episode_steps="
             )
-        returns[i], lengths[i] = total, steps
-    if rows:
-        fold()
-    flagged = not np.isfinite(visited.mean).all()  # V1's check: NaN statistics flag a state
-    return Result(returns, lengths, visited if track_obs or flagged else None)
+        if self.keep and not np.isfinite(obs).all():  # a final state is never acted on: checked
+            self.rows.append(obs)
+        self.returns[self.episode] = self.total
+        self.lengths[self.episode] = self.steps
+        return True
+
+    def fold(self) -> None:
+        """The rows kept, into the statistics."""
+        box = isinstance(self.space, spaces.Box)
+        rows = joined(self.rows, self.space.dtype) if box else flattener(self.space)(self.rows)
+        self.visited.update(rows.reshape(len(self.rows), -1))
+        self.rows.clear()
+
+    def result(self) -> Result:
+        """The job's Result, once its last episode has ended."""
+        if self.rows:
+            self.fold()
+        flagged = not np.isfinite(self.visited.mean).all()  # V1's check: NaN flags a state
+        visited = self.visited if self.track_obs or flagged else None
+        return Result(self.returns, self.lengths, visited)
+
+
+def inner_step(env: gym.Env) -> tuple[Callable[[Any], tuple], int | None]:
+    """``env.step`` past TimeLimit, OrderEnforcing, PassiveEnvChecker (1 us a step); the limit."""
+    limits = []
+    while isinstance(env, (TimeLimit, OrderEnforcing, PassiveEnvChecker)):
+        limits += [env._max_episode_steps] if isinstance(env, TimeLimit) else []
+        env = env.env
+    return env.step, min(limits, default=None)  # nested limits: the first reached ends it
 
 
 def candidate_parameters(it: Iteration, job: Job) -> np.ndarray:
@@ -399,83 +499,102 @@ def candidate_parameters(it: Iteration, job: Job) -> np.ndarray:
 
 
 def run_job(env: gym.Env, it: Iteration, job: Job, options: Any = None, on_step: Any = None) -> Any:
-    """One candidate's Result on ``env`` (``options``: every reset's; ``on_step``: each step's)."""
-    act = it.network.actor(candidate_parameters(it, job), it.obs_rms)
-    if it.obs_filter is not None:  # an SB3 VecNormalize's view of the observations
-        act = lambda obs, policy=act, see=it.obs_filter: policy(see(obs))
-    (step, env_limit), limits = _inner_step(env), [it.max_episode_steps]
-    reset = lambda seed: env.reset(seed=seed, options=options)[0]
-    args = (reset, env.observation_space, job.seeds, [env_limit, *limits], it.track_obs, on_step)
-    try:
-        next(episodes(*args, step, act))  # it runs to its end without yielding
-    except StopIteration as end:
-        return end.value
+    """One candidate's Result on ``env``, an episode per env seed: the loop that runs episodes
+    (``options``: every reset's; ``on_step(action, transition)``: told of each step)."""
+    policy = it.network.actor(candidate_parameters(it, job), it.obs_rms)
+    see = it.obs_filter  # an SB3 VecNormalize's view of the observations, or None
+    act = policy if see is None else lambda obs: policy(see(obs))
+    step, env_limit = inner_step(env)
+    limits = [env_limit, it.max_episode_steps]
+    record = Recorder(env.observation_space, len(job.seeds), limits, it.track_obs)
+    for seed in job.seeds:
+        obs = record.start(env.reset(seed=int(seed), options=options)[0], int(seed))
+        ended = False
+        while not ended:  # the hot loop: a step of the env, one of the policy
+            action = act(obs)
+            obs, reward, terminated, truncated, info = step(action)
+            ended = record.step(obs, reward, terminated, truncated)
+            if on_step is not None:
+                limited = truncated or record.steps == record.limit
+                on_step(action, (obs, reward, terminated, limited, info))
+    return record.result()
 
 
 def check_finite(result: Result, job: Job, index: int) -> Result:
     """``result``, checked: a NaN or inf reward or observation (or overflow) stops training."""
-    rms, sign, seeds = result.visited, "+-"[job.sign < 0], [int(s) for s in job.seeds]
+    rms = result.visited
     what = "reward (nan or inf)" if not np.isfinite(result.returns).all() else None
     if what is None and rms is not None and not np.isfinite([rms.mean, rms.var]).all():
         big = np.isfinite(rms.mean).all()  # finite states whose squares overflow: scale them
         what = "variance of the observations: scale them" if big else "observation (nan or inf)"
     if what:
         raise FloatingPointError(
-            f"iteration {index}, candidate {job.candidate} (direction {job.k}, {sign}): a "
-            f"non-finite {what}, with env seeds {seeds}; the weights are unchanged"
+            f"iteration {index}, candidate {job.candidate} (direction {job.k}, "
+            f"{'+-'[job.sign < 0]}): a non-finite {what}, with env seeds "
+            f"{[int(s) for s in job.seeds]}; the weights are unchanged"
         )
     return result
 
 
 # == One iteration of Algorithm 2, and training ==================================================
+Update = collections.namedtuple("Update", "theta obs_rms results timesteps sigma_r step_size")
+
+
+def shifted_return(result: Result, alive_bonus_offset: float) -> float:
+    """A candidate's return: the mean over its episodes, with the paper's shift at every step."""
+    return float(np.mean(result.returns + alive_bonus_offset * result.lengths))
+
+
 def iteration(
     theta: np.ndarray, obs_rms: Any, evaluate: Callable, network: Network, index: int, hp: dict
-) -> tuple[np.ndarray, Any, dict[str, Any]]:
-    """One iteration of Algorithm 2 (comments give its lines), ``hp``'s numbers, ``evaluate(it,
-    jobs)`` running rollouts: the new theta and obs_rms, Results, timesteps, sigma_R, step size."""
-    n, b, alpha, nu, seed = (hp[k] for k in "n_delta n_top learning_rate delta_std seed".split())
+) -> Update:
+    """One iteration of Algorithm 2 (comments give its lines) with ``hp``'s numbers, rollouts
+    by ``evaluate(it, jobs)``: the new theta and obs_rms, Results, timesteps, sigma_R, step."""
+    n = hp["n_delta"]
+    b = hp["n_top"]
+    seed = hp["seed"]
     # Line 4: N directions delta_k ~ N(0, I), the streams direction(seed, index, k), drawn later.
-    track = hp["normalize_obs"]  # V2 returns the statistics of the states visited
-    it = Iteration(network, theta, obs_rms, nu, seed, index, track, hp["max_episode_steps"])
-
+    it = Iteration(network, theta, obs_rms, hp["delta_std"], seed, index, hp["normalize_obs"])
+    it = it._replace(max_episode_steps=hp["max_episode_steps"])
     # Line 5: 2N rollouts of theta +- nu delta_k (candidates k and N + k), mu and Sigma
     # frozen; common random numbers (ars's, not the paper's): a direction's two share env seeds.
-    def seeds(c: int) -> np.ndarray:
-        key, runs = c % n if hp["common_random_numbers"] else c, range(hp["n_eval_episodes"])
-        return np.array([env_seed(seed, ENV_SEEDS, index, key, e) for e in runs], np.uint64)
-
-    jobs = [Job(c, k, sign, seeds(c)) for k in range(n) for c, sign in ((k, 1), (n + k, -1))]
+    jobs = []
+    for k in range(n):  # run as +delta_0, -delta_0, +delta_1, ...
+        for c, sign in ((k, 1), (n + k, -1)):
+            key = k if hp["common_random_numbers"] else c
+            seeds = env_seeds(seed, ENV_SEEDS, index, key, n=hp["n_eval_episodes"])
+            jobs.append(Job(c, k, sign, seeds))
     results = {j.candidate: check_finite(r, j, index) for j, r in zip(jobs, evaluate(it, jobs))}
     results = [results[c] for c in range(2 * n)]
-    # r: the mean return over a candidate's episodes, with the paper's per-step shift.
-    r = np.array([np.mean(x.returns + hp["alive_bonus_offset"] * x.lengths) for x in results])
-    r_plus, r_minus = r[:n], r[n:]
+    r = np.array([shifted_return(x, hp["alive_bonus_offset"]) for x in results])
+    r_plus = r[:n]
+    r_minus = r[n:]
     # Line 6: order the directions by max(r+_k, r-_k) and keep the best b.
     top = np.argsort(-np.maximum(r_plus, r_minus), kind="stable")[:b]
     # Line 7: theta += alpha / (b sigma_R) sum_k (r+_k - r-_k) delta_k, sigma_R the std of the 2b
     # kept returns (0: no step), divided first by the largest if far from 1 (no overflow).
     scale = np.abs(np.concatenate([r_plus[top], r_minus[top]])).max()
     scale = scale if scale and not 1e-100 < scale < 1e100 else 1.0  # 1: the same bits
-    plus, minus = r_plus[top] / scale, r_minus[top] / scale
+    plus = r_plus[top] / scale
+    minus = r_minus[top] / scale
     sigma_r = np.concatenate([plus, minus]).std()  # in units of scale, as the step
     if not np.isfinite(sigma_r):  # returns (and shift) past float64: never a silent zero step
         raise FloatingPointError(f"iteration {index}: sigma_R overflows: scale down the rewards")
-    step_size = alpha / (b * sigma_r) if sigma_r > 0 else 0.0
+    step_size = hp["learning_rate"] / (b * sigma_r) if sigma_r > 0 else 0.0
     deltas = np.stack([direction(seed, index, k, network.n_params) for k in top])
     theta = theta + step_size * ((plus - minus) @ deltas)
     # Line 8 (V2): mu and Sigma absorb every state visited in this iteration, in order.
     obs_rms = merge_statistics(obs_rms, [x.visited for x in results])
     steps = int(sum(x.lengths.sum() for x in results))
-    info = dict(results=results, timesteps=steps, sigma_r=sigma_r * scale)
-    return theta, obs_rms, dict(info, step_size=step_size / scale)
+    return Update(theta, obs_rms, results, steps, sigma_r * scale, step_size / scale)
 
 
 def initial_parameters(network: Network, zero_policy: bool, seed: int) -> np.ndarray:
     """Line 2's M = 0, else uniform in +-1/sqrt(fan_in) per layer (torch's Linear), seeded."""
     if zero_policy:
         return np.zeros(network.n_params)
-    rng, sizes = np.random.default_rng(stream(seed)), network.layer_shapes
-    bounds = [(1 / math.sqrt(i), o * i + o * network.with_bias) for o, i in sizes]
+    rng = np.random.default_rng(stream(seed))
+    bounds = [(1 / math.sqrt(i), o * i + o * network.with_bias) for o, i in network.layer_shapes]
     return np.concatenate([rng.uniform(-bound, bound, n) for bound, n in bounds])
 
 
@@ -483,25 +602,28 @@ def train(env: str | gym.Env, total_timesteps: int, **hyper_parameters: Any) -> 
     """ARS on ``env`` for ``total_timesteps`` steps (the last iteration may overshoot), checked
     and with the same bits as ``ARS.learn``: theta, V2's statistics (V1: None), the Network."""
     hp = check_settings(hyper_parameters)
-    total = check_number("total_timesteps", total_timesteps, 0)
+    total = check_setting("total_timesteps", total_timesteps)
     env = gym.make(env) if isinstance(env, str) else env
     network = Network(env.observation_space, env.action_space, hp["policy"], hp["policy_kwargs"])
     theta = initial_parameters(network, hp["zero_policy"], hp["seed"])
     obs_rms = RunningMeanStd((network.obs_dim,)) if hp["normalize_obs"] else None
-    evaluate = lambda it, jobs: [run_job(env, it, job) for job in jobs]
-    steps = index = 0
+    evaluate = lambda it, jobs: [run_job(env, it, job) for job in jobs]  # in this process
+    steps = 0
+    index = 0
     while steps < total:  # Line 3: loop
-        now = {k: setting_at(hp, k, 1 - steps / total) for k in SCHEDULED}
-        theta, obs_rms, info = iteration(theta, obs_rms, evaluate, network, index, {**hp, **now})
-        steps, index = steps + info["timesteps"], index + 1
+        now = {name: setting_at(hp, name, 1 - steps / total) for name in SCHEDULED}
+        update = iteration(theta, obs_rms, evaluate, network, index, {**hp, **now})
+        theta = update.theta
+        obs_rms = update.obs_rms
+        steps += update.timesteps
+        index += 1
     return theta, obs_rms, network
 
 
 # --------------------------------------------------- end of the core: the rest is built on it
 
 # The API follows (ARSPolicy and ARS), then the plumbing in the order data flows. Optional
-# dependencies are imported where they are used; one blank line separates definitions, two
-# the sections.
+# dependencies are imported where they are used.
 
 import argparse
 import ast
@@ -516,7 +638,6 @@ import os
 import re
 import signal
 import stat
-import sys
 import tempfile
 import threading
 import time
@@ -529,15 +650,35 @@ from pathlib import Path
 
 # == Shared helpers: optional imports, small checks and conversions used below ====================
 
-Schedule = Callable[[float], float]
 SPACE_KEYS = ("observation_space", "action_space")
-# ARS()'s settings: the core's hyper-parameters (but the policy, an argument of its own) and
-# the API's, each a name of ``model.hparams`` and an attribute (``model.n_delta``).
 BUILT_WITH = ("policy_kwargs", "zero_policy")  # settings read only when a policy is built
-HPARAMS = tuple(k for k in DEFAULTS if k != "policy") + tuple(
-    "normalization_samples stats_window_size tensorboard_log verbose device".split()
+
+
+def _folder(name: str, value: Any) -> Any:
+    """The rule of a folder or None."""
+    if not isinstance(value, (str, os.PathLike, type(None))):
+        raise ValueError(f"{name} must be a folder or None; got {value!r:.100}")
+    return value
+
+
+def _device(name: str, value: Any) -> Any:
+    """The rule of a device: a name such as 'cpu' or a torch.device (ars computes on the CPU)."""
+    if not isinstance(getattr(value, "type", value), str):
+        raise ValueError(f"{name} must be a name such as 'cpu' or a torch.device; got {value!r}")
+    return value
+
+
+# ARS()'s settings: the core's table and SB3's own, each a name of ``model.hparams`` and an
+# attribute (``model.n_delta``); the policy is ARS()'s first argument, the budget learn()'s.
+MODEL_SETTINGS = dict(
+    SETTINGS,
+    normalization_samples=Setting(0, integer(0, 10**12), "V2: first, steps of the initial policy"),
+    stats_window_size=Setting(100, integer(1, 10**7), "episodes in rollout/ep_rew_mean"),
+    tensorboard_log=Setting(None, _folder, "a folder for progress.csv (and TensorBoard's files)"),
+    verbose=Setting(0, integer(0, 2), "1: print the log"),
+    device=Setting("cpu", _device, "as SB3's (ars computes with NumPy, on the CPU)"),
 )
-INTEGERS.update(normalization_samples=(0, 10**12), stats_window_size=(1, 10**7), verbose=(0, 2))
+HPARAMS = tuple(k for k in MODEL_SETTINGS if k not in ("policy", "total_timesteps"))
 
 
 def require(module: str, install: str) -> Any:
@@ -557,16 +698,6 @@ def _is_number(value: Any) -> bool:  # a file's number: int or float, as check_n
 def _is_count(value: Any, high: int = 2**63 - 1) -> bool:
     """A whole number from 0 to ``high`` (a file's counter or size)."""
     return is_int(value) and 0 <= value <= high
-
-
-def _warn(message: str | Warning) -> None:
-    """Warn at the user's line: the first outside this file, whichever door the call came in
-    by (Python's filters then show it once per line, or as the user set them)."""
-    frame, level = sys._getframe(1), 2
-    while frame is not None and frame.f_code.co_filename == __file__:
-        frame = frame.f_back
-        level += 1
-    warnings.warn(message, stacklevel=level)
 
 
 def _one_line(error: BaseException) -> str:
@@ -623,14 +754,12 @@ def check_spaces(observation_space: spaces.Space, action_space: spaces.Space) ->
     Network(observation_space, action_space, "LinearPolicy", None)
 
 
-def _check_device(device: Any, warn: bool = True) -> None:
-    """A device name or torch.device; a GPU falls back to the CPU, as SB3's, with a warning
-    where the device is given (``warn``), not again where the settings are checked later."""
-    kind = getattr(device, "type", device)
-    if not isinstance(kind, str):
-        raise ValueError(f"device must be a name such as 'cpu' or a torch.device; got {device!r}")
-    if warn and kind.split(":")[0] not in ("cpu", "auto"):
-        _warn(f"device={device!r}: ars computes with NumPy: it uses the CPU")
+def _check_device(device: Any, given: bool = True) -> None:
+    """A device by the settings' rule; a GPU falls back to the CPU, as SB3's, with a warning
+    where the device is ``given``, not again where the settings are checked later."""
+    kind = getattr(check_setting("device", device, table=MODEL_SETTINGS), "type", device)
+    if given and kind.split(":")[0] not in ("cpu", "auto"):
+        warn(f"device={device!r}: ars computes with NumPy: it uses the CPU")
 
 
 def _is_torch(x: Any) -> bool:
@@ -658,6 +787,17 @@ def _same_kind_as(reference: Any, array: Any) -> Any:
 def _cpu_device() -> Any:
     torch = sys.modules.get("torch")
     return torch.device("cpu") if torch is not None and hasattr(torch, "device") else "cpu"
+
+
+def forward_layers(layers: list, activation: Callable, h: np.ndarray) -> np.ndarray:
+    """The network's outputs for inputs ``h`` of shape ``(..., inputs)``, each layer's weight
+    ``(..., outputs, inputs)`` broadcast against them (a population's, or k envs' rows):
+    np.matmul on stacked layers gives the actor's np.dot bits, row by row."""
+    for i, (weight, bias) in enumerate(layers):
+        h = np.matmul(weight, h[..., None])[..., 0]
+        h = h if bias is None else h + bias
+        h = activation(h) if i < len(layers) - 1 else h
+    return h
 
 
 def policy_of(policy: Any) -> Any:
@@ -749,10 +889,9 @@ class ARSPolicy(Network):
         h = flattener(self.observation_space)(x).astype(np.float64)
         h = h[:, None, :] if population and n_lead == 1 else h  # one observation per vector
         layers = self.layers(theta, self.obs_rms)
-        for i, (weight, bias) in enumerate(layers):  # the network, for any leading axes
-            h = h @ np.swapaxes(weight, -1, -2)
-            h = h if bias is None else h + (bias[:, None, :] if population else bias)
-            h = ACTIVATIONS[self.activation_fn](h) if i < len(layers) - 1 else h
+        if population:  # each vector's layers against its own batch of observations
+            layers = [(w[:, None], b if b is None else b[:, None]) for w, b in layers]
+        h = forward_layers(layers, ACTIVATIONS[self.activation_fn], h)
         actions = self.to_action()(h)
         return _same_kind_as(obs, actions[:, 0] if population and n_lead == 1 else actions)
 
@@ -866,20 +1005,20 @@ POLICY_CLASSES = {"LinearPolicy": ARSLinearPolicy, "MlpPolicy": ARSPolicy}
 
 def check_model_settings(policy: Any, settings: dict[str, Any], given: bool = True) -> dict:
     """:func:`check_settings` for ``ARS``'s settings (``policy_kwargs`` by the policy class's
-    ``policy_name``), and the API's own: the device and the log folder; ``given``: the settings
-    come from the user now (a GPU device warns), not from a check again where they are used."""
+    ``policy_name``) by MODEL_SETTINGS; a GPU device warns where the settings are ``given``
+    (the user's now), not where they are checked again."""
     cls = policy if isinstance(policy, type) else type(policy)
     if not (isinstance(policy, str) or issubclass(cls, ARSPolicy)):
         raise ValueError(f"policy must be one of {list(POLICIES)} or an ARSPolicy: {policy!r:.40}")
     if isinstance(policy, ARSPolicy) and settings.get("policy_kwargs"):
         raise ValueError("policy_kwargs shape a policy ars builds; this instance is built")
+    unknown = sorted(set(settings) - set(HPARAMS))  # the policy is ARS()'s first argument
+    if unknown:
+        raise TypeError(f"unknown settings {unknown}; the settings are {list(HPARAMS)}")
     name = getattr(policy, "policy_name", policy)
-    hp = check_settings({"policy": name, **settings}, ("policy", *HPARAMS))
+    hp = check_settings({"policy": name, **settings}, MODEL_SETTINGS)
     del hp["policy"]
-    _check_device(hp["device"], warn=given)
-    folder = hp["tensorboard_log"]
-    if not isinstance(folder, (str, os.PathLike, type(None))):
-        raise ValueError(f"tensorboard_log must be a folder or None; got {folder!r:.100}")
+    _check_device(hp["device"], given)
     if hp["normalization_samples"] and not hp["normalize_obs"]:  # V1 keeps no statistics
         raise ValueError("normalization_samples needs normalize_obs=True (V2's statistics)")
     return hp
@@ -898,18 +1037,53 @@ def check_learn_arguments(args: dict[str, Any]) -> None:
         )
     if callable(log_interval):
         raise TypeError("log_interval got a function: pass it second, or as callback=...")
-    check_number("total_timesteps", args["total_timesteps"], low=0)
+    check_setting("total_timesteps", args["total_timesteps"])
     for name in ("log_interval", "log_every_n_steps", "checkpoint_interval"):
         if not (args[name] is None or is_int(args[name]) and args[name] >= 1):
             raise ValueError(f"{name} must be an integer >= 1 or None; got {args[name]!r:.60}")
     for name in ("reset_num_timesteps", "progress_bar"):
         check_switch(name, args[name])
-    seed_interface = all(hasattr(evaluator, k) for k in ("send_jobs", "get_results", "seed"))
-    if not (evaluator is None or hasattr(evaluator, "evaluate") or seed_interface):
+    lit_sb3_interface = all(hasattr(evaluator, k) for k in ("send_jobs", "get_results", "seed"))
+    if not (evaluator is None or hasattr(evaluator, "evaluate") or lit_sb3_interface):
         raise TypeError(
             f"async_eval must be an AsyncEval or ExecutorEval (or sb3-contrib's AsyncEval); "
             f"got {evaluator!r:.60}"
         )
+
+
+class Hparams(dict):
+    """``model.hparams``: lit_sb3's open dict of the settings, each change checked when it is
+    made, as ``ARS()`` checks (``model.hparams["n_delta"] = 4`` is ``model.n_delta = 4``), so
+    that no use checks again. Settings are never removed; a copy or a pickle is a plain dict."""
+
+    def __init__(self, model: ARS, settings: dict[str, Any]):
+        super().__init__(settings)
+        self._model = model
+
+    def __setitem__(self, name: str, value: Any) -> None:
+        self.update({name: value})
+
+    def update(self, *args: Any, **changes: Any) -> None:
+        """Check the settings with these changes as one, then keep them."""
+        changed = {**self, **dict(*args, **changes)}
+        super().update(self._model._checked_settings(changed))
+
+    def setdefault(self, name: str, value: Any = None) -> Any:
+        if name not in self:
+            self[name] = value
+        return self[name]
+
+    def __ior__(self, changes: Any) -> Hparams:
+        self.update(changes)
+        return self
+
+    def _refuse(self, *args: Any) -> None:
+        raise TypeError("a model's settings are never removed: set them to other values")
+
+    __delitem__ = pop = popitem = clear = _refuse
+
+    def __reduce__(self) -> tuple:
+        return dict, (dict(self),)
 
 
 class ARS:
@@ -987,7 +1161,7 @@ class ARS:
             )
         values = locals()  # the signature's settings, by their names
         settings = {name: values[name] for name in HPARAMS}
-        self.hparams = check_model_settings(policy, settings)
+        self.hparams = Hparams(self, check_model_settings(policy, settings))
         self.hparams_initial = types.MappingProxyType(dict(self.hparams))
         self.policy_class = policy
         self.policy = None
@@ -1013,29 +1187,32 @@ class ARS:
 
     def __setattr__(self, name: str, value: Any) -> None:
         if name in HPARAMS and "hparams" in self.__dict__:  # checked as the constructor's
-            self._settings({**self.hparams, name: value})
+            self.hparams[name] = value
+        elif name == "hparams" and "hparams" in self.__dict__:  # lit_sb3's dict, replaced
+            self.hparams.update(self._checked_settings(dict(value)))
         else:
             object.__setattr__(self, name, value)
 
     def __getstate__(self) -> dict[str, Any]:
-        """For ``copy`` and ``pickle``: ``hparams_initial`` goes as a dict (a mappingproxy
-        cannot), and comes back read-only."""
-        return {**self.__dict__, "hparams_initial": dict(self.hparams_initial)}
+        """For ``copy`` and ``pickle``: the settings and ``hparams_initial`` go as dicts (a
+        mappingproxy cannot), and come back as they were."""
+        initial = dict(self.hparams_initial)
+        return {**self.__dict__, "hparams": dict(self.hparams), "hparams_initial": initial}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         initial = types.MappingProxyType(state["hparams_initial"])
         self.__dict__.update(state, hparams_initial=initial)
+        self.__dict__["hparams"] = Hparams(self, state["hparams"])
 
-    def _settings(self, hparams: dict[str, Any] | None = None) -> dict[str, Any]:
-        """``hparams`` (or new ones) checked where set and where used (lit_sb3's dict is open)."""
-        hp = self.hparams if hparams is None else hparams
-        hp = check_model_settings(self.policy_class, hp, given=False)
-        for name, value in self.__dict__.get("_built", {}).items():
-            if hp[name] != value and self.policy is not None:
+    def _checked_settings(self, hparams: dict[str, Any]) -> dict[str, Any]:
+        """``hparams`` as ``ARS()`` checks them, for this model: the settings a built policy
+        holds cannot change; a new window keeps the newest episodes."""
+        hp = check_model_settings(self.policy_class, hparams, given=False)
+        for name in BUILT_WITH:  # once the policy is built, these have shaped it
+            if self.policy is not None and hp[name] != self.hparams[name]:
                 raise ValueError(f"{name} shapes a policy when it is built: pass it to ARS(...)")
         if hp["stats_window_size"] != self.ep_info_buffer.maxlen:  # the newest episodes kept
             self.ep_info_buffer = collections.deque(self.ep_info_buffer, hp["stats_window_size"])
-        self.hparams = hp
         return hp
 
     def _setup_model(self) -> None:
@@ -1047,7 +1224,7 @@ class ARS:
             policy._theta = initial_parameters(policy, self.zero_policy, self.seed)
         if getattr(self._vec_normalize, "norm_obs", False):
             policy.vec_normalize = self._vec_normalize
-        self.policy, self._built = policy, {k: self.hparams[k] for k in BUILT_WITH}
+        self.policy = policy
 
     def _match_normalization(self, policy: ARSPolicy) -> None:
         if self.normalize_obs and policy.obs_rms is None:
@@ -1116,7 +1293,7 @@ class ARS:
             (as rl-baselines3-zoo passes it) is accepted, and the rollouts run in this
             process: its workers cannot seed each episode as ars's weights need.
         env, default_root_dir, checkpoint_interval : keyword only
-            The seed's: an env to (re)train on; a log folder used as it is. Every
+            lit_sb3's: an env to (re)train on; a log folder used as it is. Every
             ``checkpoint_interval`` iterations and at the end, ``checkpoint.npz`` is written
             there with the callbacks' state: ``ARS.load`` it and ``learn(total -
             model.num_timesteps, reset_num_timesteps=False)`` to resume exactly.
@@ -1159,7 +1336,6 @@ class ARS:
             self.set_env(env)
         if self.policy is None and self.observation_space is None:
             raise ValueError("no env to train on: pass env= to ARS(...) or to learn(...)")
-        self._settings()
         if self.policy is None:
             self._setup_model()
         _check_vec_normalize(self)
@@ -1191,21 +1367,19 @@ class ARS:
             evaluate = self._rollouts(evaluator, callbacks)
             theta = policy.parameters_to_vector()
             network = policy.network()
-            theta, obs_rms, info = iteration(
-                theta, policy.obs_rms, evaluate, network, saved["n_updates"], hp
-            )
-            policy.load_from_vector(theta)
-            policy.obs_rms = obs_rms
-            _update_vec_normalize(self._vec_normalize, [r.visited for r in info["results"]])
-            self.num_timesteps = saved["num_timesteps"] + info["timesteps"]  # as on_step counted
-            for r in info["results"]:
+            update = iteration(theta, policy.obs_rms, evaluate, network, saved["n_updates"], hp)
+            policy.load_from_vector(update.theta)
+            policy.obs_rms = update.obs_rms
+            _update_vec_normalize(self._vec_normalize, [r.visited for r in update.results])
+            self.num_timesteps = saved["num_timesteps"] + update.timesteps  # as on_step counted
+            for r in update.results:
                 episodes = zip(r.returns.tolist(), r.lengths.tolist())
                 self.ep_info_buffer.extend({"r": x, "l": n} for x, n in episodes)
             self.logger.record("train/iterations", self.n_updates, exclude="tensorboard")
             self.n_updates += 1
             for key in ("delta_std", "learning_rate", "step_size", "sigma_r"):
                 name = "rollout/return_std" if key == "sigma_r" else f"train/{key}"
-                self.logger.record(name, float(hp[key] if key in hp else info[key]))
+                self.logger.record(name, float(hp[key] if key in hp else getattr(update, key)))
             keep_going = callbacks.on_iteration(locals())  # before the log row: evaluations
             if log_interval and self.n_updates % log_interval == 0:
                 self.dump_logs()
@@ -1271,20 +1445,18 @@ class ARS:
     def evaluate_candidates(
         self, candidate_weights: Any, callback: Any = None, async_eval: Any = None
     ) -> Any:
-        """The seed's: the shifted return of each row of ``candidate_weights`` (the mean over
+        """lit_sb3's: the shifted return of each row of ``candidate_weights`` (the mean over
         ``n_eval_episodes``), on the env seeds of this iteration's first candidates. An array
         (or torch tensor) in, the same kind out."""
         policy = self._need_policy()
-        self._settings()
         weights = _as_array(candidate_weights)
         if weights.ndim != 2 or weights.shape[1] != policy.n_params:
             raise ValueError(
                 f"candidate_weights must have shape (n, {policy.n_params}); got {weights.shape}"
             )
         evaluator = async_eval or InProcessEval(self.gym_env)
-        episodes = range(self.n_eval_episodes)
         seeds = [
-            [env_seed(self.seed, ENV_SEEDS, self.n_updates, c, e) for e in episodes]
+            env_seeds(self.seed, ENV_SEEDS, self.n_updates, c, n=self.n_eval_episodes)
             for c in range(len(weights))
         ]
         network = policy.network()
@@ -1292,8 +1464,7 @@ class ARS:
         start = self.num_timesteps
         results = self._rollouts(evaluator, _Callbacks(callback, self))(it, jobs)
         self.num_timesteps = start + sum(int(r.lengths.sum()) for r in results)  # sb3-contrib's
-        shift = self.alive_bonus_offset
-        returns = np.array([np.mean(r.returns + shift * r.lengths) for r in results])
+        returns = np.array([shifted_return(r, self.alive_bonus_offset) for r in results])
         return _same_kind_as(candidate_weights, returns)
 
     def dump_logs(self) -> None:
@@ -1405,7 +1576,6 @@ class ARS:
         load as their defaults) or the episode window (``"ep_info_buffer"``); ``include``
         adds attributes with JSON values; a checkpoint adds the ``callbacks``' state."""
         self._need_policy()
-        self._settings()
         scheduled = {name: self._schedule_value(name) for name in SCHEDULED}
         return _write_npz(path, _model_contents(self, scheduled, exclude, include, callbacks))
 
@@ -1431,77 +1601,7 @@ class ARS:
             print("== saved with:", meta.get("system_info"), "\n== now:", _system_info())
         where = str(getattr(path, "name", path) if hasattr(path, "read") else path)
         settings = _custom_objects(meta, custom_objects or {})
-        return cls._from_file(meta, state, where, env, device=device, **{**settings, **kwargs})
-
-    @classmethod
-    def _from_file(
-        cls, meta: dict, state: dict, where: str, env: Any = None, **overrides: Any
-    ) -> ARS:
-        """:meth:`load`'s model from what :func:`read_model_file` read (the CLI reads once)."""
-        if meta["kind"] != "model":
-            raise ValueError(f"{where} holds a policy alone: load it with ARSPolicy.load")
-        schedules = meta.get("schedules", [])
-        for name in [n for n in schedules if n not in overrides]:
-            value = meta["hparams"].get(name, DEFAULTS[name])
-            _warn(f"{where}: {name} was a schedule, saved as {value}; pass {name}= to ARS.load")
-        try:
-            settings = {**meta["hparams"], "policy_kwargs": meta["policy_kwargs"], **overrides}
-            model = ARS(meta["policy"], _init_setup_model=False, **settings)
-            if model.normalize_obs != ("obs_rms.mean" in state):  # V2 needs the file's statistics
-                what = "lacks" if model.normalize_obs else "holds"
-                raise ValueError(f"normalize_obs is {model.normalize_obs}; the file {what} V2's")
-        except ValueError as error:  # not TypeError: ARS() names an override it does not take
-            raise ValueError(f"{where}: {error}") from None
-        meta["policy_kwargs"] = model.policy_kwargs or {}  # the file's, or those given
-        model.policy = _build_policy(meta, state, where)  # and the VecNormalize it learned through
-        model._built = {k: model.hparams[k] for k in BUILT_WITH}
-        model.observation_space, model.action_space = _spaces_of(model.policy)
-        model.env_id = meta.get("env_id")
-        model.num_timesteps, model.n_updates = meta["num_timesteps"], meta["n_updates"]
-        model.ep_info_buffer.extend({"r": float(r), "l": int(n)} for r, n in meta["ep_info_buffer"])
-        if any(map(_reserved, meta.get("included", {}))):  # a file adds, never replaces
-            raise ValueError(
-                f"{where}: 'included' must be a dict of public attributes the model lacks "
-                f"(never its own); got {meta['included']!r:.200}"
-            )
-        vars(model).update(meta.get("included", {}))
-        if env is not None:
-            model.set_env(env)
-        return model
-
-
-# The public attributes every ARS model has beyond its class's and its settings: a file's
-# "included" extras may never be one of them.
-MODEL_STATE = (
-    "hparams hparams_initial policy_class policy num_timesteps n_updates ep_info_buffer gym_env "
-    "env_id observation_space action_space".split()
-)
-
-
-def _reserved(name: str) -> bool:
-    """Whether ``name`` is part of every ARS model (so never a file's extra)."""
-    return name in MODEL_STATE or name in HPARAMS or hasattr(ARS, name)
-
-
-def _build_policy(meta: dict, state: dict | None, where: str) -> ARSPolicy:
-    """The policy the metadata describes, built (so checked and capped) as any policy is, with
-    the weights and statistics of ``state``, which ``load_state_dict`` checks as any."""
-    try:
-        spaces_ = meta["observation_space"], meta["action_space"]
-        policy = POLICY_CLASSES[meta["policy"]](*spaces_, **meta["policy_kwargs"])
-        if state is not None:
-            state, theta = dict(state), state.get("parameters")
-            if theta is not None:  # a file's flat vector: its layers, by sb3-contrib's names
-                if theta.shape != (policy.n_params,):
-                    raise ValueError(f"parameters: {theta.shape}; expected ({policy.n_params},)")
-                state.update(policy._named(state.pop("parameters")))
-            has = "obs_rms.mean" in state  # V2's statistics
-            policy.obs_rms = RunningMeanStd((policy.obs_dim,)) if has else None
-            policy.load_state_dict(state)
-            policy.vec_normalize = meta.get("vec_normalize")  # evaluations see what it learned on
-        return policy
-    except (ValueError, TypeError, NotImplementedError, RuntimeError) as error:
-        raise ValueError(f"{where}: {error}") from None
+        return model_from_file(meta, state, where, env, device=device, **{**settings, **kwargs})
 
 
 # Table 9 of the paper, as kept by rl-baselines3-zoo (Humanoid: the paper's N = b = 230; the
@@ -1520,11 +1620,13 @@ _PAPER_TABLE = {  # task: step size alpha, noise nu, directions N, top b, shift,
 _COLUMNS = "learning_rate delta_std n_delta n_top alive_bonus_offset normalize_obs total_timesteps"
 PAPER_SETTINGS = {task: dict(zip(_COLUMNS.split(), row)) for task, row in _PAPER_TABLE.items()}
 PAPER_SETTINGS["Pendulum"].update(policy="MlpPolicy", net_arch=[16], zero_policy=False)
-# For envs the paper did not run: train()'s defaults, but V2, nu = 0.03 and 1M steps.
-GENERIC_SETTINGS: dict[str, Any] = dict(policy="LinearPolicy", net_arch=None, learning_rate=0.02)
-GENERIC_SETTINGS.update(delta_std=0.03, n_delta=8, n_top=None, alive_bonus_offset=0.0)
-GENERIC_SETTINGS.update(normalize_obs=True, zero_policy=True, common_random_numbers=True)
-GENERIC_SETTINGS.update(n_eval_episodes=1, total_timesteps=1_000_000)
+# For envs the paper did not run: the table's defaults, but V2 and nu = 0.03 (net_arch None:
+# the policy's own). A preset sets these settings and no others.
+PRESET_KEYS = [
+    name for name in SETTINGS if name not in ("policy_kwargs", "max_episode_steps", "seed")
+]
+GENERIC_SETTINGS = {name: SETTINGS[name].default for name in PRESET_KEYS}
+GENERIC_SETTINGS.update(net_arch=None, delta_std=0.03, normalize_obs=True)
 
 
 # Tuned presets: where a study of examples/tune.py found settings that need fewer episodes than
@@ -1644,13 +1746,13 @@ class VecEnvs:
         self.action_space = getattr(venv, single + "action_space")
         self.envs = getattr(venv, "envs", None)  # in this process
         if self.envs is None:
-            _warn(
+            warn(
                 f"the {name} steps its envs in other processes, a message each step: ARS runs "
                 "faster on a SyncVectorEnv or DummyVecEnv (AsyncEval's workers, for more cores)"
             )
         for env in self.envs or ():
             _check_same_spaces(_spaces_of(env), _spaces_of(self), "an env of it", "its first")
-        self.steps = [_inner_step(env) for env in self.envs] if self.envs else None
+        self.steps = [inner_step(env) for env in self.envs] if self.envs else None
         self.limit = getattr(self.spec, "max_episode_steps", None)  # the envs' own, if any
 
     def reset(self, i: int, seed: int, options: dict | None) -> Any:
@@ -1695,7 +1797,7 @@ class VecEnvs:
             self.vector.closed = True
             raise RuntimeError(message) from None
         for w in logged:  # shown once per text, as warnings are
-            _warn(w.message)
+            warn(w.message)
 
     def _failure(self, error: Exception) -> str:
         """Which sub-env failed (gymnasium drops its pipe; SB3's process exits), and how."""
@@ -1789,8 +1891,8 @@ def batch_sizes(n_jobs: int, n_workers: int) -> list[int]:
 
 def evaluation_seeds(seed: int, n_episodes: int) -> np.ndarray:
     """The env seeds of evaluation episodes: the EVALUATION stream of ``seed``, never training's."""
-    seed, episodes = check_integer("seed", seed), check_integer("n_eval_episodes", n_episodes)
-    return np.array([env_seed(seed, EVALUATION, e) for e in range(episodes)], np.uint64)
+    seed = integer(0)("seed", seed)  # given: None is drawn only where a model is made
+    return env_seeds(seed, EVALUATION, n=check_setting("n_eval_episodes", n_episodes))
 
 
 def evaluate_episodes(
@@ -1818,7 +1920,7 @@ def warm_up_statistics(
     episode = 0
     steps = 0
     while steps < samples:
-        seeds = [[env_seed(seed, WARM_UP, episode + i)] for i in range(WARM_UP_BATCH)]
+        seeds = [[s] for s in env_seeds(seed, WARM_UP, n=WARM_UP_BATCH, first=episode)]
         it, jobs = fixed_jobs(*frozen, seeds, max_episode_steps, seed=seed, track_obs=True)
         for result in evaluator.evaluate(it, jobs):
             visited.append(result.visited)
@@ -1844,71 +1946,93 @@ def run_side_by_side(
     envs: VecEnvs, it: Iteration, jobs: Sequence[Job], options: Any = None, on_step: Any = None
 ) -> list[Result]:
     """:func:`run_job`'s Results for ``jobs``, the same bits, from k envs side by side: env
-    ``s`` drives the core's :func:`episodes` loop for a job, then for the next job waiting. A
-    step sends one batch of actions from one forward pass of the k candidates' networks
-    (np.matmul on the stacked layers gives np.dot's bits, slice by slice)."""
-    net = it.network
-    k = envs.num_envs
-    space = envs.observation_space
-    queue = list(enumerate(jobs))
-    flatten, see = net.flatten or (lambda obs: obs), it.obs_filter or (lambda obs: obs)
-    plain = net.flatten is None and it.obs_filter is None
-    layers = [
-        (w.copy(), b if b is None else b.copy())  # a row per env, set per job
-        for w, b in net.layers(np.zeros((k, net.n_params)), it.obs_rms)
-    ]
-    activation = ACTIVATIONS[net.activation_fn]
-    to_action = net.to_action()
-    own = [step[1] for step in envs.steps] if envs.steps else [envs.limit] * k
-    x = [None] * k  # each env's current observation, as the policy's input
-    sends = [None] * k  # each env's loop, waiting for its transition
-    taken = [0] * k  # each env's job
-    results = [None] * len(jobs)
-
-    def start(s: int) -> None:  # env s takes the next job waiting, if any
-        sends[s] = None
-        if queue:
-            index, job = queue.pop(0)
-            rows = net.layers(candidate_parameters(it, job), it.obs_rms)
-            for stacked, layer in zip(layers, rows):
-                for rows_of_k, row in zip(stacked, layer):
-                    if row is not None:
-                        rows_of_k[s] = row
-            reset = lambda seed: envs.reset(s, seed, options)
-            limits = [own[s], it.max_episode_steps]
-            loop = episodes(reset, space, job.seeds, limits, it.track_obs, on_step)
-            sends[s] = loop.send
-            taken[s] = index
-            obs = next(loop)  # its first state
-            x[s] = obs if plain else flatten(see(obs))
-        x[s] = x[0] if x[s] is None else x[s]  # an idle env's row: one of the same dtype
-
-    for s in range(k):
-        start(s)
-    active, dim = [s for s in range(k) if sends[s]], net.obs_dim
-    while active:
-        h = _stacked_forward(layers, activation, joined(x, x[0].dtype).reshape(k, dim))
-        actions, ended = list(to_action(h)), False
-        for s, transition in envs.step(actions, active):  # each env's loop takes its step
-            try:
-                obs = sends[s]((actions[s], transition))
-            except StopIteration as end:
-                results[taken[s]], ended = end.value, True
-                start(s)
-                continue
-            x[s] = obs if plain else flatten(see(obs))
-        active = [s for s in active if sends[s]] if ended else active
-    return results
+    ``s`` runs a job's episodes, told to the job's Recorder as run_job tells them, then the
+    next job waiting. A step sends one batch of actions from one forward pass of the k
+    candidates' networks (np.matmul on the stacked layers gives np.dot's bits, row by row)."""
+    return SideBySide(envs, it, jobs, options).run(on_step)
 
 
-def _stacked_forward(layers: list, activation: Callable, h: np.ndarray) -> np.ndarray:
-    """The actor's layers for k envs at once, a row each: np.matmul on the stacked layers gives
-    np.dot's bits, row by row."""
-    for i, (weight, bias) in enumerate(layers):
-        h = np.matmul(weight, h[..., None])[..., 0]
-        h = h if bias is None else h + bias
-        h = activation(h) if i < len(layers) - 1 else h
-    return h
+class SideBySide:
+    """The state of :func:`run_side_by_side`: per env, its job, Recorder, seeds left and
+    current observation; the k candidates' layers stacked, a row per env."""
+
+    def __init__(self, envs: VecEnvs, it: Iteration, jobs: Sequence[Job], options: Any):
+        net = it.network
+        k = envs.num_envs
+        self.envs = envs
+        self.it = it
+        self.options = options
+        self.queue = list(enumerate(jobs))
+        self.plain = net.flatten is None and it.obs_filter is None
+        self.layers = [
+            (w.copy(), b if b is None else b.copy())  # a row per env, set per job
+            for w, b in net.layers(np.zeros((k, net.n_params)), it.obs_rms)
+        ]
+        self.own = [step[1] for step in envs.steps] if envs.steps else [envs.limit] * k
+        self.x = [None] * k  # each env's current observation, as the policy's input
+        self.records = [None] * k  # each env's job's Recorder; None: idle
+        self.seeds = [[] for _ in range(k)]  # each env's env seeds still to run
+        self.taken = [0] * k  # each env's job
+        self.results = [None] * len(jobs)
+
+    def policy_input(self, obs: Any) -> Any:
+        """An observation as the Network takes it: through VecNormalize's filter, flattened."""
+        if self.plain:
+            return obs
+        see = self.it.obs_filter
+        obs = obs if see is None else see(obs)
+        return obs if self.it.network.flatten is None else self.it.network.flatten(obs)
+
+    def take_job(self, s: int) -> None:
+        """Env ``s`` takes the next job waiting: its candidate's rows of the layers."""
+        index, job = self.queue.pop(0)
+        rows = self.it.network.layers(candidate_parameters(self.it, job), self.it.obs_rms)
+        for stacked, layer in zip(self.layers, rows):
+            for rows_of_k, row in zip(stacked, layer):
+                if row is not None:
+                    rows_of_k[s] = row
+        limits = [self.own[s], self.it.max_episode_steps]
+        space = self.envs.observation_space
+        self.records[s] = Recorder(space, len(job.seeds), limits, self.it.track_obs)
+        self.seeds[s] = [int(seed) for seed in job.seeds]
+        self.taken[s] = index
+
+    def start(self, s: int) -> bool:
+        """Env ``s``'s next episode, of its job or of the next one; False: it is idle."""
+        if self.records[s] is not None and not self.seeds[s]:
+            self.results[self.taken[s]] = self.records[s].result()
+            self.records[s] = None
+        if self.records[s] is None and self.queue:
+            self.take_job(s)
+        if self.records[s] is not None:
+            seed = self.seeds[s].pop(0)
+            obs = self.envs.reset(s, seed, self.options)
+            self.x[s] = self.policy_input(self.records[s].start(obs, seed))
+        if self.x[s] is None:  # an idle env's row: one of the same dtype
+            self.x[s] = self.x[0]
+        return self.records[s] is not None
+
+    def run(self, on_step: Any) -> list[Result]:
+        """Step the active envs together until every job has its Result."""
+        net = self.it.network
+        activation = ACTIVATIONS[net.activation_fn]
+        to_action = net.to_action()
+        k = self.envs.num_envs
+        active = [s for s in range(k) if self.start(s)]
+        while active:
+            x = joined(self.x, self.x[0].dtype).reshape(k, net.obs_dim)
+            actions = list(to_action(forward_layers(self.layers, activation, x)))
+            for s, (obs, reward, terminated, truncated, info) in self.envs.step(actions, active):
+                record = self.records[s]
+                ended = record.step(obs, reward, terminated, truncated)
+                if on_step is not None:
+                    limited = truncated or record.steps == record.limit
+                    on_step(actions[s], (obs, reward, terminated, limited, info))
+                if not ended:
+                    self.x[s] = self.policy_input(obs)
+                elif not self.start(s):
+                    active = [a for a in active if a != s]
+        return self.results
 
 
 def run_jobs(
@@ -1936,7 +2060,7 @@ class Evaluator:
 
     def __init__(self, train_policy: Any = None, n_eval_episodes: int = 1):
         self.set_policy(train_policy)
-        self.n_eval_episodes = check_integer("n_eval_episodes", n_eval_episodes)
+        self.n_eval_episodes = check_setting("n_eval_episodes", n_eval_episodes)
         self._seed = 0
         self._n_sends = 0
         self._pending = None
@@ -1990,9 +2114,9 @@ class Evaluator:
                 f"pop_size >= 1; got {weights.shape} and pop_size={pop_size}"
             )
         if episode_seeds is None:
-            call, episodes = self._n_sends, range(self.n_eval_episodes)
             episode_seeds = [
-                [env_seed(self._seed, EVALUATION, call, c, e) for e in episodes] for c in range(n)
+                env_seeds(self._seed, EVALUATION, self._n_sends, c, n=self.n_eval_episodes)
+                for c in range(n)
             ]
         seeds = np.asarray(episode_seeds, dtype=np.uint64)
         if seeds.ndim != 2 or len(seeds) != n or not seeds.size:  # a job runs an episode or more
@@ -2023,7 +2147,8 @@ class Evaluator:
         """Seed the env seeds of later ``send_jobs``; as sb3-contrib, ``None`` does nothing."""
         if seed is None:
             return []
-        self._seed, self._n_sends = check_integer("seed", seed), 0
+        self._seed = integer(0)("seed", seed)
+        self._n_sends = 0
         return [[int(seed) + i] for i in range(self.n_workers)]
 
     def set_options(self, options: list[dict] | dict | None = None) -> list[None]:
@@ -2466,7 +2591,7 @@ def _tensorboard_writer(folder: Path) -> Any:
     for module in ("torch.utils.tensorboard", "tensorboardX"):
         with contextlib.suppress(ImportError):
             return importlib.import_module(module).SummaryWriter(str(folder))
-    _warn(
+    warn(
         "tensorboard_log: no TensorBoard writer is installed, so only progress.csv is written "
         "(pip install tensorboard)"
     )
@@ -2592,8 +2717,10 @@ class EvalCallback:
         best_model_name: str = "best_model.zip",
     ):
         vars(self).update((k, v) for k, v in locals().items() if k != "self")  # the arguments
-        for name in ("n_eval_episodes", "eval_freq", "eval_concurrency", "verbose"):
-            check_integer(name, locals()[name])
+        check_setting("n_eval_episodes", n_eval_episodes)
+        check_setting("verbose", verbose, table=MODEL_SETTINGS)
+        integer(1)("eval_freq", eval_freq)
+        integer(1)("eval_concurrency", eval_concurrency)
         if eval_concurrency > 1 and (isinstance(eval_env, gym.Env) or render):
             raise ValueError(
                 "eval_concurrency > 1 needs the eval env as an id or a function, to "
@@ -2741,8 +2868,8 @@ def evaluate_policy(
 
     hook = on_step if (render or callback is not None) else None
     policy, max_steps = policy_of(model), getattr(model, "max_episode_steps", None)
-    if max_steps is not None:  # a model's hparams may have been edited: checked as the setting
-        max_steps = check_integer("max_episode_steps", max_steps)
+    if max_steps is not None:  # a policy's attribute (a model's was checked when set)
+        max_steps = check_setting("max_episode_steps", max_steps)
     results = evaluate_episodes(policy, InProcessEval(gym_env), seeds, max_steps, seen, hook)
     returns = [float(r.returns[0]) for r in results]
     mean = float(np.mean(returns))
@@ -2829,6 +2956,19 @@ def _space_from_json(data: dict[str, Any], where: str) -> spaces.Space:
         return spaces.Box(bound(data["low"]), bound(data["high"]), shape=shape, dtype=dtype)
     except (KeyError, TypeError, ValueError, OverflowError, AssertionError) as error:
         raise ValueError(f"{where} is not a valid space ({_one_line(error)})") from error
+
+
+# The public attributes every ARS model has beyond its class's and its settings: a file's
+# "included" extras may never be one of them.
+MODEL_STATE = (
+    "hparams hparams_initial policy_class policy num_timesteps n_updates ep_info_buffer gym_env "
+    "env_id observation_space action_space".split()
+)
+
+
+def _reserved(name: str) -> bool:
+    """Whether ``name`` is part of every ARS model (so never a file's extra)."""
+    return name in MODEL_STATE or name in HPARAMS or hasattr(ARS, name)
 
 
 def _model_contents(
@@ -3027,6 +3167,64 @@ def _custom_objects(meta: dict, custom_objects: dict) -> dict[str, Any]:
     return {k: v for k, v in custom_objects.items() if k in held}
 
 
+def model_from_file(meta: dict, state: dict, where: str, env: Any = None, **overrides: Any) -> ARS:
+    """:meth:`ARS.load`'s model from what :func:`read_model_file` read (the CLI reads once):
+    built by ``ARS()``'s own check, with the file's policy and counters."""
+    if meta["kind"] != "model":
+        raise ValueError(f"{where} holds a policy alone: load it with ARSPolicy.load")
+    schedules = meta.get("schedules", [])
+    for name in [n for n in schedules if n not in overrides]:
+        value = meta["hparams"].get(name, DEFAULTS[name])
+        warn(f"{where}: {name} was a schedule, saved as {value}; pass {name}= to ARS.load")
+    try:
+        settings = {**meta["hparams"], "policy_kwargs": meta["policy_kwargs"], **overrides}
+        model = ARS(meta["policy"], _init_setup_model=False, **settings)
+        if model.normalize_obs != ("obs_rms.mean" in state):  # V2 needs the file's statistics
+            what = "lacks" if model.normalize_obs else "holds"
+            raise ValueError(f"normalize_obs is {model.normalize_obs}; the file {what} V2's")
+    except ValueError as error:  # not TypeError: ARS() names an override it does not take
+        raise ValueError(f"{where}: {error}") from None
+    if any(map(_reserved, meta.get("included", {}))):  # a file adds, never replaces
+        raise ValueError(
+            f"{where}: 'included' must be a dict of public attributes the model lacks "
+            f"(never its own); got {meta['included']!r:.200}"
+        )
+    meta["policy_kwargs"] = model.policy_kwargs or {}  # the file's, or those given
+    model.policy = _build_policy(meta, state, where)  # and the VecNormalize it learned through
+    model.observation_space = model.policy.observation_space
+    model.action_space = model.policy.action_space
+    model.env_id = meta.get("env_id")
+    model.num_timesteps = meta["num_timesteps"]
+    model.n_updates = meta["n_updates"]
+    model.ep_info_buffer.extend({"r": float(r), "l": int(n)} for r, n in meta["ep_info_buffer"])
+    for name, value in meta.get("included", {}).items():
+        setattr(model, name, value)
+    if env is not None:
+        model.set_env(env)
+    return model
+
+
+def _build_policy(meta: dict, state: dict | None, where: str) -> ARSPolicy:
+    """The policy the metadata describes, built (so checked and capped) as any policy is, with
+    the weights and statistics of ``state``, which ``load_state_dict`` checks as any."""
+    try:
+        spaces_ = meta["observation_space"], meta["action_space"]
+        policy = POLICY_CLASSES[meta["policy"]](*spaces_, **meta["policy_kwargs"])
+        if state is not None:
+            state, theta = dict(state), state.get("parameters")
+            if theta is not None:  # a file's flat vector: its layers, by sb3-contrib's names
+                if theta.shape != (policy.n_params,):
+                    raise ValueError(f"parameters: {theta.shape}; expected ({policy.n_params},)")
+                state.update(policy._named(state.pop("parameters")))
+            has = "obs_rms.mean" in state  # V2's statistics
+            policy.obs_rms = RunningMeanStd((policy.obs_dim,)) if has else None
+            policy.load_state_dict(state)
+            policy.vec_normalize = meta.get("vec_normalize")  # evaluations see what it learned on
+        return policy
+    except (ValueError, TypeError, NotImplementedError, RuntimeError) as error:
+        raise ValueError(f"{where}: {error}") from None
+
+
 def _open_zip(f: Any, where: str, most: int) -> tuple[zipfile.ZipFile, set[str]]:
     """A zip of at most ``most`` members, counted before Python builds its directory, and its
     member names; a name listed twice is refused (readers differ on which member is the one)."""
@@ -3198,8 +3396,8 @@ def _torch_policy_class() -> type:
             self.obs_shape, self.obs_dim = policy.observation_space.shape, policy.obs_dim
             self.action_space, self.squash_output = policy.action_space, policy.squash_output
             if isinstance(self.action_space, spaces.Box):
-                self.register_buffer("low", torch.from_numpy(policy._low))
-                self.register_buffer("high", torch.from_numpy(policy._high))
+                self.register_buffer("low", torch.from_numpy(policy.bounds[0]))
+                self.register_buffer("high", torch.from_numpy(policy.bounds[1]))
 
         def forward(self, obs: Any) -> Any:
             """Actions for one observation or a batch, as ``ARSPolicy.predict`` gives them."""
@@ -3327,7 +3525,7 @@ def _sb3_settings(data: dict, where: str) -> dict[str, Any]:
         schedule = data.get(key) if isinstance(data.get(key), dict) else {}
         value = re.search(r"val=([^,)\s]{1,40})", str(schedule.get("value_schedule", "")))
         if value is None:
-            _warn(f"{where}: {name} is a schedule ars does not read; using the default")
+            warn(f"{where}: {name} is a schedule ars does not read; using the default")
         else:
             settings[name] = float(value.group(1))  # a constant's (nan: refused by ARS())
     return settings
@@ -3390,9 +3588,29 @@ def _net_arch(text: str) -> list[Any]:
     return [_setting(n) for n in text.split(",") if n.strip()]  # checked as policy_kwargs
 
 
-POSITIVE, REAL = ({"type": t} for t in (_number(int, 1), _number(float)))
-SETTING = {"type": _setting}
-SWITCH, FLAG = {"action": argparse.BooleanOptionalAction}, {"action": "store_true"}
+POSITIVE = {"type": _number(int, 1)}
+REAL = {"type": _number(float)}
+SETTING = {"type": _setting}  # judged by the setting's rule, as at every door
+SWITCH = {"action": argparse.BooleanOptionalAction}
+FLAG = {"action": "store_true"}
+# The settings a run takes from the command line, flags made from the table (policy_kwargs:
+# --net-arch); a setting not given takes the env's preset, or the table's default.
+RUN_SETTINGS = (
+    "policy n_delta n_top learning_rate delta_std alive_bonus_offset normalize_obs zero_policy "
+    "common_random_numbers n_eval_episodes total_timesteps seed max_episode_steps "
+    "normalization_samples verbose"
+).split()
+
+
+def _setting_flag(name: str) -> tuple[str, dict[str, Any], str]:
+    """A setting's flag: its name and help from MODEL_SETTINGS, a switch's --no- form."""
+    setting = MODEL_SETTINGS[name]
+    keywords = SWITCH if setting.rule is check_switch else SETTING
+    if name == "policy":
+        keywords = {"choices": list(POLICIES)}
+    return f"--{name.replace('_', '-')}", keywords, setting.help
+
+
 FLAGS = [  # flag, argparse keywords, help
     ("--env", {}, "gymnasium env id (default CartPole-v1; with --eval, the model's)"),
     (
@@ -3401,21 +3619,8 @@ FLAGS = [  # flag, argparse keywords, help
         "the env's settings: tuned (the default) where a study beat the paper's (Swimmer), "
         "else the paper's; paper: the paper's (or rl-baselines3-zoo's) everywhere",
     ),
-    ("--policy", {"choices": list(POLICIES)}, "LinearPolicy (the paper's) or MlpPolicy"),
     ("--net-arch", {"type": _net_arch}, "MlpPolicy hidden sizes, e.g. 64,64 (selects MlpPolicy)"),
-    ("--n-delta", SETTING, "N: directions per iteration"),
-    ("--n-top", SETTING, "b: best directions kept for the update (default N)"),
-    ("--learning-rate", SETTING, "alpha: step size"),
-    ("--delta-std", SETTING, "nu: exploration noise"),
-    ("--alive-bonus-offset", SETTING, "added to every training reward (e.g. -1 for Hopper)"),
-    ("--normalize-obs", SWITCH, "V2 observation normalisation"),
-    ("--zero-policy", SWITCH, "start from zero parameters"),
-    ("--common-random-numbers", SWITCH, "same env seeds for a direction's +/- rollouts (on)"),
-    ("--n-eval-episodes", SETTING, "episodes per candidate (default 1)"),
-    ("--total-timesteps", POSITIVE, "env steps to train for (on --resume: a new total)"),
-    ("--seed", SETTING, "random seed (default: drawn, and saved in config.json)"),
-    ("--max-episode-steps", SETTING, "end episodes after this many steps"),
-    ("--normalization-samples", {**SETTING, "default": 0}, "V2: first statistics from N steps"),
+    *(_setting_flag(name) for name in RUN_SETTINGS),
     ("--eval-freq", POSITIVE, "timesteps between evaluations (default: total / 20)"),
     ("--eval-episodes", {**POSITIVE, "default": 10}, "episodes per evaluation (default 10)"),
     ("--checkpoint-interval", {**POSITIVE, "default": 10}, "iterations between checkpoints"),
@@ -3426,7 +3631,6 @@ FLAGS = [  # flag, argparse keywords, help
     ("--overwrite", FLAG, "start a new run in a --run-dir that holds one"),
     ("--resume", {"metavar": "RUN_DIR"}, "continue an interrupted run from its checkpoint"),
     ("--eval", {"metavar": "MODEL"}, "evaluate a saved model instead of training"),
-    ("--verbose", {**SETTING, "default": 0}, "1: print the full log table each iteration"),
 ]
 RUN_FLAGS = set(  # flags whose value defines a run: on --resume, refused unless unchanged
     "env preset policy net_arch n_delta n_top learning_rate delta_std alive_bonus_offset "
@@ -3532,17 +3736,21 @@ class _RunLock:
             os.close(self.fd)
 
 
-def _print_progress(total: int, evaluation: EvalCallback, interrupts: _Interrupts) -> Callable:
+def _print_progress(
+    model: ARS, total: int, evaluation: EvalCallback, interrupts: _Interrupts
+) -> Callable:
     """A per-iteration callback: a progress line every two seconds; stops on request."""
     last = [0.0]
+    start = time.perf_counter()
+    start_steps = model.num_timesteps
 
     def callback(locals_: dict[str, Any], globals_: dict[str, Any]) -> bool:
-        model, now = locals_["self"], time.perf_counter()
+        now = time.perf_counter()
         if now - last[0] >= 2.0 or model.num_timesteps >= total or interrupts.requested:
             last[0] = now
             episodes = model.ep_info_buffer
             evaluations = evaluation.evaluations
-            fps = (model.num_timesteps - model._start_steps) / max(now - model._start_time, 1e-9)
+            fps = (model.num_timesteps - start_steps) / max(now - start, 1e-9)
             reward = np.mean([e["r"] for e in episodes]) if episodes else float("nan")
             latest = evaluations[-1][2] if evaluations else float("nan")
             eta = max(total - model.num_timesteps, 0) / max(fps, 1e-9) / 60
@@ -3568,13 +3776,15 @@ def _new_run(args: argparse.Namespace) -> tuple[ARS, dict[str, Any], Path]:
     args.preset = args.preset or "tuned"
     config = settings_for(env_id, args.preset)  # the preset's settings, then the flags given
     config.update({k: v for k, v in vars(args).items() if k in config and v is not None})
-    extra = {k: getattr(args, k) for k in ("normalization_samples", "max_episode_steps")}
-    model = paper_model(env_id, **config, **extra, seed=args.seed, verbose=args.verbose)
+    names = ("normalization_samples", "max_episode_steps", "seed", "verbose")  # not in a preset
+    given = {k: getattr(args, k) for k in names if getattr(args, k) is not None}
+    model = paper_model(env_id, **config, **given)
     names = "eval_episodes checkpoint_interval job_timeout start_timeout".split()
     mujoco = "mujoco" in str(getattr(model.gym_env.spec, "entry_point", ""))
     workers = (os.cpu_count() or 1) * mujoco if args.workers is None else args.workers
-    eval_freq = args.eval_freq or max(config["total_timesteps"] // 20, 1)
-    config.update({k: getattr(args, k) for k in names}, **extra, env=env_id, eval_freq=eval_freq)
+    eval_freq = args.eval_freq or max(int(config["total_timesteps"]) // 20, 1)
+    config.update({k: getattr(args, k) for k in names}, env=env_id, eval_freq=eval_freq)
+    config.update({k: model.hparams[k] for k in ("normalization_samples", "max_episode_steps")})
     config.update({k: v for k, v in model.hparams.items() if k in config})  # as checked
     config.update(workers=workers, seed=model.seed, preset=args.preset, ars_version=__version__)
     if args.run_dir is None:  # a folder of its own: mkdir is atomic, so runs never share one
@@ -3640,7 +3850,8 @@ def _resume(args: argparse.Namespace) -> tuple[ARS, dict[str, Any], Path]:
             )
     checkpoint = run_dir / "checkpoint.npz"  # read once: the model and the callbacks' state
     meta, state = read_model_file(checkpoint)
-    model = ARS._from_file(meta, state, str(checkpoint), config["env"], verbose=args.verbose)
+    verbose = {} if args.verbose is None else {"verbose": args.verbose}  # else the run's
+    model = model_from_file(meta, state, str(checkpoint), config["env"], **verbose)
     config["callbacks"] = meta.get("callbacks", {})  # for this process only: never written
     total = args.total_timesteps
     if total is not None and total < model.num_timesteps and total != config["total_timesteps"]:
@@ -3650,19 +3861,19 @@ def _resume(args: argparse.Namespace) -> tuple[ARS, dict[str, Any], Path]:
         )
     for name in ("total_timesteps", "workers", "job_timeout", "start_timeout"):  # may change
         config[name] = config[name] if getattr(args, name) is None else getattr(args, name)
-    config["workers"] = check_integer("workers", config["workers"], 0, MAX_WORKERS)  # a file's
+    config["workers"] = integer(0, MAX_WORKERS)("workers", config["workers"])  # a file's
     return model, config, run_dir
 
 
 def _evaluate_saved(args: argparse.Namespace) -> int:
     meta, state = read_model_file(args.eval, args.env)  # once: a model, or a policy alone
-    build = ARS._from_file if meta["kind"] == "model" else _build_policy  # spaces: checked at use
+    build = model_from_file if meta["kind"] == "model" else _build_policy  # spaces: checked at use
     model = build(meta, state, str(args.eval))
     env_id = args.env or getattr(model, "env_id", None)
     if env_id is None:
         raise ValueError(f"{args.eval} does not record its env; pass --env")
     if args.max_episode_steps is not None:  # a policy alone too: checked as the setting
-        model.max_episode_steps = check_integer("max_episode_steps", args.max_episode_steps)
+        model.max_episode_steps = check_setting("max_episode_steps", args.max_episode_steps)
     env = make_env(env_id)
     _check_same_spaces(_spaces_of(env), _spaces_of(policy_of(model)), env_id, "the model")
     episodes = args.eval_episodes
@@ -3729,9 +3940,12 @@ def _command(args: argparse.Namespace, interrupts: _Interrupts) -> int:
             return _evaluate_saved(args)
         if (args.workers or 0) > 0:
             check_main_guard(None)  # before the folder: a worker would run the script again
+        if args.total_timesteps is not None:  # by its rule, before anything runs; whole, as
+            total = check_setting("total_timesteps", args.total_timesteps)  # learn() rounds it
+            args.total_timesteps = math.ceil(total)
         model, config, run_dir = _resume(args) if args.resume else _new_run(args)
         if config["workers"] > (os.cpu_count() or 1):
-            _warn(
+            warn(
                 f"--workers {config['workers']} on {os.cpu_count()} cores: more processes than "
                 f"cores add memory and messages, not speed; --workers {os.cpu_count()} is as fast"
             )
@@ -3824,7 +4038,7 @@ def _train(
                     async_eval=async_eval,
                     reset_num_timesteps=False,
                     default_root_dir=run_dir,
-                    callback=[evaluation, _print_progress(total, evaluation, interrupts)],
+                    callback=[evaluation, _print_progress(model, total, evaluation, interrupts)],
                     checkpoint_interval=config["checkpoint_interval"],
                 )
             else:
