@@ -24,7 +24,6 @@ from numpy._core.umath import clip  # np.clip's ufunc: np.clip's wrapper costs m
 __version__ = "0.4.0"  # the one place of the version: pyproject.toml reads it
 
 # == Settings: one table, as CleanRL's Args, from which each door's check is made ================
-Schedule = Callable[[float], float]  # a number as a function of the progress left, 1 to 0
 BIG = 2**63 - 1  # a count or a seed past int64 is a mistake, not a plan
 POLICIES = dict(  # sb3-contrib's two policies (the paper's a = M x, and an MLP): their options
     LinearPolicy=dict(with_bias=False, squash_output=False),
@@ -83,7 +82,7 @@ def check_number(name: str, value: Any, low: float = -math.inf, positive: bool =
 
 
 def number(low: float = -math.inf, positive: bool = False, scheduled: bool = False) -> Callable:
-    """The rule of a finite number (>= ``low``, or > 0), or of a Schedule of them."""
+    """The rule of a finite number (>= ``low``, or > 0), or of a schedule f(progress) of them."""
 
     def rule(name: str, value: Any) -> Any:
         if scheduled and callable(value):  # its values are checked when it is called
@@ -113,7 +112,7 @@ SETTINGS = dict(
     total_timesteps=Setting(1_000_000, number(0), "env steps to train for (resumed: a new total)"),
 )
 DEFAULTS = {name: s.default for name, s in SETTINGS.items() if name != "total_timesteps"}
-SCHEDULED = ("learning_rate", "delta_std")  # a number, or a Schedule (their rules accept it)
+SCHEDULED = ("learning_rate", "delta_std")  # a number, or a schedule (their rules accept it)
 
 
 def check_setting(name: str, value: Any, label: str = "", table: dict = SETTINGS) -> Any:
@@ -324,8 +323,7 @@ class Network:
             return lambda out: out.argmax(axis=-1) + start
         dtype = self.action_space.dtype
         shape = self.action_space.shape
-        low = self.bounds[0]
-        high = self.bounds[1]
+        low, high = self.bounds
         squash = self.squash_output
         cast = dtype != np.float64
         center = (high + low) / 2 if squash else 0.0
@@ -452,7 +450,10 @@ class Recorder:
         self.total += reward
         self.steps += 1
         if not (terminated or truncated or self.steps == self.limit):
-            self.keep_state(obs)
+            if self.keep:  # keep_state's lines, here without a call: this runs every step
+                self.rows.append(obs)
+                if len(self.rows) >= self.chunk:
+                    self.fold()
             return False
         if self.unlimited and not (terminated or truncated):
             raise RuntimeError(
@@ -507,13 +508,14 @@ def run_job(env: gym.Env, it: Iteration, job: Job, options: Any = None, on_step:
     step, env_limit = inner_step(env)
     limits = [env_limit, it.max_episode_steps]
     record = Recorder(env.observation_space, len(job.seeds), limits, it.track_obs)
+    tell = record.step  # bound once: the loop below runs at every step
     for seed in job.seeds:
         obs = record.start(env.reset(seed=int(seed), options=options)[0], int(seed))
         ended = False
         while not ended:  # the hot loop: a step of the env, one of the policy
             action = act(obs)
             obs, reward, terminated, truncated, info = step(action)
-            ended = record.step(obs, reward, terminated, truncated)
+            ended = tell(obs, reward, terminated, truncated)
             if on_step is not None:
                 limited = truncated or record.steps == record.limit
                 on_step(action, (obs, reward, terminated, limited, info))
@@ -650,6 +652,7 @@ from pathlib import Path
 
 # == Shared helpers: optional imports, small checks and conversions used below ====================
 
+Schedule = Callable[[float], float]  # a number as a function of the progress left, 1 to 0
 SPACE_KEYS = ("observation_space", "action_space")
 BUILT_WITH = ("policy_kwargs", "zero_policy")  # settings read only when a policy is built
 
