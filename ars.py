@@ -92,9 +92,10 @@ def number(low: float = -math.inf, positive: bool = False, scheduled: bool = Fal
     return rule
 
 
-Setting = collections.namedtuple("Setting", "default rule help")  # rule None: policy_options'
 # train()'s settings, one table (ARS() adds SB3's): every door checks by it, the command line's
-# flags, a file's fields and the presets are made from it. Greek letters are the paper's.
+# flags, a file's fields and the presets are made from it. Greek letters are the paper's. A
+# rule of None: the policy and its options, checked together by policy_options below.
+Setting = collections.namedtuple("Setting", "default rule help")
 SETTINGS = dict(
     policy=Setting("LinearPolicy", None, "LinearPolicy (the paper's) or MlpPolicy"),
     policy_kwargs=Setting(None, None, "net_arch, activation_fn, with_bias, squash_output"),
@@ -363,8 +364,8 @@ class Network:
 # advances: any worker rebuilds a direction or an env seed from a few integers.
 ENV_SEEDS = 0  # the first coordinate: the stream's purpose (training's env seeds, ...)
 DIRECTIONS = 1
-WARM_UP = 2  # the plumbing's: the statistics' warm-up episodes, and evaluations
-EVALUATION = 3
+WARM_UP = 2  # the plumbing's two: the statistics' warm-up episodes,
+EVALUATION = 3  # and evaluation episodes
 
 
 def stream(seed: int, *coordinates: int) -> np.random.SeedSequence:
@@ -402,11 +403,14 @@ Result = collections.namedtuple("Result", "returns lengths visited")
 
 
 def joined(rows: list, dtype: Any) -> np.ndarray:
-    """The rows as one flat array: read as bytes (~50 ns a row) if all are arrays of ``dtype``."""
-    try:  # not a context manager: this runs at every step of k envs side by side
-        flat = np.frombuffer(b"".join(rows), dtype)
-    except (AttributeError, TypeError, ValueError):  # lists, or strided arrays
-        flat = np.empty(0)
+    """The rows as one flat array: read as bytes (~100 ns a row) if all are arrays of ``dtype``
+    (an env's int64 arrays in a float64 Box are converted, never read as float64 bytes)."""
+    flat = np.empty(0)
+    if {getattr(row, "dtype", None) for row in rows} == {np.dtype(dtype)}:
+        try:  # not a context manager: this runs at every step of k envs side by side
+            flat = np.frombuffer(b"".join(rows), dtype)
+        except (TypeError, ValueError, BufferError):  # strided arrays
+            pass
     return flat if flat.size == len(rows) * np.size(rows[0]) else np.asarray(rows, float).ravel()
 
 
@@ -556,8 +560,16 @@ def iteration(
     b = hp["n_top"]
     seed = hp["seed"]
     # Line 4: N directions delta_k ~ N(0, I), the streams direction(seed, index, k), drawn later.
-    it = Iteration(network, theta, obs_rms, hp["delta_std"], seed, index, hp["normalize_obs"])
-    it = it._replace(max_episode_steps=hp["max_episode_steps"])
+    it = Iteration(
+        network=network,
+        theta=theta,
+        obs_rms=obs_rms,  # frozen for the iteration
+        delta_std=hp["delta_std"],
+        seed=seed,
+        index=index,
+        track_obs=hp["normalize_obs"],  # V2 collects the states visited
+        max_episode_steps=hp["max_episode_steps"],
+    )
     # Line 5: 2N rollouts of theta +- nu delta_k (candidates k and N + k), mu and Sigma
     # frozen; common random numbers (ars's, not the paper's): a direction's two share env seeds.
     jobs = []
@@ -630,6 +642,7 @@ def train(env: str | gym.Env, total_timesteps: int, **hyper_parameters: Any) -> 
 import argparse
 import ast
 import contextlib
+import copy
 import csv
 import importlib
 import io
@@ -692,10 +705,13 @@ def require(module: str, install: str) -> Any:
         raise ModuleNotFoundError(f"this feature needs {module}: {install}") from error
 
 
-def _is_number(value: Any) -> bool:  # a file's number: int or float, as check_number takes it
-    with contextlib.suppress(ValueError):
-        return isinstance(value, (int, float)) and math.isfinite(check_number("", value))
-    return False
+def _is_number(value: Any) -> bool:
+    """A file's number: an int or float that check_number takes (finite, a bool not)."""
+    try:
+        check_number("", value)
+    except ValueError:
+        return False
+    return isinstance(value, (int, float))
 
 
 def _is_count(value: Any, high: int = 2**63 - 1) -> bool:
@@ -812,9 +828,9 @@ def policy_of(policy: Any) -> Any:
 
 
 # == The API: ARSPolicy and ARS, as lit_sb3 and Stable-Baselines3 shape them =======================
-# Then the paper's settings per env (paper_model). Built on the
-# plumbing that follows, in the order data flows: envs and SB3's VecEnvs, evaluators, logging
-# and callbacks, files, torch interop; then the command line.
+# Then the paper's settings per env (paper_model). Built on the plumbing that follows, in the
+# order data flows: envs and SB3's VecEnvs, evaluators, logging and callbacks, files, torch
+# interop; then the command line.
 
 
 class ARSPolicy(Network):
@@ -1021,6 +1037,7 @@ def check_model_settings(policy: Any, settings: dict[str, Any], given: bool = Tr
     name = getattr(policy, "policy_name", policy)
     hp = check_settings({"policy": name, **settings}, MODEL_SETTINGS)
     del hp["policy"]
+    hp["policy_kwargs"] = copy.deepcopy(hp["policy_kwargs"])  # the user's dict may change later
     _check_device(hp["device"], given)
     if hp["normalization_samples"] and not hp["normalize_obs"]:  # V1 keeps no statistics
         raise ValueError("normalization_samples needs normalize_obs=True (V2's statistics)")
@@ -1046,8 +1063,8 @@ def check_learn_arguments(args: dict[str, Any]) -> None:
             raise ValueError(f"{name} must be an integer >= 1 or None; got {args[name]!r:.60}")
     for name in ("reset_num_timesteps", "progress_bar"):
         check_switch(name, args[name])
-    lit_sb3_interface = all(hasattr(evaluator, k) for k in ("send_jobs", "get_results", "seed"))
-    if not (evaluator is None or hasattr(evaluator, "evaluate") or lit_sb3_interface):
+    sb3_contrib_async = all(hasattr(evaluator, k) for k in ("send_jobs", "get_results", "seed"))
+    if not (evaluator is None or hasattr(evaluator, "evaluate") or sb3_contrib_async):
         raise TypeError(
             f"async_eval must be an AsyncEval or ExecutorEval (or sb3-contrib's AsyncEval); "
             f"got {evaluator!r:.60}"
@@ -1191,8 +1208,8 @@ class ARS:
     def __setattr__(self, name: str, value: Any) -> None:
         if name in HPARAMS and "hparams" in self.__dict__:  # checked as the constructor's
             self.hparams[name] = value
-        elif name == "hparams" and "hparams" in self.__dict__:  # lit_sb3's dict, replaced
-            self.hparams.update(self._checked_settings(dict(value)))
+        elif name == "hparams" and "hparams" in self.__dict__:  # lit_sb3's dict, given anew:
+            self.hparams.update(value)  # the settings it names change, checked as one
         else:
             object.__setattr__(self, name, value)
 
@@ -1311,7 +1328,11 @@ class ARS:
             self.ep_info_buffer.clear()
         self._total_timesteps = math.ceil(total_timesteps) + self.num_timesteps  # as train()
         log_interval = log_interval if log_every_n_steps is None else log_every_n_steps
-        self._setup_logger(default_root_dir, tb_log_name, reset_num_timesteps)
+        if not getattr(self, "_custom_logger", False):  # else the user's, from set_logger
+            folder = log_folder(
+                default_root_dir, self.tensorboard_log, tb_log_name, reset_num_timesteps
+            )
+            self._logger = Logger(self.verbose, folder, self.tensorboard_log is not None)
         if checkpoint_interval and self.logger.dir is None:
             raise ValueError("checkpoint_interval needs default_root_dir or tensorboard_log")
         checkpoint = self.logger.dir / "checkpoint.npz" if checkpoint_interval else None
@@ -1457,7 +1478,9 @@ class ARS:
             raise ValueError(
                 f"candidate_weights must have shape (n, {policy.n_params}); got {weights.shape}"
             )
-        evaluator = async_eval or InProcessEval(self.gym_env)
+        evaluator = async_eval
+        if not hasattr(async_eval, "evaluate"):  # none, or sb3-contrib's AsyncEval: as learn()
+            evaluator = InProcessEval(self.gym_env)
         seeds = [
             env_seeds(self.seed, ENV_SEEDS, self.n_updates, c, n=self.n_eval_episodes)
             for c in range(len(weights))
@@ -1491,18 +1514,6 @@ class ARS:
     def set_logger(self, logger: Any) -> None:
         """Log to ``logger``: ars's :class:`Logger` or SB3's ``configure(folder, formats)``."""
         self._logger, self._custom_logger = logger, True
-
-    def _setup_logger(self, root_dir: Any, tb_log_name: str, reset: bool) -> None:
-        """``root_dir`` as it is, or ``tensorboard_log/<tb_log_name>_<n>`` as SB3 numbers runs."""
-        if getattr(self, "_custom_logger", False):
-            return
-        folder = None if root_dir is None else Path(root_dir)
-        if folder is None and self.tensorboard_log is not None:
-            root = Path(self.tensorboard_log)
-            taken = [p.name.rsplit("_", 1)[1] for p in root.glob(f"{tb_log_name}_*")]
-            last = max((int(n) for n in taken if n.isdigit()), default=0)
-            folder = root / f"{tb_log_name}_{last if (last and not reset) else last + 1}"
-        self._logger = Logger(self.verbose, folder, tensorboard=self.tensorboard_log is not None)
 
     @property
     def env(self) -> Any:
@@ -1554,17 +1565,9 @@ class ARS:
         """Load parameters from a model file or a :meth:`get_parameters` dict, all or nothing
         (``device``: checked as the constructor's; ars computes on the CPU)."""
         _check_device(device)
-        policy, params = self._need_policy(), load_path_or_dict
-        if isinstance(params, (str, os.PathLike)) or hasattr(params, "read"):
-            built = _build_policy(*read_model_file(params, self.gym_env), str(params))
-            params = {"policy": built.state_dict()}
-        groups = params if isinstance(params, dict) else {}
-        if set(groups) != {"policy"} or not isinstance(groups["policy"], dict):
-            raise ValueError(
-                f"expected a path, or {{'policy': {{name: array}}}} as get_parameters()"
-                f" returns (an ARS model has only 'policy'); got {params!r:.60}"
-            )
-        policy.load_state_dict(params["policy"], strict=exact_match)
+        policy = self._need_policy()
+        state = policy_parameters(load_path_or_dict, self.gym_env)
+        policy.load_state_dict(state, strict=exact_match)
 
     def save(
         self,
@@ -1664,8 +1667,9 @@ def paper_model(env_id: str, env: Any = None, **overrides: Any) -> ARS:
     >>> model = paper_model("Hopper-v4", seed=237)  # alpha=0.01, nu=0.025, N=8, b=4, shift -1, V2
     """
     config = {**settings_for(env_id), **overrides}
-    net_arch, _ = config.pop("net_arch"), config.pop("total_timesteps")
-    if net_arch:
+    net_arch = config.pop("net_arch")  # [] too: an MLP of no hidden layer
+    del config["total_timesteps"]  # learn()'s argument
+    if net_arch is not None:
         config["policy_kwargs"] = {**(config.get("policy_kwargs") or {}), "net_arch": net_arch}
     return ARS(config.pop("policy"), env=env if env is not None else env_id, **config)
 
@@ -1733,7 +1737,8 @@ class VecEnvs:
     (DummyVecEnv's are float32). Others step as one batch, and ARS resets after them."""
 
     def __init__(self, venv: Any):
-        self.gymnasium, name = isinstance(venv, gym.vector.VectorEnv), type(venv).__name__
+        self.gymnasium = isinstance(venv, gym.vector.VectorEnv)
+        name = type(venv).__name__
         seedable = name in ("SyncVectorEnv", "AsyncVectorEnv") and getattr(venv, "shared_memory", 1)
         if self.gymnasium and not seedable:
             raise ValueError(
@@ -1755,24 +1760,27 @@ class VecEnvs:
             )
         for env in self.envs or ():
             _check_same_spaces(_spaces_of(env), _spaces_of(self), "an env of it", "its first")
-        self.steps = [inner_step(env) for env in self.envs] if self.envs else None
+        self.inner = None  # per env in this process: (its step past the wrappers, its limit)
+        if self.envs:
+            self.inner = [inner_step(env) for env in self.envs]
         self.limit = getattr(self.spec, "max_episode_steps", None)  # the envs' own, if any
 
     def reset(self, i: int, seed: int, options: dict | None) -> Any:
         """Env ``i``'s first observation of an episode with env seed ``seed``."""
-        if self.steps is not None:
+        if self.inner is not None:
             return self.envs[i].reset(seed=seed, options=options)[0]
         with self._failures():
             if self.gymnasium:  # env i alone: gymnasium's reset_mask
-                seeds, mask = [None] * self.num_envs, np.arange(self.num_envs) == i
-                seeds[i], options = seed, {**(options or {}), "reset_mask": mask}
+                seeds = [None] * self.num_envs
+                seeds[i] = seed
+                options = {**(options or {}), "reset_mask": np.arange(self.num_envs) == i}
                 return self.vector.reset(seed=seeds, options=options)[0][i]
             return self.vector.env_method("reset", seed=seed, options=options, indices=[i])[0][0]
 
     def step(self, actions: list, active: list[int]) -> list[tuple[int, tuple]]:
         """``(i, (obs, reward, terminated, truncated, info))`` for each ``active`` env ``i``."""
-        if self.steps is not None:
-            return [(i, self.steps[i][0](actions[i])) for i in active]
+        if self.inner is not None:
+            return [(i, self.inner[i][0](actions[i])) for i in active]
         with self._failures():
             if self.gymnasium:  # an episode's final state: in the info where it reset itself
                 obs, rewards, terminated, truncated, infos = self.vector.step(actions)
@@ -1971,7 +1979,7 @@ class SideBySide:
             (w.copy(), b if b is None else b.copy())  # a row per env, set per job
             for w, b in net.layers(np.zeros((k, net.n_params)), it.obs_rms)
         ]
-        self.own = [step[1] for step in envs.steps] if envs.steps else [envs.limit] * k
+        self.own = [limit for _, limit in envs.inner] if envs.inner else [envs.limit] * k
         self.x = [None] * k  # each env's current observation, as the policy's input
         self.records = [None] * k  # each env's job's Recorder; None: idle
         self.seeds = [[] for _ in range(k)]  # each env's env seeds still to run
@@ -2496,6 +2504,19 @@ LOG_KEYS = tuple(  # the columns of progress.csv known up front: no wider header
 )
 
 
+def log_folder(root_dir: Any, tensorboard_log: Any, tb_log_name: str, reset: bool) -> Any:
+    """``root_dir`` as it is, else ``tensorboard_log/<tb_log_name>_<n>`` as SB3 numbers runs
+    (the last run's again when continuing it), else None."""
+    if root_dir is not None:
+        return Path(root_dir)
+    if tensorboard_log is None:
+        return None
+    root = Path(tensorboard_log)
+    taken = [p.name.rsplit("_", 1)[1] for p in root.glob(f"{tb_log_name}_*")]
+    last = max((int(n) for n in taken if n.isdigit()), default=0)
+    return root / f"{tb_log_name}_{last if (last and not reset) else last + 1}"
+
+
 class Logger:
     """Key/value logger in SB3's shape: ``record`` values, then ``dump`` writes one row.
 
@@ -2509,6 +2530,7 @@ class Logger:
         self.columns: list[str] = []
         self._writer = None
         self._means: dict[str, tuple[float, int]] = {}  # record_mean's: mean and count
+        self.excluded: dict[str, tuple] = {}  # per key, the outputs that skip it (SB3's)
         self.dir = None if folder is None else Path(folder)
         if self.dir is not None:
             self.dir.mkdir(parents=True, exist_ok=True)
@@ -2518,14 +2540,20 @@ class Logger:
             self._writer = _tensorboard_writer(self.dir) if tensorboard else None
 
     def record(self, key: str, value: Any, exclude: Any = None) -> None:
-        """Set ``key`` for the next :meth:`dump` (``exclude`` is accepted for SB3 callbacks)."""
+        """Set ``key`` for the next :meth:`dump`; ``exclude`` names the outputs that skip it
+        (``"stdout"``, ``"csv"``, ``"tensorboard"``, or a tuple of them), as in SB3."""
         self.values[key] = value
+        self.excluded[key] = (exclude,) if isinstance(exclude, str) else tuple(exclude or ())
 
     def record_mean(self, key: str, value: Any, exclude: Any = None) -> None:
         """Set ``key`` to the mean of the values given until the next :meth:`dump` (SB3's)."""
         mean, n = self._means.get(key, (0.0, 0))
-        self._means[key] = mean + (value - mean) / (n + 1), n + 1
-        self.values[key] = self._means[key][0]
+        self._means[key] = (mean + (value - mean) / (n + 1), n + 1)
+        self.record(key, self._means[key][0], exclude)
+
+    def _values_for(self, output: str) -> dict[str, Any]:
+        """The recorded values that ``output`` shows."""
+        return {k: v for k, v in self.values.items() if output not in self.excluded.get(k, ())}
 
     def get_dir(self) -> str | None:
         return None if self.dir is None else str(self.dir)
@@ -2534,25 +2562,30 @@ class Logger:
         """Write the recorded values as one row, then clear them."""
         if not self.values:
             return
-        if self.verbose >= 1:
-            print(_table(self.values), flush=True)
-        if self.dir is not None:
-            path, new = self.dir / "progress.csv", [k for k in self.values if k not in self.columns]
+        shown = self._values_for("stdout")
+        if self.verbose >= 1 and shown:
+            print(_table(shown), flush=True)
+        values = self._values_for("csv")
+        if self.dir is not None and values:
+            path = self.dir / "progress.csv"
+            new = [k for k in values if k not in self.columns]
             if new:  # a new column: the file is rewritten whole, atomically, never in place
                 text = path.read_bytes().decode() if self.columns else ""  # newlines kept
                 rows = list(csv.DictReader(io.StringIO(text)))
                 self.columns = list(dict.fromkeys([*self.columns, *LOG_KEYS, *sorted(new)]))
                 _write_csv_atomic(path, self.columns, rows)
             line = io.StringIO()
-            csv.DictWriter(line, self.columns).writerow(self.values)
+            csv.DictWriter(line, self.columns).writerow(values)
             with path.open("a", newline="") as f:  # one write: a row is all there or not at all
                 f.write(line.getvalue())
-        for key, value in self.values.items() if self._writer is not None else ():
-            if isinstance(value, (int, float, np.number)):
-                self._writer.add_scalar(key, value, step)
         if self._writer is not None:
+            for key, value in self._values_for("tensorboard").items():
+                if isinstance(value, (int, float, np.number)):
+                    self._writer.add_scalar(key, value, step)
             self._writer.flush()
-        self.values, self._means = {}, {}
+        self.values = {}
+        self._means = {}
+        self.excluded = {}
 
     def close(self) -> None:
         if self._writer is not None:
@@ -2560,7 +2593,14 @@ class Logger:
 
 
 # What a logger holds until its next dump: ars's Logger's, and SB3's (which set_logger takes).
-LOGGER_RECORDS = ("values", "_means", "name_to_value", "name_to_count", "name_to_excluded")
+LOGGER_RECORDS = (
+    "values",
+    "_means",
+    "excluded",
+    "name_to_value",
+    "name_to_count",
+    "name_to_excluded",
+)
 
 
 def _logger_records(logger: Any) -> dict[str, dict]:
@@ -2755,7 +2795,10 @@ class EvalCallback:
             self.evaluate()
 
     def on_iteration(self) -> bool:
-        return self.model.num_timesteps < self._next or self.evaluate()
+        """Evaluate when the next evaluation is due; False (from a child) stops training."""
+        if self.model.num_timesteps < self._next:
+            return True
+        return self.evaluate()
 
     def evaluate(self) -> bool:
         """Evaluate now and log it; False when a child callback asks to stop training."""
@@ -2795,7 +2838,9 @@ class EvalCallback:
         if self.verbose >= 1:
             rewards = f"episode_reward={mean:.2f} +/- {std:.2f}, best {self.best_mean_reward:.2f}"
             print(f"Eval num_timesteps={model.num_timesteps}, {rewards}", flush=True)
-        children = [self.callback_on_new_best] * new_best + [self.callback_after_eval]
+        children = [self.callback_after_eval]
+        if new_best:
+            children.insert(0, self.callback_on_new_best)
         keep_going = all([child.on_step() is not False for child in children if child is not None])
         self._mark = time.perf_counter()
         return keep_going
@@ -3170,6 +3215,21 @@ def _custom_objects(meta: dict, custom_objects: dict) -> dict[str, Any]:
     return {k: v for k, v in custom_objects.items() if k in held}
 
 
+def policy_parameters(params: Any, env: Any = None) -> dict[str, Any]:
+    """``set_parameters``' input as a policy's ``state_dict``: from a model file (of ``env``'s
+    spaces), or from a :meth:`ARS.get_parameters` dict."""
+    if isinstance(params, (str, os.PathLike)) or hasattr(params, "read"):
+        built = _build_policy(*read_model_file(params, env), str(params))
+        return built.state_dict()
+    groups = params if isinstance(params, dict) else {}
+    if set(groups) != {"policy"} or not isinstance(groups["policy"], dict):
+        raise ValueError(
+            f"expected a path, or {{'policy': {{name: array}}}} as get_parameters()"
+            f" returns (an ARS model has only 'policy'); got {params!r:.60}"
+        )
+    return params["policy"]
+
+
 def model_from_file(meta: dict, state: dict, where: str, env: Any = None, **overrides: Any) -> ARS:
     """:meth:`ARS.load`'s model from what :func:`read_model_file` read (the CLI reads once):
     built by ``ARS()``'s own check, with the file's policy and counters."""
@@ -3211,8 +3271,8 @@ def _build_policy(meta: dict, state: dict | None, where: str) -> ARSPolicy:
     """The policy the metadata describes, built (so checked and capped) as any policy is, with
     the weights and statistics of ``state``, which ``load_state_dict`` checks as any."""
     try:
-        spaces_ = meta["observation_space"], meta["action_space"]
-        policy = POLICY_CLASSES[meta["policy"]](*spaces_, **meta["policy_kwargs"])
+        cls = POLICY_CLASSES[meta["policy"]]
+        policy = cls(meta["observation_space"], meta["action_space"], **meta["policy_kwargs"])
         if state is not None:
             state, theta = dict(state), state.get("parameters")
             if theta is not None:  # a file's flat vector: its layers, by sb3-contrib's names
@@ -3775,16 +3835,18 @@ RUN_FILES = "config.json progress.csv checkpoint.npz model.npz best_model.npz ev
 
 def _new_run(args: argparse.Namespace) -> tuple[ARS, dict[str, Any], Path]:
     env_id = args.env or "CartPole-v1"
-    args.policy = args.policy or ("MlpPolicy" if args.net_arch else None)  # layers: an MLP
+    args.policy = args.policy or ("MlpPolicy" if args.net_arch is not None else None)  # an MLP
     args.preset = args.preset or "tuned"
     config = settings_for(env_id, args.preset)  # the preset's settings, then the flags given
     config.update({k: v for k, v in vars(args).items() if k in config and v is not None})
-    names = ("normalization_samples", "max_episode_steps", "seed", "verbose")  # not in a preset
-    given = {k: getattr(args, k) for k in names if getattr(args, k) is not None}
+    unpreset = ("normalization_samples", "max_episode_steps", "seed", "verbose")
+    given = {k: getattr(args, k) for k in unpreset if getattr(args, k) is not None}
     model = paper_model(env_id, **config, **given)
     names = "eval_episodes checkpoint_interval job_timeout start_timeout".split()
     mujoco = "mujoco" in str(getattr(model.gym_env.spec, "entry_point", ""))
-    workers = (os.cpu_count() or 1) * mujoco if args.workers is None else args.workers
+    workers = args.workers
+    if workers is None:  # MuJoCo's envs: a worker per core; others' steps are too cheap
+        workers = (os.cpu_count() or 1) if mujoco else 0
     eval_freq = args.eval_freq or max(int(config["total_timesteps"]) // 20, 1)
     config.update({k: getattr(args, k) for k in names}, env=env_id, eval_freq=eval_freq)
     config.update({k: model.hparams[k] for k in ("normalization_samples", "max_episode_steps")})
@@ -4009,13 +4071,19 @@ def _remove_half_writes(run_dir: Path) -> None:
             stale.unlink(missing_ok=True)
 
 
+def _whole_row_before(row: dict[str, Any], n_updates: int) -> bool:
+    """A row written whole (no field missing, none extra) by an iteration before ``n_updates``."""
+    iteration = row.get("train/iterations") or ""
+    whole = None not in row.values() and None not in row
+    return whole and iteration.isdigit() and int(iteration) < n_updates
+
+
 def _trim_progress(path: Path, n_updates: int) -> None:
     """Drop the rows a resumed run writes again (and a row cut short by a kill)."""
     if path.exists():
         with path.open(newline="") as f:
-            reader, whole = csv.DictReader(f), lambda r: None not in r.values() and None not in r
-            before = lambda iteration: iteration.isdigit() and int(iteration) < n_updates
-            rows = [r for r in reader if whole(r) and before(r.get("train/iterations", ""))]
+            reader = csv.DictReader(f)
+            rows = [row for row in reader if _whole_row_before(row, n_updates)]
         _write_csv_atomic(path, reader.fieldnames or [], rows)
 
 

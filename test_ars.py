@@ -886,6 +886,33 @@ def test_the_step_is_right_for_returns_of_any_size(scale):
     assert update.sigma_r == pytest.approx(sigma * scale, rel=1e-12)
 
 
+class IntegerStates(gym.Env):
+    """A float64 Box whose states come as int64 arrays: 3 + t and 5, for 5 steps."""
+
+    observation_space = spaces.Box(-10, 10, (2,), np.float64)
+    action_space = spaces.Box(-1, 1, (1,))
+
+    def reset(self, seed=None, options=None):
+        super().reset(seed=seed)
+        self.t = 0
+        return np.array([3, 5], dtype=np.int64), {}
+
+    def step(self, action):
+        self.t += 1
+        return np.array([3 + self.t, 5], dtype=np.int64), 1.0, self.t >= 5, False, {}
+
+
+@pytest.mark.parametrize("n_envs", [1, 2])
+def test_integer_states_of_a_float_box_are_counted_by_their_values(n_envs):
+    """V2's statistics of int64 states in a float64 Box: their values (3 to 7, and 5), never
+    their bytes read as float64; one env or two side by side."""
+    env = IntegerStates() if n_envs == 1 else gym.vector.SyncVectorEnv([IntegerStates] * n_envs)
+    model = ARS("LinearPolicy", env, n_delta=1, normalize_obs=True, seed=0, max_episode_steps=5)
+    model.learn(100)
+    np.testing.assert_array_equal(model.policy.obs_rms.mean, [5.0, 5.0])
+    np.testing.assert_array_equal(model.policy.obs_rms.var, [2.0, 0.0])
+
+
 def test_observation_statistics_frozen_then_merged_exactly():
     model = ARS("LinearPolicy", NoisyWalk(), n_delta=3, normalize_obs=True, seed=5)
     recorder = Recorder(NoisyWalk(), model)
@@ -1061,7 +1088,7 @@ def test_weights_are_those_of_the_fingerprints():
     assert done.returncode == 0, done.stdout + done.stderr
 
 
-CORE_LINES = 625  # the core's cap: its settings table, a plain loop, no line packed
+CORE_LINES = 640  # the core's cap: its settings table, a plain loop, no line packed
 
 
 @pytest.mark.slow
@@ -1467,7 +1494,7 @@ def test_train_refuses_dict_and_tuple_observations_as_every_door_does():
         assert messages[0] == messages[1] and "FlattenObservation" in messages[0]
 
 
-# === The API: ARSPolicy and ARS, settings, the seed's and SB3's habits ===========================
+# === The API: ARSPolicy and ARS, settings, lit_sb3's and SB3's habits ===========================
 
 
 def test_unsupported_spaces_are_clear_errors():
@@ -1598,6 +1625,26 @@ def test_evaluate_candidates_returns_one_return_per_candidate():
     with pytest.raises(ValueError, match="shape"):
         model.evaluate_candidates(np.zeros((3, 5)), None, None)
     assert model.num_timesteps == 3  # its steps are counted, as sb3-contrib counts them
+
+
+def test_evaluate_candidates_runs_here_beside_sb3_contribs_async_eval():
+    """sb3-contrib's AsyncEval (send_jobs, get_results, seed) runs nothing, as in learn()."""
+
+    class Sb3ContribAsyncEval:
+        def send_jobs(self, *args):
+            raise AssertionError("ars seeds each episode: its rollouts run in this process")
+
+        get_results = seed = send_jobs
+
+    model = ARS("LinearPolicy", QuadraticBandit(), n_delta=2, seed=0)
+    weights = np.ones((2, 6))
+    here = model.evaluate_candidates(weights, async_eval=Sb3ContribAsyncEval())
+    np.testing.assert_array_equal(here, model.evaluate_candidates(weights))
+
+
+def test_paper_model_takes_an_mlp_of_no_hidden_layer():
+    assert ars.paper_model("Pendulum-v1", net_arch=[]).policy.net_arch == []
+    assert ars.paper_model("Pendulum-v1").policy.net_arch == [16]  # the preset's
 
 
 def test_a_policy_instance_brings_its_normalisation_and_a_mismatch_is_refused(tmp_path):
@@ -1739,8 +1786,15 @@ def test_hparams_are_a_dict_checked_when_set_with_a_read_only_initial_copy(tmp_p
         copied.n_delta = 4
         assert (copied.n_delta, model.n_delta) == (4, 16)
     assert type(pickle.loads(pickle.dumps(model.hparams))) is dict
+    seed = model.seed
+    model.hparams = {"learning_rate": 0.25}  # a dict given anew: the settings it names change
+    assert (model.learning_rate, model.n_delta, model.seed) == (0.25, 16, seed)
+    options = {"net_arch": [8]}
+    mlp = ARS("MlpPolicy", "CartPole-v1", policy_kwargs=options, seed=0, _init_setup_model=False)
+    options["net_arch"].append(0)  # the user's dict, changed later, is not the model's
+    assert mlp.policy_kwargs == {"net_arch": [8]}
     loaded = ARS.load(model.save(tmp_path / "m"))
-    assert (loaded.n_delta, loaded.learning_rate) == (16, 0.5)  # in use, not the initial ones
+    assert (loaded.n_delta, loaded.learning_rate) == (16, 0.25)  # in use, not the initial ones
 
 
 def test_any_device_is_accepted_and_a_gpu_falls_back_to_the_cpu_with_a_warning_at_the_call():
@@ -3060,6 +3114,19 @@ def test_an_evaluation_of_nan_rewards_stops_as_training_does(tmp_path):
     with pytest.raises(FloatingPointError, match=message):
         model.learn(10, callback=callback)
     assert callback.evaluations == []
+
+
+def test_recorded_values_skip_the_outputs_they_exclude(tmp_path, capsys):
+    """SB3's ``exclude``: a value is left out of the outputs it names, kept in the others."""
+    logger = ars.Logger(verbose=1, folder=tmp_path)
+    logger.record("a/shown", 1.0)
+    logger.record("a/not_printed", 2.0, exclude="stdout")
+    logger.record("a/not_in_csv", 3.0, exclude=("csv", "tensorboard"))
+    logger.dump(0)
+    printed = capsys.readouterr().out
+    assert "shown" in printed and "not_printed" not in printed and "not_in_csv" in printed
+    header = (tmp_path / "progress.csv").read_text().splitlines()[0]
+    assert "a/not_printed" in header and "a/not_in_csv" not in header
 
 
 def test_record_mean_averages_until_the_row_is_written(tmp_path):
