@@ -727,7 +727,8 @@ def _one_line(error: BaseException) -> str:
 @contextlib.contextmanager
 def atomic_file(path: Path, mode: str) -> Any:
     """Write ``path`` through a temporary file (``.name``) and a rename: never half a file."""
-    path, tmp = Path(path), None
+    path = Path(path)
+    tmp = None
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         prefix = f".{path.name.encode()[:200].decode(errors='ignore')}."  # <= 255 bytes
@@ -868,7 +869,8 @@ class ARSPolicy(Network):
     def _build(self, observation_space: Space, action_space: Space, options: dict) -> None:
         check_spaces(observation_space, action_space)
         super().__init__(observation_space, action_space, self.policy_name, options)
-        self._theta, self.obs_rms = np.zeros(self.n_params), None  # obs_rms: V2's statistics
+        self._theta = np.zeros(self.n_params)
+        self.obs_rms = None  # V2's statistics
         self.vec_normalize = None  # the SB3 VecNormalize (or a file's copy) it learned through
 
     def config(self) -> dict[str, Any]:
@@ -899,8 +901,10 @@ class ARSPolicy(Network):
         (``theta`` of shape ``(P, n_params)``), ``(P, *obs_shape)`` or ``(P, B, *obs_shape)``.
         A torch tensor in gives a torch tensor out."""
         theta = self._theta if theta is None else _as_array(theta)
-        x, shape = _as_array(obs, None), self.observation_space.shape
-        n_lead, population = x.ndim - len(shape), theta.ndim == 2
+        x = _as_array(obs, None)
+        shape = self.observation_space.shape
+        n_lead = x.ndim - len(shape)
+        population = theta.ndim == 2
         if n_lead < 0 or x.shape[n_lead:] != shape:
             raise ValueError(f"expected observations of shape {shape} or (B, *{shape}): {x.shape}")
         if population and (n_lead == 0 or x.shape[0] != len(theta)):
@@ -926,7 +930,8 @@ class ARSPolicy(Network):
         """``(action, state)`` for one observation or a batch, in the action space's dtype, as
         SB3's. ARS policies are deterministic and stateless: ``deterministic`` and
         ``episode_start`` change nothing (the README's table), and ``state`` comes back as given."""
-        actions, dtype = self.forward(observation), self.action_space.dtype
+        actions = self.forward(observation)
+        dtype = self.action_space.dtype
         if _is_torch(actions):
             return actions.to(getattr(sys.modules["torch"], str(np.dtype(dtype)))), state
         return np.asarray(actions).astype(dtype, copy=False), state
@@ -959,10 +964,13 @@ class ARSPolicy(Network):
     def load_state_dict(self, state_dict: dict[str, Any], strict: bool = True) -> None:
         """Set parameters by :meth:`state_dict`'s names (NumPy or torch): all checked, then set.
         Large weights are checked a million at a time and copied once, into the new vector."""
+        # sb3-contrib before 1.7 named the linear layer without its index: both names are read
         old = {"action_net.weight": "action_net.0.weight", "action_net.bias": "action_net.0.bias"}
-        given = {old.get(k, k): _as_array(v, None) for k, v in state_dict.items()}  # < 1.7's
-        rms, expected = self.obs_rms, self._named(self._theta, self.obs_rms)
-        unknown, missing = sorted(set(given) - set(expected)), sorted(set(expected) - set(given))
+        given = {old.get(k, k): _as_array(v, None) for k, v in state_dict.items()}
+        rms = self.obs_rms
+        expected = self._named(self._theta, self.obs_rms)
+        unknown = sorted(set(given) - set(expected))
+        missing = sorted(set(expected) - set(given))
         if unknown or (strict and missing):  # RuntimeError: torch's load_state_dict, as SB3
             raise RuntimeError(
                 f"parameters do not match the policy: unknown {unknown}, missing "
@@ -1018,7 +1026,8 @@ class ARSLinearPolicy(ARSPolicy):
         )
 
 
-MlpPolicy, LinearPolicy = ARSPolicy, ARSLinearPolicy  # sb3-contrib's names
+MlpPolicy = ARSPolicy  # sb3-contrib's names for the two
+LinearPolicy = ARSLinearPolicy
 POLICY_CLASSES = {"LinearPolicy": ARSLinearPolicy, "MlpPolicy": ARSPolicy}
 
 
@@ -1100,7 +1109,10 @@ class Hparams(dict):
     def _refuse(self, *args: Any) -> None:
         raise TypeError("a model's settings are never removed: set them to other values")
 
-    __delitem__ = pop = popitem = clear = _refuse
+    __delitem__ = _refuse
+    pop = _refuse
+    popitem = _refuse
+    clear = _refuse
 
     def __reduce__(self) -> tuple:
         return dict, (dict(self),)
@@ -1186,11 +1198,17 @@ class ARS:
         self.policy_class = policy
         self.policy = None
         self._logger = None
-        self.num_timesteps = self.n_updates = self._total_timesteps = 0
+        self.num_timesteps = 0
+        self.n_updates = 0
+        self._total_timesteps = 0
         self._current_progress_remaining = 1.0
         self.ep_info_buffer: collections.deque = collections.deque(maxlen=self.stats_window_size)
-        self.gym_env = self.env_id = self._vec_env = self._vec_normalize = None
-        self.observation_space = self.action_space = None
+        self.gym_env = None
+        self.env_id = None
+        self._vec_env = None
+        self._vec_normalize = None
+        self.observation_space = None
+        self.action_space = None
         if isinstance(policy, ARSPolicy):  # an instance brings its spaces
             self.observation_space, self.action_space = _spaces_of(policy)
         if env is not None:
@@ -1236,7 +1254,8 @@ class ARS:
         return hp
 
     def _setup_model(self) -> None:
-        policy, cls = self.policy_class, POLICY_CLASSES.get(self.policy_class, self.policy_class)
+        policy = self.policy_class
+        cls = POLICY_CLASSES.get(self.policy_class, self.policy_class)
         if not isinstance(policy, ARSPolicy):  # a name or a class, checked by the settings'
             policy = cls(self.observation_space, self.action_space, **(self.policy_kwargs or {}))
         self._match_normalization(policy)
@@ -1495,7 +1514,8 @@ class ARS:
 
     def dump_logs(self) -> None:
         """Record the rollout and time statistics, and write the log row."""
-        logger, episodes = self.logger, self.ep_info_buffer
+        logger = self.logger
+        episodes = self.ep_info_buffer
         if episodes:
             logger.record("rollout/ep_rew_mean", float(np.mean([e["r"] for e in episodes])))
             logger.record("rollout/ep_len_mean", float(np.mean([e["l"] for e in episodes])))
@@ -1513,7 +1533,8 @@ class ARS:
 
     def set_logger(self, logger: Any) -> None:
         """Log to ``logger``: ars's :class:`Logger` or SB3's ``configure(folder, formats)``."""
-        self._logger, self._custom_logger = logger, True
+        self._logger = logger
+        self._custom_logger = True
 
     @property
     def env(self) -> Any:
@@ -1525,7 +1546,9 @@ class ARS:
 
     @env.deleter
     def env(self) -> None:  # rl-baselines3-zoo's ``del model.env``: SB3's env is an attribute
-        self.gym_env = self._vec_env = self._vec_normalize = None
+        self.gym_env = None
+        self._vec_env = None
+        self._vec_normalize = None
 
     get_env = env.fget  # SB3's name; ``gym_env`` is the env itself
 
@@ -1711,7 +1734,8 @@ def resolve_env(env: Any) -> tuple[gym.Env | VecEnvs, Any, Any]:
             f"expected an env id, a gymnasium.Env, a vector env or a function "
             f"returning one; got {type(made).__name__} {made!r:.60}"
         )
-    vec_normalize, layer = None, made
+    vec_normalize = None
+    layer = made
     while hasattr(layer, "venv"):  # SB3's VecEnv wrappers
         name = type(layer).__name__
         if name == "VecNormalize" and vec_normalize is not None:
@@ -1812,7 +1836,8 @@ class VecEnvs:
 
     def _failure(self, error: Exception) -> str:
         """Which sub-env failed (gymnasium drops its pipe; SB3's process exits), and how."""
-        name, processes = type(self.vector).__name__, getattr(self.vector, "processes", [])
+        name = type(self.vector).__name__
+        processes = getattr(self.vector, "processes", [])
         gone = [i for i, pipe in enumerate(getattr(self.vector, "parent_pipes", [])) if not pipe]
         if gone:  # gymnasium read the child's error (its process may have ended since, code 0)
             return f"sub-env {gone[0]} of the {name} failed: {_one_line(error)}"
@@ -1839,9 +1864,11 @@ def _observed_through(vec_normalize: Any, it: Iteration, training: bool = True) 
     float32, as sb3-contrib's does; while VecNormalize learns, the rollouts keep raw states'."""
     if vec_normalize is None or not vec_normalize.norm_obs:
         return it
-    rms, clip = vec_normalize.obs_rms, vec_normalize.clip_obs
+    rms = vec_normalize.obs_rms
+    clip = vec_normalize.clip_obs
     track = it.track_obs or (training and vec_normalize.training)
-    mean, scale = np.array(rms.mean), np.sqrt(rms.var + vec_normalize.epsilon)
+    mean = np.array(rms.mean)
+    scale = np.sqrt(rms.var + vec_normalize.epsilon)
     see = lambda obs: np.clip((obs - mean) / scale, -clip, clip).astype(np.float32)
     return it._replace(obs_filter=see, track_obs=track)
 
@@ -1893,7 +1920,8 @@ def batch_sizes(n_jobs: int, n_workers: int) -> list[int]:
     """Guided self-scheduling: each batch is the jobs left over twice the workers. Large
     batches first keep the messages few; ever smaller ones at the end keep every worker busy
     until the last job (for 460 jobs on 2 workers: 115, 87, 65, ..., 1)."""
-    sizes, left = [], n_jobs
+    sizes = []
+    left = n_jobs
     while left:
         sizes.append(min(left, max(1, -(-left // (2 * n_workers)))))
         left -= sizes[-1]
@@ -1915,7 +1943,8 @@ def evaluate_episodes(
     on_step: Callable | None = None,
 ) -> list[Result]:
     """One deterministic episode per env seed, run by ``evaluator``: every evaluation's path."""
-    theta, episodes = policy.parameters_to_vector(), [[s] for s in seeds]
+    theta = policy.parameters_to_vector()
+    episodes = [[s] for s in seeds]
     it, jobs = fixed_jobs(policy.network(), policy.obs_rms, theta, episodes, max_episode_steps)
     return evaluator.evaluate(_observed_through(vec_normalize, it, training=False), jobs, on_step)
 
@@ -1947,7 +1976,8 @@ def fixed_jobs(
     """An Iteration without directions (nu = 0; ``kw`` sets other fields), and Job c for
     ``weights`` (one vector, else its row c) on the episodes of env seeds ``seeds[c]``:
     evaluations, the statistics warm-up and lit_sb3's ``send_jobs``."""
-    one, kw = weights.ndim == 1, {"seed": 0, "index": 0, "max_episode_steps": max_steps, **kw}
+    one = weights.ndim == 1
+    kw = {"seed": 0, "index": 0, "max_episode_steps": max_steps, **kw}
     it = Iteration(network, weights if one else weights[0], obs_rms, 0.0, **kw)
     rows = [np.asarray(s, np.uint64) for s in seeds]
     return it, [Job(c, 0, 0, s, None if one else weights[c]) for c, s in enumerate(rows)]
@@ -2067,7 +2097,8 @@ class Evaluator:
     ``record_visited(worker, result)``. ``on_step`` is for evaluators in this process: others
     refuse it. ``close()`` frees what it holds."""
 
-    n_workers, closed = 1, False
+    n_workers = 1
+    closed = False
 
     def __init__(self, train_policy: Any = None, n_eval_episodes: int = 1):
         self.set_policy(train_policy)
@@ -2117,7 +2148,8 @@ class Evaluator:
             raise RuntimeError("send_jobs was called twice: get_results() collects the first jobs")
         if self._network is None:
             raise ValueError(f"this {name} has no policy: pass train_policy, or set_policy()")
-        weights, n_params = _as_array(candidate_weights), self._network.n_params
+        weights = _as_array(candidate_weights)
+        n_params = self._network.n_params
         n = len(weights) if pop_size is None else int(pop_size)
         if weights.ndim != 2 or weights.shape[1] != n_params or not 0 < n <= len(weights):
             raise ValueError(
@@ -2139,7 +2171,8 @@ class Evaluator:
         """``[(candidate_index, (episode_rewards, episode_lengths)), ...]`` for the jobs sent."""
         if self._pending is None:
             raise RuntimeError("get_results() without send_jobs(): there is nothing to collect")
-        (it, jobs), self._pending = self._pending, None
+        it, jobs = self._pending
+        self._pending = None
         results = self.evaluate(it, jobs, record=True)
         return [(job.candidate, (r.returns, r.lengths)) for job, r in zip(jobs, results)]
 
@@ -2357,9 +2390,11 @@ class AsyncEval(Evaluator):
         methods = multiprocessing.get_all_start_methods()  # another: get_context says so
         start_method = start_method or ("forkserver" if "forkserver" in methods else "spawn")
         check_main_guard(start_method)
-        self.n_workers, self.job_timeout = len(envs_fn), float(job_timeout)
+        self.n_workers = len(envs_fn)
+        self.job_timeout = float(job_timeout)
         super().__init__(train_policy, n_eval_episodes)
-        self.remotes, self.processes = [], []
+        self.remotes = []
+        self.processes = []
         self._closer = weakref.finalize(self, _shutdown, self.processes, self.remotes)
         self._batches: list[collections.deque] = [collections.deque() for _ in envs_fn]
         self._deadlines = [math.inf] * self.n_workers  # a busy worker's next result is due by then
@@ -2393,7 +2428,8 @@ class AsyncEval(Evaluator):
 
     def _receive(self, i: int, doing: str, deadline: float) -> Any:
         """Worker ``i``'s next message by ``deadline``; death or silence raise, never hang."""
-        remote, process = self.remotes[i], self.processes[i]
+        remote = self.remotes[i]
+        process = self.processes[i]
         name = f"AsyncEval worker {i} (pid {process.pid})"
         try:
             while not remote.poll(min(0.2, max(deadline - time.monotonic(), 0.0))):
@@ -2476,7 +2512,8 @@ class AsyncEval(Evaluator):
         for i in busy:
             if self.remotes[i] in ready or self.processes[i].sentinel in ready:
                 return i
-        job, pid = self._batches[late][0], self.processes[late].pid
+        job = self._batches[late][0]
+        pid = self.processes[late].pid
         raise self._fail(
             f"AsyncEval worker {late} (pid {pid}) has not finished candidate {job.candidate} "
             f"(env seeds {[int(s) for s in job.seeds]}) in {self.job_timeout:g} s: is the env "
@@ -2618,7 +2655,8 @@ def _table(values: dict[str, Any]) -> str:
         for key in keys:
             text = f"{values[key]:<.4g}" if isinstance(values[key], float) else str(values[key])
             rows.append((key if "/" not in key else "    " + key.split("/", 1)[1], text))
-    width_k, width_v = max(len(k) for k, _ in rows), max(len(v) for _, v in rows)
+    width_k = max(len(k) for k, _ in rows)
+    width_v = max(len(v) for _, v in rows)
     line = "-" * (width_k + width_v + 7)
     return "\n".join([line, *(f"| {k:<{width_k}} | {v:<{width_v}} |" for k, v in rows), line])
 
@@ -2656,7 +2694,8 @@ class _Callbacks:
             if not (_is_sb3_callback(cb) or hasattr(cb, "on_iteration") or callable(cb)):
                 kinds = "a function f(locals, globals), an SB3 callback or ars's EvalCallback"
                 raise TypeError(f"callback must be {kinds}; got {cb!r:.100}")
-        self.model, self.items = model, items
+        self.model = model
+        self.items = items
         self.per_step = [cb for cb in items if _is_sb3_callback(cb)]
         self.stateful = [c for c in items if hasattr(c, "state_dict") and c not in self.per_step]
         self.hook("init_callback", model)
@@ -2689,7 +2728,8 @@ class _Callbacks:
         ``num_timesteps`` counted up to it."""
         obs, reward, terminated, truncated, info = transition
         self.model.num_timesteps += 1
-        done, rewards = np.array([terminated or truncated]), np.array([reward])
+        done = np.array([terminated or truncated])
+        rewards = np.array([reward])
         given = dict(actions=np.asarray(action)[None], new_obs=np.asarray(obs)[None])
         self._sb3_step(dict(given, rewards=rewards, dones=done, infos=[info]))
 
@@ -2715,7 +2755,8 @@ class _ProgressBar:
     """``learn(progress_bar=True)``: a tqdm bar over the timesteps."""
 
     def init_callback(self, model: Any) -> None:
-        self.model, self.tqdm = model, require("tqdm", "pip install tqdm (ars's 'progress' extra)")
+        self.model = model
+        self.tqdm = require("tqdm", "pip install tqdm (ars's 'progress' extra)")
 
     def on_training_start(self, locals_: dict, globals_: dict) -> None:
         self.start = self.model.num_timesteps
@@ -2774,7 +2815,8 @@ class EvalCallback:
         self.evaluations: list = []
         self.evaluations_results: list = []
         self.evaluations_length: list = []
-        self.best_mean_reward = self.last_mean_reward = -np.inf
+        self.best_mean_reward = -np.inf
+        self.last_mean_reward = -np.inf
         self._next = 0
         self._train_seconds = 0.0
         self._evaluator = None
@@ -2782,7 +2824,8 @@ class EvalCallback:
     def init_callback(self, model: Any) -> None:
         self.model = model
         if self._evaluator is None:  # with workers, an id is built in each
-            n, env = self.eval_concurrency, self.eval_env
+            n = self.eval_concurrency
+            env = self.eval_env
             self._evaluator = AsyncEval([env] * n) if n > 1 else InProcessEval(env)
         for child in (self.callback_on_new_best, self.callback_after_eval):
             if child is not None:
@@ -2803,11 +2846,13 @@ class EvalCallback:
     def evaluate(self) -> bool:
         """Evaluate now and log it; False when a child callback asks to stop training."""
         self._train_seconds += time.perf_counter() - self._mark
-        model, env = self.model, getattr(self._evaluator, "env", None)
+        model = self.model
+        env = getattr(self._evaluator, "env", None)
         seed = model.seed if self.seed is None else self.seed
         seeds = evaluation_seeds(seed, self.n_eval_episodes)
         render = (lambda *_: env.render()) if self.render else None
-        seen, max_steps = observations_seen_by(model), model.max_episode_steps
+        seen = observations_seen_by(model)
+        max_steps = model.max_episode_steps
         results = evaluate_episodes(model.policy, self._evaluator, seeds, max_steps, seen, render)
         returns = np.array([r.returns[0] for r in results])
         lengths = [int(r.lengths[0]) for r in results]
@@ -2817,12 +2862,14 @@ class EvalCallback:
                 f"an evaluation at {model.num_timesteps:,} steps gave a non-finite return (nan "
                 f"or inf rewards) in the episode of env seed {seed}"
             )
-        mean, std = float(returns.mean()), float(returns.std())
+        mean = float(returns.mean())
+        std = float(returns.std())
         self.last_mean_reward = mean
         self.evaluations.append((model.num_timesteps, self._train_seconds, mean, std))
         self.evaluations_results.append(returns.tolist())
         self.evaluations_length.append(lengths)
-        steps, freq = model.num_timesteps, self.eval_freq  # the schedule: 0, f, 2f, ... reached
+        steps = model.num_timesteps  # the schedule: 0, f, 2f, ... reached
+        freq = self.eval_freq
         self._next += max(0, (steps - self._next) // freq + 1) * freq  # a step, never a loop
         if self.log_path is not None:
             arrays = dict(results=self.evaluations_results, ep_lengths=self.evaluations_length)
@@ -2874,10 +2921,12 @@ class EvalCallback:
                 "the EvalCallback state must hold next, train_seconds, best_mean_reward and "
                 f"lists of numbers evaluations, results, lengths; got {state!r:.200}"
             )
-        self._next, self._train_seconds = int(state["next"]), float(state["train_seconds"])
+        self._next = int(state["next"])
+        self._train_seconds = float(state["train_seconds"])
         self.best_mean_reward = float(state["best_mean_reward"])
         self.evaluations = [tuple(e) for e in state["evaluations"]]
-        self.evaluations_results, self.evaluations_length = state["results"], state["lengths"]
+        self.evaluations_results = state["results"]
+        self.evaluations_length = state["lengths"]
 
     def on_training_end(self) -> None:
         if isinstance(self._evaluator, AsyncEval):
@@ -2915,7 +2964,8 @@ def evaluate_policy(
             callback({"actions": action, "transition": transition, "model": model}, globals())
 
     hook = on_step if (render or callback is not None) else None
-    policy, max_steps = policy_of(model), getattr(model, "max_episode_steps", None)
+    policy = policy_of(model)
+    max_steps = getattr(model, "max_episode_steps", None)
     if max_steps is not None:  # a policy's attribute (a model's was checked when set)
         max_steps = check_setting("max_episode_steps", max_steps)
     results = evaluate_episodes(policy, InProcessEval(gym_env), seeds, max_steps, seen, hook)
@@ -2943,7 +2993,7 @@ METADATA_FIELDS = set(
     "format format_version kind ars_version policy policy_kwargs observation_space action_space "
     "system_info hparams env_id num_timesteps n_updates schedules ep_info_buffer callbacks "
     "included vec_normalize rng_state".split()
-)  # rng_state: a format 1 file's (ars 0.1) generator state; the streams need none, so unread
+)  # rng_state: format 1's generator state; the streams need none, so it is read past
 
 
 def _write_npz(target: Any, arrays: dict[str, np.ndarray]) -> Path | None:
@@ -2965,7 +3015,8 @@ def _space_to_json(space: spaces.Space) -> dict[str, Any]:
     if isinstance(space, spaces.MultiBinary):
         return {"type": "MultiBinary", "n": np.asarray(space.n).tolist()}
     bound = lambda v: v.flat[0].item() if v.size and (v == v.flat[0]).all() else v.tolist()
-    low, high = bound(space.low), bound(space.high)  # one number when all agree
+    low = bound(space.low)  # one number when all agree
+    high = bound(space.high)
     return dict(type="Box", low=low, high=high, shape=list(space.shape), dtype=str(space.dtype))
 
 
@@ -2997,7 +3048,8 @@ def _space_from_json(data: dict[str, Any], where: str) -> spaces.Space:
         if data["type"] == "MultiDiscrete":
             nvec, start = (np.array(data[k], np.int64) for k in ("nvec", "start"))
             return spaces.MultiDiscrete(nvec, start=start)
-        shape, dtype = tuple(data["shape"]), np.dtype(data["dtype"])
+        shape = tuple(data["shape"])
+        dtype = np.dtype(data["dtype"])
         if dtype.kind not in "fiu" or len(shape) > 32:
             raise ValueError(f"dtype {dtype} and shape {shape}: a number type, at most 32 axes")
         bound = lambda v: np.array(v, dtype).reshape(shape) if isinstance(v, list) else v
@@ -3274,7 +3326,8 @@ def _build_policy(meta: dict, state: dict | None, where: str) -> ARSPolicy:
         cls = POLICY_CLASSES[meta["policy"]]
         policy = cls(meta["observation_space"], meta["action_space"], **meta["policy_kwargs"])
         if state is not None:
-            state, theta = dict(state), state.get("parameters")
+            theta = state.get("parameters")
+            state = dict(state)
             if theta is not None:  # a file's flat vector: its layers, by sb3-contrib's names
                 if theta.shape != (policy.n_params,):
                     raise ValueError(f"parameters: {theta.shape}; expected ({policy.n_params},)")
@@ -3443,7 +3496,8 @@ def _torch_policy_class() -> type:
 
         def __init__(self, policy: Any):
             super().__init__()
-            policy, nn = policy_of(policy), torch.nn
+            policy = policy_of(policy)
+            nn = torch.nn
             if not isinstance(policy.observation_space, spaces.Box):
                 raise NotImplementedError(
                     f"TorchPolicy takes Box observations, not {policy.observation_space}"
@@ -3456,8 +3510,10 @@ def _torch_policy_class() -> type:
                         parameter.copy_(torch.from_numpy(value))
                 modules += [linear, getattr(nn, TORCH_ACTIVATIONS[policy.activation_fn])()]
             self.net = nn.Sequential(*modules[:-1])  # no activation after the last layer
-            self.obs_shape, self.obs_dim = policy.observation_space.shape, policy.obs_dim
-            self.action_space, self.squash_output = policy.action_space, policy.squash_output
+            self.obs_shape = policy.observation_space.shape
+            self.obs_dim = policy.obs_dim
+            self.action_space = policy.action_space
+            self.squash_output = policy.squash_output
             if isinstance(self.action_space, spaces.Box):
                 self.register_buffer("low", torch.from_numpy(policy.bounds[0]))
                 self.register_buffer("high", torch.from_numpy(policy.bounds[1]))
@@ -3474,7 +3530,8 @@ def _torch_policy_class() -> type:
                 out = torch.clamp(out, self.low, self.high)
             return out.reshape(*out.shape[:-1], *self.action_space.shape)
 
-    TorchPolicy.__module__, TorchPolicy.__qualname__ = __name__, "TorchPolicy"  # pickled by name
+    TorchPolicy.__module__ = __name__  # pickled by name
+    TorchPolicy.__qualname__ = "TorchPolicy"
     return TorchPolicy
 
 
@@ -3724,7 +3781,8 @@ def _parser() -> argparse.ArgumentParser:
 def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p = _parser()
     args = p.parse_args(argv)
-    workers, env = args.workers or 0, args.env
+    workers = args.workers or 0
+    env = args.env
     given = {flag for flag in ("resume", "run_dir", "overwrite") if getattr(args, flag)}
     for wrong, message in [  # the first conflict found, in one line
         (not 0 <= workers <= MAX_WORKERS, f"--workers must be from 0 to {MAX_WORKERS}"),
@@ -3748,8 +3806,10 @@ class _Interrupts:
     are written: noted, acted on after. The exit status is the shell's, 128 + the signal."""
 
     def __init__(self) -> None:
-        self.requested = self.discarded = False
-        self.phase, self.signals = "setup", []  # then "training", then "saving"
+        self.requested = False
+        self.discarded = False
+        self.phase = "setup"  # then "training", then "saving"
+        self.signals = []
         self.previous = {s: signal.signal(s, self._handle) for s in (signal.SIGINT, signal.SIGTERM)}
 
     def _handle(self, signum: int, frame: Any) -> None:
@@ -3778,7 +3838,8 @@ class _RunLock:
     holder removes could be taken twice. ``.lock`` names the holder, for the message."""
 
     def __init__(self, run_dir: Path):
-        self.path, self.fd = run_dir / ".lock", None
+        self.path = run_dir / ".lock"
+        self.fd = None
         with contextlib.suppress(ImportError):  # no fcntl (Windows): the folder is not locked
             fcntl = importlib.import_module("fcntl")
             self.fd = os.open(run_dir, os.O_RDONLY)
@@ -3906,7 +3967,7 @@ def _resume(args: argparse.Namespace) -> tuple[ARS, dict[str, Any], Path]:
     config = _json((run_dir / "config.json").read_text(), f"{run_dir / 'config.json'}")
     if not isinstance(config, dict) or set(RUN_CONFIG) - set(config):
         raise ValueError(f"{run_dir / 'config.json'} lacks {sorted(RUN_CONFIG)}: it is not ars's")
-    config.setdefault("preset", "paper")  # a run from before presets ran the paper's settings
+    config.setdefault("preset", "paper")  # a config without a preset ran the paper's settings
     for flag in sorted(args.explicit):
         if config.get(flag) != getattr(args, flag):
             raise ValueError(
@@ -4094,7 +4155,8 @@ def _train(
     env_id = config["env"]
     total = config["total_timesteps"]
     workers = config["workers"]
-    status, async_eval = 0, None
+    status = 0
+    async_eval = None
     interrupts.phase = "training"
     try:
         try:
