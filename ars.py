@@ -1402,19 +1402,19 @@ class ARS:
         """One iteration of the core, its callbacks and its log row, or nothing at all: on
         Ctrl+C, an error or a callback's stop, the model, the callbacks and the logger are left
         as they were. Returns False to stop training."""
-        saved = self._snapshot(callbacks)
+        saved = Rollback(self, callbacks)
         try:
             hp = dict(self.hparams, learning_rate=self._schedule_value("learning_rate"))
             hp["delta_std"] = self._schedule_value("delta_std")
             policy = self.policy
-            evaluate = self._rollouts(evaluator, callbacks)
+            evaluate = rollouts(self, evaluator, callbacks)
             theta = policy.parameters_to_vector()
             network = policy.network()
-            update = iteration(theta, policy.obs_rms, evaluate, network, saved["n_updates"], hp)
+            update = iteration(theta, policy.obs_rms, evaluate, network, saved.n_updates, hp)
             policy.load_from_vector(update.theta)
             policy.obs_rms = update.obs_rms
             _update_vec_normalize(self._vec_normalize, [r.visited for r in update.results])
-            self.num_timesteps = saved["num_timesteps"] + update.timesteps  # as on_step counted
+            self.num_timesteps = saved.num_timesteps + update.timesteps  # as on_step counted
             for r in update.results:
                 episodes = zip(r.returns.tolist(), r.lengths.tolist())
                 self.ep_info_buffer.extend({"r": x, "l": n} for x, n in episodes)
@@ -1428,54 +1428,10 @@ class ARS:
                 self.dump_logs()
             return keep_going
         except BaseException as error:
-            self._restore(saved, callbacks)
+            saved.restore()
             if isinstance(error, StopTraining):
                 return False
             raise
-
-    def _snapshot(self, callbacks: _Callbacks) -> dict[str, Any]:
-        """What an iteration changes, copied: a discarded iteration puts it all back."""
-        rms = getattr(self._vec_normalize, "obs_rms", None)  # VecNormalize's, updated in place
-        return dict(
-            theta=self.policy.parameters_to_vector(),
-            obs_rms=self.policy.obs_rms,
-            ep_info_buffer=self.ep_info_buffer.copy(),  # a copy keeps the window's length
-            num_timesteps=self.num_timesteps,
-            n_updates=self.n_updates,
-            vec_normalize=None if rms is None else rms.copy(),
-            callbacks=callbacks.state_dict(),
-            logger=_logger_records(self.logger),
-        )
-
-    def _restore(self, saved: dict[str, Any], callbacks: _Callbacks) -> None:
-        self.policy.load_from_vector(saved["theta"])
-        self.policy.obs_rms = saved["obs_rms"]
-        self.ep_info_buffer = saved["ep_info_buffer"]
-        self.num_timesteps = saved["num_timesteps"]
-        self.n_updates = saved["n_updates"]
-        if self._vec_normalize is not None:
-            self._vec_normalize.obs_rms = saved["vec_normalize"]
-        callbacks.load_state_dict(saved["callbacks"])
-        for name, records in saved["logger"].items():
-            held = getattr(self.logger, name)
-            held.clear()
-            held.update(records)
-
-    def _rollouts(self, evaluator: Any, callbacks: _Callbacks) -> Callable:
-        """The core's ``evaluate``: ``evaluator``, the callbacks' hooks, VecNormalize's view."""
-
-        def evaluate(it: Iteration, jobs: Sequence[Job]) -> list[Result]:
-            callbacks.hook("on_rollout_start")
-            here = isinstance(evaluator, InProcessEval)  # else workers' steps, told afterwards
-            reporter = callbacks.on_step if callbacks.per_step and here else None  # None: fast
-            it = _observed_through(observations_seen_by(self), it)  # what the policy learns on
-            results = evaluator.evaluate(it, jobs, reporter)
-            if callbacks.per_step and not here:
-                callbacks.after_rollouts(results)
-            callbacks.hook("on_rollout_end")
-            return results
-
-        return evaluate
 
     def _schedule_value(self, name: str) -> float:
         return setting_at(self.hparams, name, self._current_progress_remaining)
@@ -1507,7 +1463,7 @@ class ARS:
         network = policy.network()
         it, jobs = fixed_jobs(network, policy.obs_rms, weights, seeds, self.max_episode_steps)
         start = self.num_timesteps
-        results = self._rollouts(evaluator, _Callbacks(callback, self))(it, jobs)
+        results = rollouts(self, evaluator, _Callbacks(callback, self))(it, jobs)
         self.num_timesteps = start + sum(int(r.lengths.sum()) for r in results)  # sb3-contrib's
         returns = np.array([shifted_return(r, self.alive_bonus_offset) for r in results])
         return _same_kind_as(candidate_weights, returns)
@@ -2074,6 +2030,24 @@ class SideBySide:
                 elif not self.start(s):
                     active = [a for a in active if a != s]
         return self.results
+
+
+def rollouts(model: Any, evaluator: Any, callbacks: Any) -> Callable:
+    """The core's ``evaluate`` for ``model``'s training: ``evaluator``'s rollouts, through the
+    VecNormalize the model learns through, with the callbacks' hooks around them."""
+
+    def evaluate(it: Iteration, jobs: Sequence[Job]) -> list[Result]:
+        callbacks.hook("on_rollout_start")
+        here = isinstance(evaluator, InProcessEval)  # else workers' steps, told afterwards
+        reporter = callbacks.on_step if callbacks.per_step and here else None  # None: fast
+        it = _observed_through(observations_seen_by(model), it)  # what the policy learns on
+        results = evaluator.evaluate(it, jobs, reporter)
+        if callbacks.per_step and not here:
+            callbacks.after_rollouts(results)
+        callbacks.hook("on_rollout_end")
+        return results
+
+    return evaluate
 
 
 def run_jobs(
@@ -2682,6 +2656,42 @@ def _tensorboard_writer(folder: Path) -> Any:
 def _is_sb3_callback(callback: Any) -> bool:
     """An SB3-style callback object: ``on_step`` runs after every env step, as in SB3."""
     return hasattr(callback, "on_step") and hasattr(callback, "init_callback")
+
+
+class Rollback:
+    """What one training iteration changes in a model, its callbacks and its logger, copied
+    as the iteration begins: ``restore()`` puts it all back (an iteration discarded on
+    Ctrl+C, an error or a callback's stop)."""
+
+    def __init__(self, model: Any, callbacks: Any):
+        self.model = model
+        self.callbacks = callbacks
+        self.theta = model.policy.parameters_to_vector()
+        self.obs_rms = model.policy.obs_rms
+        self.ep_info_buffer = model.ep_info_buffer.copy()  # a copy keeps the window's length
+        self.num_timesteps = model.num_timesteps
+        self.n_updates = model.n_updates
+        rms = getattr(model.get_vec_normalize_env(), "obs_rms", None)  # updated in place
+        self.vec_normalize = None if rms is None else rms.copy()
+        self.callbacks_state = callbacks.state_dict()
+        self.logger_records = _logger_records(model.logger)
+
+    def restore(self) -> None:
+        """The model, its callbacks and its logger as they were when the iteration began."""
+        model = self.model
+        model.policy.load_from_vector(self.theta)
+        model.policy.obs_rms = self.obs_rms
+        model.ep_info_buffer = self.ep_info_buffer
+        model.num_timesteps = self.num_timesteps
+        model.n_updates = self.n_updates
+        vec_normalize = model.get_vec_normalize_env()
+        if vec_normalize is not None:
+            vec_normalize.obs_rms = self.vec_normalize
+        self.callbacks.load_state_dict(self.callbacks_state)
+        for name, records in self.logger_records.items():
+            held = getattr(model.logger, name)
+            held.clear()
+            held.update(records)
 
 
 class _Callbacks:
