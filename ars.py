@@ -33,16 +33,6 @@ ACTIVATIONS: dict[str, Callable] = dict(relu=lambda x: np.maximum(x, 0.0), tanh=
 ACTIVATIONS.update(sigmoid=lambda x: 0.5 * (1.0 + np.tanh(0.5 * x)), identity=lambda x: x)
 
 
-def warn(message: str | Warning) -> None:
-    """Warn at the first line outside this file: the user's, whichever door it came in by."""
-    frame = sys._getframe(1)
-    level = 2
-    while frame is not None and frame.f_code.co_filename == __file__:
-        frame = frame.f_back
-        level += 1
-    warnings.warn(message, stacklevel=level)
-
-
 def is_int(value: Any) -> bool:
     """An int (NumPy's too), not a bool."""
     return isinstance(value, (int, np.integer)) and not isinstance(value, bool)
@@ -145,6 +135,16 @@ def policy_options(policy: Any, options: Any) -> dict[str, Any]:
     merged.update(net_arch=[int(n) for n in arch], activation_fn=activation)
     merged.update({k: check_switch(k, merged[k]) for k in ("with_bias", "squash_output")})
     return merged
+
+
+def warn(message: str | Warning) -> None:
+    """Warn at the first line outside this file: the user's, whichever door it came in by."""
+    frame = sys._getframe(1)
+    level = 2
+    while frame is not None and frame.f_code.co_filename == __file__:
+        frame = frame.f_back
+        level += 1
+    warnings.warn(message, stacklevel=level)
 
 
 def check_settings(given: dict[str, Any], table: dict = SETTINGS) -> dict[str, Any]:
