@@ -90,7 +90,7 @@ SETTINGS = dict(
     policy=Setting("LinearPolicy", None, "LinearPolicy (the paper's) or MlpPolicy"),
     policy_kwargs=Setting(None, None, "net_arch, activation_fn, with_bias, squash_output"),
     n_delta=Setting(8, integer(1, 10**6), "N: directions per iteration (2N rollouts)"),
-    n_top=Setting(None, integer(1, 10**6, or_none=True), "b: directions kept (None: N)"),
+    n_top=Setting(None, integer(1, 10**6, or_none=True), "b: directions kept (default: N)"),
     learning_rate=Setting(0.02, number(0, scheduled=True), "alpha: the step size"),
     delta_std=Setting(0.05, number(positive=True, scheduled=True), "nu: the noise"),
     zero_policy=Setting(True, check_switch, "start from zero parameters (M = 0)"),
@@ -1194,7 +1194,7 @@ class ARS:
         values = locals()  # the signature's settings, by their names
         settings = {name: values[name] for name in HPARAMS}
         self.hparams = Hparams(self, check_model_settings(policy, settings))
-        self.hparams_initial = types.MappingProxyType(dict(self.hparams))
+        self.hparams_initial = types.MappingProxyType(copy.deepcopy(dict(self.hparams)))
         self.policy_class = policy
         self.policy = None
         self._logger = None
@@ -1225,11 +1225,18 @@ class ARS:
 
     def __setattr__(self, name: str, value: Any) -> None:
         if name in HPARAMS and "hparams" in self.__dict__:  # checked as the constructor's
+            if name == "device":  # a GPU warns where it is given
+                _check_device(value)
             self.hparams[name] = value
         elif name == "hparams" and "hparams" in self.__dict__:  # lit_sb3's dict, given anew:
             self.hparams.update(value)  # the settings it names change, checked as one
         else:
             object.__setattr__(self, name, value)
+
+    def __delattr__(self, name: str) -> None:
+        if name in HPARAMS or name == "hparams":
+            raise TypeError(f"a model's settings are never removed: set {name} to another value")
+        object.__delattr__(self, name)
 
     def __getstate__(self) -> dict[str, Any]:
         """For ``copy`` and ``pickle``: the settings and ``hparams_initial`` go as dicts (a
@@ -1249,6 +1256,8 @@ class ARS:
         for name in BUILT_WITH:  # once the policy is built, these have shaped it
             if self.policy is not None and hp[name] != self.hparams[name]:
                 raise ValueError(f"{name} shapes a policy when it is built: pass it to ARS(...)")
+        if self.policy is not None:  # as set: V2 from here, or refused
+            self._match_normalization(self.policy, hp["normalize_obs"])
         if hp["stats_window_size"] != self.ep_info_buffer.maxlen:  # the newest episodes kept
             self.ep_info_buffer = collections.deque(self.ep_info_buffer, hp["stats_window_size"])
         return hp
@@ -1258,17 +1267,19 @@ class ARS:
         cls = POLICY_CLASSES.get(self.policy_class, self.policy_class)
         if not isinstance(policy, ARSPolicy):  # a name or a class, checked by the settings'
             policy = cls(self.observation_space, self.action_space, **(self.policy_kwargs or {}))
-        self._match_normalization(policy)
+        self._match_normalization(policy, self.normalize_obs)
         if self.zero_policy or policy is not self.policy_class:  # else an instance keeps its own
             policy._theta = initial_parameters(policy, self.zero_policy, self.seed)
         if getattr(self._vec_normalize, "norm_obs", False):
             policy.vec_normalize = self._vec_normalize
         self.policy = policy
 
-    def _match_normalization(self, policy: ARSPolicy) -> None:
-        if self.normalize_obs and policy.obs_rms is None:
+    @staticmethod
+    def _match_normalization(policy: ARSPolicy, normalize_obs: bool) -> None:
+        """V2 gives a V1 policy fresh statistics; V1 refuses a policy that normalises."""
+        if normalize_obs and policy.obs_rms is None:
             policy.obs_rms = RunningMeanStd((policy.obs_dim,))
-        if not self.normalize_obs and policy.obs_rms is not None:
+        if not normalize_obs and policy.obs_rms is not None:
             raise ValueError(
                 "normalize_obs is False, but the policy normalises observations "
                 "(V2): set normalize_obs=True, or start from a V1 policy"
@@ -1339,6 +1350,13 @@ class ARS:
         Returns ``self``."""
         check_learn_arguments(locals())
         self._prepare_to_learn(env)
+        custom = getattr(self, "_custom_logger", False)  # the user's, from set_logger
+        folder = log_folder(
+            default_root_dir, self.tensorboard_log, tb_log_name, reset_num_timesteps
+        )
+        folder = self.logger.dir if custom else folder
+        if checkpoint_interval and folder is None:  # refused before anything changes
+            raise ValueError("checkpoint_interval needs default_root_dir or tensorboard_log")
         evaluator = async_eval
         if not hasattr(async_eval, "evaluate"):  # none, or sb3-contrib's AsyncEval: rollouts
             evaluator = InProcessEval(self.gym_env)  # here (the README's compatibility table)
@@ -1347,14 +1365,9 @@ class ARS:
             self.ep_info_buffer.clear()
         self._total_timesteps = math.ceil(total_timesteps) + self.num_timesteps  # as train()
         log_interval = log_interval if log_every_n_steps is None else log_every_n_steps
-        if not getattr(self, "_custom_logger", False):  # else the user's, from set_logger
-            folder = log_folder(
-                default_root_dir, self.tensorboard_log, tb_log_name, reset_num_timesteps
-            )
+        if not custom:
             self._logger = Logger(self.verbose, folder, self.tensorboard_log is not None)
-        if checkpoint_interval and self.logger.dir is None:
-            raise ValueError("checkpoint_interval needs default_root_dir or tensorboard_log")
-        checkpoint = self.logger.dir / "checkpoint.npz" if checkpoint_interval else None
+        checkpoint = Path(folder) / "checkpoint.npz" if checkpoint_interval else None
         callbacks = _Callbacks(callback, self, progress_bar)
         self._start_time = time.perf_counter()
         self._start_steps = self.num_timesteps
@@ -1381,8 +1394,8 @@ class ARS:
             raise ValueError("no env to train on: pass env= to ARS(...) or to learn(...)")
         if self.policy is None:
             self._setup_model()
+        self._match_normalization(self.policy, self.normalize_obs)  # a policy assigned since
         _check_vec_normalize(self)
-        self._match_normalization(self.policy)
 
     def _iterate(
         self, evaluator: Any, callbacks: _Callbacks, log_interval: Any, checkpoint: Any, every: Any
@@ -1529,10 +1542,6 @@ class ARS:
     def device(self) -> Any:
         """Always the CPU: ARS computes in NumPy (setting another is checked, and warns)."""
         return _cpu_device()
-
-    @device.setter
-    def device(self, device: Any) -> None:
-        _check_device(device)
 
     def get_parameters(self) -> dict[str, dict[str, np.ndarray]]:
         """``{"policy": policy.state_dict()}``: sb3-contrib's names, NumPy arrays."""
@@ -2564,7 +2573,12 @@ class Logger:
 
     def _values_for(self, output: str) -> dict[str, Any]:
         """The recorded values that ``output`` shows."""
-        return {k: v for k, v in self.values.items() if output not in self.excluded.get(k, ())}
+        names = ("stdout", "log") if output == "stdout" else (output,)  # SB3's two for the screen
+        return {
+            key: value
+            for key, value in self.values.items()
+            if not set(names) & set(self.excluded.get(key, ()))
+        }
 
     def get_dir(self) -> str | None:
         return None if self.dir is None else str(self.dir)
@@ -2681,7 +2695,8 @@ class Rollback:
         model = self.model
         model.policy.load_from_vector(self.theta)
         model.policy.obs_rms = self.obs_rms
-        model.ep_info_buffer = self.ep_info_buffer
+        window = model.stats_window_size  # a callback may have set it, then stopped
+        model.ep_info_buffer = collections.deque(self.ep_info_buffer, window)
         model.num_timesteps = self.num_timesteps
         model.n_updates = self.n_updates
         vec_normalize = model.get_vec_normalize_env()
@@ -3297,6 +3312,8 @@ def model_from_file(meta: dict, state: dict, where: str, env: Any = None, **over
     built by ``ARS()``'s own check, with the file's policy and counters."""
     if meta["kind"] != "model":
         raise ValueError(f"{where} holds a policy alone: load it with ARSPolicy.load")
+    for name in set(overrides) & set(HPARAMS):  # the caller's values: messages without the file
+        check_setting(name, overrides[name], table=MODEL_SETTINGS)
     schedules = meta.get("schedules", [])
     for name in [n for n in schedules if n not in overrides]:
         value = meta["hparams"].get(name, DEFAULTS[name])
@@ -3715,7 +3732,8 @@ def _setting(text: str) -> Any:
 
 
 def _net_arch(text: str) -> list[Any]:
-    return [_setting(n) for n in text.split(",") if n.strip()]  # checked as policy_kwargs
+    """Layer sizes as written (``64,64``; empty: none), checked as policy_kwargs are."""
+    return [_setting(n) for n in text.split(",")] if text.strip() else []
 
 
 POSITIVE = {"type": _number(int, 1)}
@@ -3794,6 +3812,12 @@ def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     workers = args.workers or 0
     env = args.env
     given = {flag for flag in ("resume", "run_dir", "overwrite") if getattr(args, flag)}
+    trained_with = [  # settings an evaluation has no use for (its episodes' limit it has)
+        f"--{name.replace('_', '-')}"
+        for name in [*RUN_SETTINGS, "net_arch"]
+        if name != "max_episode_steps" and getattr(args, name) is not None
+    ]
+    trained_with = ", ".join(trained_with)
     for wrong, message in [  # the first conflict found, in one line
         (not 0 <= workers <= MAX_WORKERS, f"--workers must be from 0 to {MAX_WORKERS}"),
         (env is not None and not env.strip(), "--env needs an env id, e.g. CartPole-v1"),
@@ -3801,6 +3825,7 @@ def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         (args.resume and given != {"resume"}, "--resume goes without --run-dir and --overwrite"),
         (args.eval and given, "--eval goes without --resume, --run-dir and --overwrite"),
         (args.eval and args.preset, "--eval takes the model's settings: it goes without --preset"),
+        (args.eval and trained_with, f"--eval takes the model's settings: without {trained_with}"),
         (args.overwrite and not args.run_dir, "--overwrite needs the --run-dir it replaces"),
     ]:
         if wrong:
@@ -3979,6 +4004,8 @@ def _resume(args: argparse.Namespace) -> tuple[ARS, dict[str, Any], Path]:
         raise ValueError(f"{run_dir / 'config.json'} lacks {sorted(RUN_CONFIG)}: it is not ars's")
     config.setdefault("preset", "paper")  # a config without a preset ran the paper's settings
     for flag in sorted(args.explicit):
+        if flag in MODEL_SETTINGS:  # by its rule first, as at every door
+            check_setting(flag, getattr(args, flag), table=MODEL_SETTINGS)
         if config.get(flag) != getattr(args, flag):
             raise ValueError(
                 f"--{flag.replace('_', '-')} cannot change on --resume (the run has "
@@ -4118,6 +4145,7 @@ def _continue_run(model: ARS, config: dict, run_dir: Path, evaluation: EvalCallb
         checkpoint = run_dir / "checkpoint.npz"
         raise ValueError(f"{checkpoint} is not a checkpoint of ars.py ({error})") from None
     _remove_half_writes(run_dir)  # a refused resume changes nothing in the folder
+    _write_config(run_dir, config)  # a new total, workers or timeouts: the next resume's
     _trim_progress(run_dir / "progress.csv", model.n_updates)
     print(f"resuming {run_dir} at {model.num_timesteps:,} steps, iteration {model.n_updates}")
 
@@ -4128,11 +4156,15 @@ def _start_run(model: ARS, config: dict, run_dir: Path, evaluation: EvalCallback
     _remove_half_writes(run_dir)
     for name in RUN_FILES.split():  # --overwrite, or a run never checkpointed: they go
         (run_dir / name).unlink(missing_ok=True)
-    with atomic_file(run_dir / "config.json", "w") as f:
-        f.write(json.dumps(config, indent=2) + "\n")
+    _write_config(run_dir, config)
     model.save(run_dir / "checkpoint.npz", callbacks=_Callbacks([evaluation], model))
     shown = {k: v for k, v in config.items() if k not in ("env", "ars_version")}
     print(f"ARS on {config['env']}: {json.dumps(shown)}")
+
+
+def _write_config(run_dir: Path, config: dict[str, Any]) -> None:
+    with atomic_file(run_dir / "config.json", "w") as f:
+        f.write(json.dumps(config, indent=2) + "\n")
 
 
 def _remove_half_writes(run_dir: Path) -> None:

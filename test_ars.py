@@ -1654,9 +1654,8 @@ def test_a_policy_instance_brings_its_normalisation_and_a_mismatch_is_refused(tm
     model = ARS(v2.policy, "Pendulum-v1", n_delta=1, zero_policy=False, normalize_obs=True, seed=1)
     assert model.learn(400).policy.obs_rms.count == 800
     ARS.load(model.save(tmp_path / "m"))  # saved as V2, so it loads
-    model.normalize_obs = False
     with pytest.raises(ValueError, match="normalize_obs is False, but the policy normalises"):
-        model.learn(400)
+        model.normalize_obs = False
     v1 = ARS("LinearPolicy", "Pendulum-v1", n_delta=1, seed=0)
     v1.normalize_obs = True  # set after the policy exists: it gets statistics
     assert v1.learn(400).policy.obs_rms.count == 400
@@ -1991,6 +1990,38 @@ def test_settings_that_v1_cannot_honour_and_bad_evaluation_seeds_are_refused(tmp
     flags = ["--eval", str(tmp_path / "policy.npz"), "--env", "CartPole-v1"]
     assert ars.main([*flags, "--max-episode-steps", "0"]) == 2
     assert "max_episode_steps must be an integer from 1 to" in capsys.readouterr().err
+
+
+def test_what_shapes_a_built_policy_and_the_settings_themselves_stay(tmp_path):
+    """normalize_obs set on a built V1 policy gives it statistics at once (so it saves as V2),
+    and back to False is refused while the policy normalises; settings are never deleted; a
+    device assigned warns at the user's line; ARS.load's own overrides are judged alone."""
+    model = ARS("LinearPolicy", "CartPole-v1", n_delta=2, seed=0)
+    model.normalize_obs = True
+    assert ARS.load(model.save(tmp_path / "v2")).policy.obs_rms is not None
+    with pytest.raises(ValueError, match="normalize_obs is False, but the policy normalises"):
+        model.normalize_obs = False
+    assert model.normalize_obs
+    for name in ("hparams", "n_delta"):
+        with pytest.raises(TypeError, match="never removed"):
+            delattr(model, name)
+    with warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("always")
+        model.device = "cuda"
+    assert [Path(w.filename).name for w in record] == ["test_ars.py"], record
+    path = model.save(tmp_path / "m")
+    with pytest.raises(ValueError) as override:
+        ARS.load(path, n_delta=0)
+    assert str(override.value).startswith("n_delta must be an integer from 1")
+
+
+def test_a_refused_learn_changes_nothing():
+    model = ARS("LinearPolicy", "CartPole-v1", n_delta=2, seed=0).learn(600)
+    before = (model.num_timesteps, model.n_updates, list(model.ep_info_buffer), model.logger)
+    with pytest.raises(ValueError, match="checkpoint_interval needs default_root_dir"):
+        model.learn(300, checkpoint_interval=5)
+    after = (model.num_timesteps, model.n_updates, list(model.ep_info_buffer), model.logger)
+    assert after == before
 
 
 def test_edited_hparams_are_checked_as_they_are_set():
@@ -3121,12 +3152,27 @@ def test_recorded_values_skip_the_outputs_they_exclude(tmp_path, capsys):
     logger = ars.Logger(verbose=1, folder=tmp_path)
     logger.record("a/shown", 1.0)
     logger.record("a/not_printed", 2.0, exclude="stdout")
+    logger.record("a/not_logged", 2.0, exclude="log")  # SB3's other name for the screen
     logger.record("a/not_in_csv", 3.0, exclude=("csv", "tensorboard"))
     logger.dump(0)
     printed = capsys.readouterr().out
     assert "shown" in printed and "not_printed" not in printed and "not_in_csv" in printed
+    assert "not_logged" not in printed
     header = (tmp_path / "progress.csv").read_text().splitlines()[0]
     assert "a/not_printed" in header and "a/not_in_csv" not in header
+
+
+def test_a_discarded_iteration_keeps_the_window_its_callback_set():
+    """A callback that sets stats_window_size, then stops: the iteration is discarded, and
+    the episode window it restores has the size now set."""
+    model = ARS("LinearPolicy", "CartPole-v1", n_delta=2, seed=0).learn(600)
+
+    def shrink_then_stop(locals_, globals_):
+        model.stats_window_size = 3
+        raise ars.StopTraining
+
+    model.learn(600, callback=shrink_then_stop, reset_num_timesteps=False)
+    assert model.ep_info_buffer.maxlen == 3 == len(model.ep_info_buffer)
 
 
 def test_record_mean_averages_until_the_row_is_written(tmp_path):
@@ -5083,6 +5129,22 @@ def test_unbounded_actions_stay_finite_in_their_dtype():
         warnings.simplefilter("error")  # no overflow in the cast
         actions = network.to_action()(np.array([1e9, -1e9]))
     assert actions.tolist() == [65504.0, -65504.0] and box.contains(actions)
+
+
+def test_a_resume_keeps_its_new_total_and_judges_flags_by_their_rules(tmp_path, capsys):
+    """--resume with a new --total-timesteps writes it into config.json (the next resume
+    goes on to it); a setting's flag on --resume meets its rule's message first; --eval
+    refuses training settings it would ignore."""
+    run = str(tmp_path / "run")
+    flags = ["--env", "CartPole-v1", "--n-delta", "2", "--seed", "0", "--eval-freq", "300"]
+    assert ars.main([*flags, "--total-timesteps", "300", "--run-dir", run]) == 0
+    assert ars.main(["--resume", run, "--total-timesteps", "600"]) == 0
+    assert json.loads((tmp_path / "run" / "config.json").read_text())["total_timesteps"] == 600
+    capsys.readouterr()
+    assert ars.main(["--resume", run, "--n-delta", "2.0"]) == 2
+    assert "n_delta must be an integer from 1" in capsys.readouterr().err
+    assert ars.main(["--eval", f"{run}/model.npz", "--n-delta", "0"]) == 2
+    assert "--eval takes the model's settings: without --n-delta" in capsys.readouterr().err
 
 
 def test_main_returns_argparses_status_and_names_what_a_resume_needs(tmp_path, monkeypatch):
