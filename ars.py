@@ -100,7 +100,7 @@ SETTINGS = dict(
     common_random_numbers=Setting(True, check_switch, "+ and - share their env seeds"),
     max_episode_steps=Setting(None, integer(1, or_none=True), "end episodes here too"),
     seed=Setting(None, integer(0, or_none=True), "random seed (default: drawn; a run saves it)"),
-    total_timesteps=Setting(1_000_000, number(0), "env steps to train for (resumed: a new total)"),
+    total_timesteps=Setting(1_000_000, number(0), "env steps to train for (rounded up)"),
 )
 DEFAULTS = {name: s.default for name, s in SETTINGS.items() if name != "total_timesteps"}
 SCHEDULED = ("learning_rate", "delta_std")  # a number, or a schedule (their rules accept it)
@@ -244,7 +244,7 @@ MAX_PARAMETERS = 10**7  # a direction this long per candidate is already slow
 
 
 def flattener(space: spaces.Space) -> Callable[[Any], np.ndarray]:
-    """``obs -> float vector`` for any leading axes, as ``spaces.flatten`` (one-hot Discrete)."""
+    """``obs -> flat vector`` for any leading axes, as ``spaces.flatten`` (one-hot Discrete)."""
 
     def flatten(x: Any) -> np.ndarray:
         x = np.asarray(x)
@@ -616,7 +616,7 @@ def train(env: str | gym.Env, total_timesteps: int, **hyper_parameters: Any) -> 
     """ARS on ``env`` for ``total_timesteps`` steps (the last iteration may overshoot), checked
     and with the same bits as ``ARS.learn``: theta, V2's statistics (V1: None), the Network."""
     hp = check_settings(hyper_parameters)
-    total = check_setting("total_timesteps", total_timesteps)
+    total = math.ceil(check_setting("total_timesteps", total_timesteps))  # as learn() rounds it
     env = gym.make(env) if isinstance(env, str) else env
     network = Network(env.observation_space, env.action_space, hp["policy"], hp["policy_kwargs"])
     theta = initial_parameters(network, hp["zero_policy"], hp["seed"])
@@ -1128,7 +1128,8 @@ class ARS:
     Parameters
     ----------
     policy : str, ARSPolicy class or instance
-        ``"LinearPolicy"`` (the paper's) or ``"MlpPolicy"``; an instance brings its spaces.
+        ``"LinearPolicy"`` (the paper's) or ``"MlpPolicy"``; an instance brings its spaces
+        (and, as lit_sb3's, ``zero_policy`` zeroes its weights, in place).
     env : str, gymnasium.Env, vector env or callable, optional
         An id, an env, an SB3 or gymnasium vector env (its ``n_envs`` envs run rollouts side
         by side), or a function returning one; else given at ``learn(..., env=...)``.
@@ -1349,7 +1350,6 @@ class ARS:
             model.num_timesteps, reset_num_timesteps=False)`` to resume exactly.
         Returns ``self``."""
         check_learn_arguments(locals())
-        self._prepare_to_learn(env)
         custom = getattr(self, "_custom_logger", False)  # the user's, from set_logger
         folder = log_folder(
             default_root_dir, self.tensorboard_log, tb_log_name, reset_num_timesteps
@@ -1357,6 +1357,7 @@ class ARS:
         folder = self.logger.dir if custom else folder
         if checkpoint_interval and folder is None:  # refused before anything changes
             raise ValueError("checkpoint_interval needs default_root_dir or tensorboard_log")
+        self._prepare_to_learn(env)
         evaluator = async_eval
         if not hasattr(async_eval, "evaluate"):  # none, or sb3-contrib's AsyncEval: rollouts
             evaluator = InProcessEval(self.gym_env)  # here (the README's compatibility table)
@@ -1413,12 +1414,12 @@ class ARS:
 
     def _iteration(self, evaluator: Any, callbacks: _Callbacks, log_interval: int | None) -> bool:
         """One iteration of the core, its callbacks and its log row, or nothing at all: on
-        Ctrl+C, an error or a callback's stop, the model, the callbacks and the logger are left
-        as they were. Returns False to stop training."""
+        Ctrl+C, an error or a per-step callback's stop, the model, the callbacks and the logger
+        are left as they were. Returns False to stop training (an iteration callback's False
+        keeps the iteration)."""
         saved = Rollback(self, callbacks)
         try:
-            hp = dict(self.hparams, learning_rate=self._schedule_value("learning_rate"))
-            hp["delta_std"] = self._schedule_value("delta_std")
+            hp = {**self.hparams, **{k: self._schedule_value(k) for k in SCHEDULED}}
             policy = self.policy
             evaluate = rollouts(self, evaluator, callbacks)
             theta = policy.parameters_to_vector()
@@ -1655,10 +1656,14 @@ def paper_model(env_id: str, env: Any = None, **overrides: Any) -> ARS:
     >>> model = paper_model("Hopper-v4", seed=237)  # alpha=0.01, nu=0.025, N=8, b=4, shift -1, V2
     """
     config = {**settings_for(env_id), **overrides}
-    net_arch = config.pop("net_arch")  # [] too: an MLP of no hidden layer
+    net_arch = config.pop("net_arch")  # given, or the preset's ([]: an MLP of no hidden layer)
     del config["total_timesteps"]  # learn()'s argument
-    if net_arch is not None:
-        config["policy_kwargs"] = {**(config.get("policy_kwargs") or {}), "net_arch": net_arch}
+    options = dict(config.get("policy_kwargs") or {})
+    if net_arch is not None and "net_arch" in overrides:  # given: it shapes the policy
+        options["net_arch"] = net_arch
+    elif net_arch is not None and config["policy"] == "MlpPolicy":  # the preset's MLP's
+        options.setdefault("net_arch", net_arch)
+    config["policy_kwargs"] = options or None
     return ARS(config.pop("policy"), env=env if env is not None else env_id, **config)
 
 
@@ -2675,7 +2680,7 @@ def _is_sb3_callback(callback: Any) -> bool:
 class Rollback:
     """What one training iteration changes in a model, its callbacks and its logger, copied
     as the iteration begins: ``restore()`` puts it all back (an iteration discarded on
-    Ctrl+C, an error or a callback's stop)."""
+    Ctrl+C, an error or a per-step callback's stop; an iteration callback's False keeps it)."""
 
     def __init__(self, model: Any, callbacks: Any):
         self.model = model
@@ -2836,7 +2841,9 @@ class EvalCallback:
                 "build it in each worker, and cannot render"
             )
         self.log_path = None if log_path is None else Path(log_path)
-        self.best_model_save_path = best_model_save_path and Path(best_model_save_path)
+        self.best_model_save_path = None
+        if best_model_save_path is not None:
+            self.best_model_save_path = Path(best_model_save_path)
         self.evaluations: list = []
         self.evaluations_results: list = []
         self.evaluations_length: list = []
@@ -2844,6 +2851,7 @@ class EvalCallback:
         self.last_mean_reward = -np.inf
         self._next = 0
         self._train_seconds = 0.0
+        self._mark = time.perf_counter()  # training time is counted from here, or from learn()
         self._evaluator = None
 
     def init_callback(self, model: Any) -> None:
@@ -3815,7 +3823,7 @@ def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     trained_with = [  # settings an evaluation has no use for (its episodes' limit it has)
         f"--{name.replace('_', '-')}"
         for name in [*RUN_SETTINGS, "net_arch"]
-        if name != "max_episode_steps" and getattr(args, name) is not None
+        if name not in ("max_episode_steps", "verbose") and getattr(args, name) is not None
     ]
     trained_with = ", ".join(trained_with)
     for wrong, message in [  # the first conflict found, in one line

@@ -1642,9 +1642,21 @@ def test_evaluate_candidates_runs_here_beside_sb3_contribs_async_eval():
     np.testing.assert_array_equal(here, model.evaluate_candidates(weights))
 
 
-def test_paper_model_takes_an_mlp_of_no_hidden_layer():
+def test_paper_model_takes_an_mlp_of_no_hidden_layer_and_the_users_policy_over_the_presets():
     assert ars.paper_model("Pendulum-v1", net_arch=[]).policy.net_arch == []
     assert ars.paper_model("Pendulum-v1").policy.net_arch == [16]  # the preset's
+    mine = ars.paper_model("Pendulum-v1", policy_kwargs={"net_arch": [8]})
+    assert mine.policy.net_arch == [8]  # the user's options, over the preset's layers
+    linear = ars.paper_model("Pendulum-v1", policy="LinearPolicy")  # the MLP's layers not forced
+    assert linear.policy.policy_name == "LinearPolicy"
+
+
+def test_a_fractional_budget_is_rounded_up_by_train_as_by_learn():
+    """train(400.5) runs learn(400.5)'s iterations and schedules: both round the budget up."""
+    hp = dict(n_delta=2, seed=0, learning_rate=lambda progress: 0.05 * progress)
+    theta = ars.train("CartPole-v1", 400.5, **hp)[0]
+    model = ARS("LinearPolicy", "CartPole-v1", **hp).learn(400.5)
+    np.testing.assert_array_equal(theta, model.policy.parameters_to_vector())
 
 
 def test_a_policy_instance_brings_its_normalisation_and_a_mismatch_is_refused(tmp_path):
@@ -5145,6 +5157,7 @@ def test_a_resume_keeps_its_new_total_and_judges_flags_by_their_rules(tmp_path, 
     assert "n_delta must be an integer from 1" in capsys.readouterr().err
     assert ars.main(["--eval", f"{run}/model.npz", "--n-delta", "0"]) == 2
     assert "--eval takes the model's settings: without --n-delta" in capsys.readouterr().err
+    assert ars.main(["--eval", f"{run}/model.npz", "--verbose", "1", "--eval-episodes", "1"]) == 0
 
 
 def test_main_returns_argparses_status_and_names_what_a_resume_needs(tmp_path, monkeypatch):
