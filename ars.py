@@ -1358,9 +1358,7 @@ class ARS:
         if checkpoint_interval and folder is None:  # refused before anything changes
             raise ValueError("checkpoint_interval needs default_root_dir or tensorboard_log")
         self._prepare_to_learn(env)
-        evaluator = async_eval
-        if not hasattr(async_eval, "evaluate"):  # none, or sb3-contrib's AsyncEval: rollouts
-            evaluator = InProcessEval(self.gym_env)  # here (the README's compatibility table)
+        evaluator = evaluator_for(async_eval, self.gym_env)
         if reset_num_timesteps:
             self.num_timesteps = 0
             self.ep_info_buffer.clear()
@@ -1461,26 +1459,9 @@ class ARS:
         """lit_sb3's: the shifted return of each row of ``candidate_weights`` (the mean over
         ``n_eval_episodes``), on the env seeds of this iteration's first candidates. An array
         (or torch tensor) in, the same kind out."""
-        policy = self._need_policy()
-        weights = _as_array(candidate_weights)
-        if weights.ndim != 2 or weights.shape[1] != policy.n_params:
-            raise ValueError(
-                f"candidate_weights must have shape (n, {policy.n_params}); got {weights.shape}"
-            )
-        evaluator = async_eval
-        if not hasattr(async_eval, "evaluate"):  # none, or sb3-contrib's AsyncEval: as learn()
-            evaluator = InProcessEval(self.gym_env)
-        seeds = [
-            env_seeds(self.seed, ENV_SEEDS, self.n_updates, c, n=self.n_eval_episodes)
-            for c in range(len(weights))
-        ]
-        network = policy.network()
-        it, jobs = fixed_jobs(network, policy.obs_rms, weights, seeds, self.max_episode_steps)
-        start = self.num_timesteps
-        results = rollouts(self, evaluator, _Callbacks(callback, self))(it, jobs)
-        self.num_timesteps = start + sum(int(r.lengths.sum()) for r in results)  # sb3-contrib's
-        returns = np.array([shifted_return(r, self.alive_bonus_offset) for r in results])
-        return _same_kind_as(candidate_weights, returns)
+        self._need_policy()
+        evaluator = evaluator_for(async_eval, self.gym_env)
+        return candidate_returns(self, candidate_weights, evaluator, _Callbacks(callback, self))
 
     def dump_logs(self) -> None:
         """Record the rollout and time statistics, and write the log row."""
@@ -2044,6 +2025,35 @@ class SideBySide:
                 elif not self.start(s):
                     active = [a for a in active if a != s]
         return self.results
+
+
+def evaluator_for(async_eval: Any, gym_env: Any) -> Any:
+    """``async_eval`` where it evaluates (AsyncEval, ExecutorEval); else the rollouts run in
+    this process: none given, or sb3-contrib's AsyncEval, whose workers cannot seed each
+    episode as ars's weights need (the README's compatibility table)."""
+    return async_eval if hasattr(async_eval, "evaluate") else InProcessEval(gym_env)
+
+
+def candidate_returns(model: Any, candidate_weights: Any, evaluator: Any, callbacks: Any) -> Any:
+    """:meth:`ARS.evaluate_candidates`: each row's shifted return, on the env seeds of the
+    model's current iteration's first candidates; the steps counted as sb3-contrib counts."""
+    policy = model.policy
+    weights = _as_array(candidate_weights)
+    if weights.ndim != 2 or weights.shape[1] != policy.n_params:
+        raise ValueError(
+            f"candidate_weights must have shape (n, {policy.n_params}); got {weights.shape}"
+        )
+    seeds = [
+        env_seeds(model.seed, ENV_SEEDS, model.n_updates, c, n=model.n_eval_episodes)
+        for c in range(len(weights))
+    ]
+    network = policy.network()
+    it, jobs = fixed_jobs(network, policy.obs_rms, weights, seeds, model.max_episode_steps)
+    start = model.num_timesteps  # per-step callbacks count steps as they come: set once here
+    results = rollouts(model, evaluator, callbacks)(it, jobs)
+    model.num_timesteps = start + sum(int(r.lengths.sum()) for r in results)
+    returns = np.array([shifted_return(r, model.alive_bonus_offset) for r in results])
+    return _same_kind_as(candidate_weights, returns)
 
 
 def rollouts(model: Any, evaluator: Any, callbacks: Any) -> Callable:
