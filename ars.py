@@ -3727,7 +3727,7 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"error: {message} (python ars.py --help)\n")
 
 
-def _number(kind: type, low: float | None = None) -> Callable[[str], Any]:
+def _flag_number(kind: type, low: float | None = None) -> Callable[[str], Any]:
     def number(text: str) -> Any:  # a ValueError: argparse says "invalid number value"
         value = float(text)
         if not math.isfinite(value) or (kind is int and value != int(value)):
@@ -3754,9 +3754,9 @@ def _net_arch(text: str) -> list[Any]:
     return [_setting(n) for n in text.split(",")] if text.strip() else []
 
 
-POSITIVE = {"type": _number(int, 1)}
-REAL = {"type": _number(float)}
-SETTING = {"type": _setting}  # judged by the setting's rule, as at every door
+POSITIVE = {"type": _flag_number(int, 1)}
+REAL = {"type": _flag_number(float)}
+AS_WRITTEN = {"type": _setting}  # judged by the setting's rule, as at every door
 SWITCH = {"action": argparse.BooleanOptionalAction}
 FLAG = {"action": "store_true"}
 # The settings a run takes from the command line, flags made from the table (policy_kwargs:
@@ -3771,7 +3771,7 @@ RUN_SETTINGS = (
 def _setting_flag(name: str) -> tuple[str, dict[str, Any], str]:
     """A setting's flag: its name and help from MODEL_SETTINGS, a switch's --no- form."""
     setting = MODEL_SETTINGS[name]
-    keywords = SWITCH if setting.rule is check_switch else SETTING
+    keywords = SWITCH if setting.rule is check_switch else AS_WRITTEN
     if name == "policy":
         keywords = {"choices": list(POLICIES)}
     return f"--{name.replace('_', '-')}", keywords, setting.help
@@ -3790,7 +3790,11 @@ FLAGS = [  # flag, argparse keywords, help
     ("--eval-freq", POSITIVE, "timesteps between evaluations (default: total / 20)"),
     ("--eval-episodes", {**POSITIVE, "default": 10}, "episodes per evaluation (default 10)"),
     ("--checkpoint-interval", {**POSITIVE, "default": 10}, "iterations between checkpoints"),
-    ("--workers", {"type": _number(int)}, "rollout processes (default: cores for MuJoCo, else 0)"),
+    (
+        "--workers",
+        {"type": _flag_number(int)},
+        "rollout processes (default: cores for MuJoCo, else 0)",
+    ),
     ("--job-timeout", {**REAL, "default": DEFAULT_JOB_TIMEOUT}, "seconds per job (%(default)g)"),
     ("--start-timeout", {**REAL, "default": DEFAULT_START_TIMEOUT}, "worker start (%(default)g s)"),
     ("--run-dir", {}, "output folder (default runs/<env>-<date>-<time>-seed<seed>)"),
