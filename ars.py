@@ -621,7 +621,10 @@ def train(env: str | gym.Env, total_timesteps: int, **hyper_parameters: Any) -> 
     network = Network(env.observation_space, env.action_space, hp["policy"], hp["policy_kwargs"])
     theta = initial_parameters(network, hp["zero_policy"], hp["seed"])
     obs_rms = RunningMeanStd((network.obs_dim,)) if hp["normalize_obs"] else None
-    evaluate = lambda it, jobs: [run_job(env, it, job) for job in jobs]  # in this process
+
+    def evaluate(it, jobs):
+        return [run_job(env, it, job) for job in jobs]  # in this process
+
     steps = 0
     index = 0
     while steps < total:  # Line 3: loop
@@ -1820,7 +1823,10 @@ def _observed_through(vec_normalize: Any, it: Iteration, training: bool = True) 
     track = it.track_obs or (training and vec_normalize.training)
     mean = np.array(rms.mean)
     scale = np.sqrt(rms.var + vec_normalize.epsilon)
-    see = lambda obs: np.clip((obs - mean) / scale, -clip, clip).astype(np.float32)
+
+    def see(obs):
+        return np.clip((obs - mean) / scale, -clip, clip).astype(np.float32)
+
     return it._replace(obs_filter=see, track_obs=track)
 
 
@@ -2948,10 +2954,12 @@ class EvalCallback:
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         """Restore :meth:`state_dict` (from a checkpoint); a ValueError if it is not one."""
-        numbers = lambda rows: (
-            isinstance(rows, list)
-            and all(isinstance(row, list) and all(map(_is_number, row)) for row in rows)
-        )
+
+        def numbers(rows):
+            return isinstance(rows, list) and all(
+                isinstance(row, list) and all(map(_is_number, row)) for row in rows
+            )
+
         best = state.get("best_mean_reward") if isinstance(state, dict) else None
         if not (
             isinstance(state, dict)
@@ -3057,7 +3065,10 @@ def _space_to_json(space: spaces.Space) -> dict[str, Any]:
         return {"type": "MultiDiscrete", "nvec": space.nvec.tolist(), "start": space.start.tolist()}
     if isinstance(space, spaces.MultiBinary):
         return {"type": "MultiBinary", "n": np.asarray(space.n).tolist()}
-    bound = lambda v: v.flat[0].item() if v.size and (v == v.flat[0]).all() else v.tolist()
+
+    def bound(v):
+        return v.flat[0].item() if v.size and (v == v.flat[0]).all() else v.tolist()
+
     low = bound(space.low)  # one number when all agree
     high = bound(space.high)
     return dict(type="Box", low=low, high=high, shape=list(space.shape), dtype=str(space.dtype))
@@ -3095,7 +3106,10 @@ def _space_from_json(data: dict[str, Any], where: str) -> spaces.Space:
         dtype = np.dtype(data["dtype"])
         if dtype.kind not in "fiu" or len(shape) > 32:
             raise ValueError(f"dtype {dtype} and shape {shape}: a number type, at most 32 axes")
-        bound = lambda v: np.array(v, dtype).reshape(shape) if isinstance(v, list) else v
+
+        def bound(v):
+            return np.array(v, dtype).reshape(shape) if isinstance(v, list) else v
+
         return spaces.Box(bound(data["low"]), bound(data["high"]), shape=shape, dtype=dtype)
     except (KeyError, TypeError, ValueError, OverflowError, AssertionError) as error:
         raise ValueError(f"{where} is not a valid space ({_one_line(error)})") from error
@@ -3152,7 +3166,10 @@ def _metadata(model: Any, kind: str = "model", scheduled: dict | None = None) ->
     meta["system_info"] = _system_info()
     if kind == "model":
         hp = model.hparams  # a schedule that is one number (SB3's ConstantSchedule) is saved
-        changing = lambda k: callable(hp[k]) and len({hp[k](p) for p in (1.0, 0.5, 0.0)}) > 1
+
+        def changing(k):
+            return callable(hp[k]) and len({hp[k](p) for p in (1.0, 0.5, 0.0)}) > 1
+
         schedules = [k for k in SCHEDULED if changing(k)]  # as that number, and not named here
         now = {**hp, **(scheduled or {})}
         meta["hparams"] = {k: now[k] for k in SAVED}
@@ -3711,7 +3728,10 @@ def _sb3_weights(
         state = torch.load(io.BytesIO(weights), map_location="cpu", weights_only=True)
     except Exception as error:  # a damaged pickle raises anything: one line
         raise ValueError(f"{where} is not a readable weights file ({_one_line(error)})") from None
-    floats = lambda v: torch.is_tensor(v) and v.is_floating_point()  # not complex, not int
+
+    def floats(v):
+        return torch.is_tensor(v) and v.is_floating_point()  # not complex, not int
+
     if not (isinstance(state, dict) and all(floats(v) for v in state.values())):
         raise ValueError(f"{where} holds something other than float tensors")
     if sum(v.numel() for v in state.values()) > n_params:  # a stride-0 view inflates here
@@ -4006,7 +4026,10 @@ def _check_run_dir(run_dir: Path) -> None:
     files = RUN_FILES.split() + ["progress.png"]  # progress.png: examples/plot_progress.py's
     ours = {".lock", *(files if _run_config(run_dir) is not None else ())}
     half = tuple(f".{name}." for name in RUN_FILES.split())  # a kill's half-writes, .NAME.*.tmp
-    stale = lambda name: name.startswith(half) and name.endswith(".tmp")
+
+    def stale(name):
+        return name.startswith(half) and name.endswith(".tmp")
+
     others = sorted(p.name for p in run_dir.iterdir() if p.name not in ours and not stale(p.name))
     if others:
         raise ValueError(

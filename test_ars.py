@@ -1020,7 +1020,10 @@ def test_a_nan_observation_stops_v1_with_discrete_actions_too():
     with pytest.raises(FloatingPointError, match=r"iteration 0, candidate 0 .*non-finite observ"):
         model.learn(100)  # argmax of NaN is 0: without the check, training would go on
     assert not model.policy.parameters_to_vector().any()
-    all_finite = lambda rows, dtype: np.isfinite(ars.joined(rows, dtype)).all()
+
+    def all_finite(rows, dtype):
+        return np.isfinite(ars.joined(rows, dtype)).all()
+
     rows = [np.ones(3, np.float32)] * 4 + [np.ones(3)]  # mixed dtypes take the slow path
     f32 = np.dtype(np.float32)
     assert all_finite(rows, f32) and not all_finite([*rows, np.array([1.0, np.inf, 0])], f32)
@@ -4221,9 +4224,10 @@ def test_cli_records_a_clip_and_names_what_is_missing(tmp_path):
     pytest.importorskip("imageio_ffmpeg")
     model = ARS("LinearPolicy", "InvertedPendulum-v4", n_delta=2, seed=0).learn(2000)
     model.save(tmp_path / "m.npz")
-    clip = lambda *args, **kw: _run(
-        [str(HERE / "examples" / "video.py"), "m.npz", *args], tmp_path, **kw
-    )
+
+    def clip(*args, **kw):
+        return _run([str(HERE / "examples" / "video.py"), "m.npz", *args], tmp_path, **kw)
+
     result = clip("clip.gif", env=dict(os.environ, MUJOCO_GL="egl"))
     if "cannot render" in result.stderr:
         pytest.skip(result.stderr)
