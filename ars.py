@@ -3822,11 +3822,10 @@ FLAGS = [  # flag, argparse keywords, help
     ("--resume", {"metavar": "RUN_DIR"}, "continue an interrupted run from its checkpoint"),
     ("--eval", {"metavar": "MODEL"}, "evaluate a saved model instead of training"),
 ]
-RUN_FLAGS = set(  # flags whose value defines a run: on --resume, refused unless unchanged
-    "env preset policy net_arch n_delta n_top learning_rate delta_std alive_bonus_offset "
-    "normalize_obs zero_policy common_random_numbers n_eval_episodes seed eval_freq eval_episodes "
-    "checkpoint_interval normalization_samples max_episode_steps".split()
-)
+# The flags whose value defines a run (on --resume, refused unless unchanged): its settings
+# but the budget and the verbosity, and the env, preset, layers and evaluation schedule.
+RUN_FLAGS = set(RUN_SETTINGS) - {"total_timesteps", "verbose"}
+RUN_FLAGS |= {"env", "preset", "net_arch", "eval_freq", "eval_episodes", "checkpoint_interval"}
 MAX_WORKERS = 1024  # more processes than this on one machine is a typo
 
 
