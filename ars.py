@@ -578,8 +578,8 @@ def iteration(
             key = k if hp["common_random_numbers"] else c
             seeds = env_seeds(seed, ENV_SEEDS, index, key, n=hp["n_eval_episodes"])
             jobs.append(Job(c, k, sign, seeds))
-    results = {j.candidate: check_finite(r, j, index) for j, r in zip(jobs, evaluate(it, jobs))}
-    results = [results[c] for c in range(2 * n)]
+    checked = {j.candidate: check_finite(r, j, index) for j, r in zip(jobs, evaluate(it, jobs))}
+    results = [checked[c] for c in range(2 * n)]  # in candidate order, whoever ran them
     r = np.array([shifted_return(x, hp["alive_bonus_offset"]) for x in results])
     r_plus = r[:n]
     r_minus = r[n:]
