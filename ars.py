@@ -691,7 +691,7 @@ def _device(name: str, value: Any) -> Any:
 # attribute (``model.n_delta``); the policy is ARS()'s first argument, the budget learn()'s.
 MODEL_SETTINGS = dict(
     SETTINGS,
-    normalization_samples=Setting(0, integer(0, 10**12), "V2: first, steps of the initial policy"),
+    normalization_samples=Setting(0, integer(0, 10**12), "V2: first, stats of this many steps"),
     stats_window_size=Setting(100, integer(1, 10**7), "episodes in rollout/ep_rew_mean"),
     tensorboard_log=Setting(None, _folder, "a folder for progress.csv (and TensorBoard's files)"),
     verbose=Setting(0, integer(0, 2), "1: print the log"),
@@ -1083,6 +1083,17 @@ def check_learn_arguments(args: dict[str, Any]) -> None:
         )
 
 
+def match_normalization(policy: ARSPolicy, normalize_obs: bool) -> None:
+    """V2 gives a V1 policy fresh statistics; V1 refuses a policy that normalises."""
+    if normalize_obs and policy.obs_rms is None:
+        policy.obs_rms = RunningMeanStd((policy.obs_dim,))
+    if not normalize_obs and policy.obs_rms is not None:
+        raise ValueError(
+            "normalize_obs is False, but the policy normalises observations "
+            "(V2): set normalize_obs=True, or start from a V1 policy"
+        )
+
+
 class Hparams(dict):
     """``model.hparams``: lit_sb3's open dict of the settings, each change checked when it is
     made, as ``ARS()`` checks (``model.hparams["n_delta"] = 4`` is ``model.n_delta = 4``), so
@@ -1101,6 +1112,7 @@ class Hparams(dict):
         super().update(self._model._checked_settings(changed))
 
     def setdefault(self, name: str, value: Any = None) -> Any:
+        """``dict.setdefault``, the value checked as any other change."""
         if name not in self:
             self[name] = value
         return self[name]
@@ -1136,29 +1148,12 @@ class ARS:
     env : str, gymnasium.Env, vector env or callable, optional
         An id, an env, an SB3 or gymnasium vector env (its ``n_envs`` envs run rollouts side
         by side), or a function returning one; else given at ``learn(..., env=...)``.
-    n_delta, n_top : int
-        ``N`` directions per iteration (2N rollouts), and the ``b`` kept (default ``N``).
-    learning_rate, delta_std : float or callable
-        ``alpha`` and ``nu``, or schedules ``f(progress_remaining)`` going from 1 to 0.
-    zero_policy, alive_bonus_offset : bool, float
-        Start from all-zero parameters (the paper's), else torch-like random ones; the
-        paper's "shift", added to every training reward, never to evaluations.
-    n_eval_episodes : int
-        Episodes per candidate; its return is their mean.
-    normalize_obs, normalization_samples : bool, int
-        V2: normalise observations by the statistics of all states visited; with
-        ``normalization_samples``, first take them from that many steps (whole episodes)
-        of the initial policy, counted as timesteps.
-    common_random_numbers, max_episode_steps : bool, int or None
-        Give a direction's + and - rollouts the same env seeds; end every episode after this
-        many steps (needed where an env has no time limit).
-    seed : int, optional
-        One seed gives bit-identical weights, whatever runs the rollouts (default: drawn
-        from NumPy's global generator, which SB3's ``set_random_seed`` seeds).
-    policy_kwargs, stats_window_size, tensorboard_log, verbose, device
-        As in SB3: ``net_arch``, ``activation_fn``, ``with_bias``, ``squash_output``; the
-        episodes in ``rollout/ep_rew_mean``; a folder for ``progress.csv`` (and event files,
-        with TensorBoard installed); 1 prints the log. ARS computes on the CPU.
+
+    The others are the settings of ``MODEL_SETTINGS`` (the core's table and SB3's five), where
+    each has its default, its rule and a line of help. ``learning_rate`` and ``delta_std`` also
+    take schedules ``f(progress_remaining)``, from 1 to 0. ``seed`` gives bit-identical weights
+    whatever runs the rollouts (None: drawn from NumPy's global generator, which SB3's
+    ``set_random_seed`` seeds). ARS computes on the CPU, whatever the ``device``.
 
     >>> model = ARS("LinearPolicy", "Pendulum-v1", n_delta=4, n_top=1, normalize_obs=True)
     >>> model = model.learn(2_000)
@@ -1261,7 +1256,7 @@ class ARS:
             if self.policy is not None and hp[name] != self.hparams[name]:
                 raise ValueError(f"{name} shapes a policy when it is built: pass it to ARS(...)")
         if self.policy is not None:  # as set: V2 from here, or refused
-            self._match_normalization(self.policy, hp["normalize_obs"])
+            match_normalization(self.policy, hp["normalize_obs"])
         if hp["stats_window_size"] != self.ep_info_buffer.maxlen:  # the newest episodes kept
             self.ep_info_buffer = collections.deque(self.ep_info_buffer, hp["stats_window_size"])
         return hp
@@ -1271,23 +1266,12 @@ class ARS:
         cls = POLICY_CLASSES.get(self.policy_class, self.policy_class)
         if not isinstance(policy, ARSPolicy):  # a name or a class, checked by the settings'
             policy = cls(self.observation_space, self.action_space, **(self.policy_kwargs or {}))
-        self._match_normalization(policy, self.normalize_obs)
+        match_normalization(policy, self.normalize_obs)
         if self.zero_policy or policy is not self.policy_class:  # else an instance keeps its own
             policy._theta = initial_parameters(policy, self.zero_policy, self.seed)
         if getattr(self._vec_normalize, "norm_obs", False):
             policy.vec_normalize = self._vec_normalize
         self.policy = policy
-
-    @staticmethod
-    def _match_normalization(policy: ARSPolicy, normalize_obs: bool) -> None:
-        """V2 gives a V1 policy fresh statistics; V1 refuses a policy that normalises."""
-        if normalize_obs and policy.obs_rms is None:
-            policy.obs_rms = RunningMeanStd((policy.obs_dim,))
-        if not normalize_obs and policy.obs_rms is not None:
-            raise ValueError(
-                "normalize_obs is False, but the policy normalises observations "
-                "(V2): set normalize_obs=True, or start from a V1 policy"
-            )
 
     def _need_policy(self) -> ARSPolicy:
         if self.policy is None:
@@ -1326,32 +1310,21 @@ class ARS:
         default_root_dir: str | os.PathLike | None = None,
         checkpoint_interval: int | None = None,
     ) -> ARS:
-        """Train for ``total_timesteps`` env steps (the last iteration may overshoot).
+        """Train for ``total_timesteps`` env steps (the last iteration may overshoot); returns
+        ``self``. The arguments are SB3's, then lit_sb3's (keyword only):
 
-        Parameters
-        ----------
-        total_timesteps : int
-            Env steps to train for, counted over all candidates and episodes.
-        callback : optional
-            An SB3 callback (called after every env step, as in SB3), a function
-            ``f(locals, globals)`` or ars's :class:`EvalCallback` (after every iteration),
-            or a list of them. Returning False stops training.
-        log_interval, tb_log_name : int or None, str
-            Log (and with ``verbose=1`` print) every this many iterations, to this run name
-            under ``tensorboard_log``. ``log_every_n_steps`` is lit_sb3's name for the first.
-        reset_num_timesteps, progress_bar : bool
-            False continues the step count (and schedules) of the previous call; show a tqdm
-            progress bar (``pip install tqdm``).
-        async_eval : AsyncEval or ExecutorEval (examples/executor_eval.py), optional
-            Run the rollouts elsewhere; ``learn`` never closes it. sb3-contrib's AsyncEval
-            (as rl-baselines3-zoo passes it) is accepted, and the rollouts run in this
-            process: its workers cannot seed each episode as ars's weights need.
-        env, default_root_dir, checkpoint_interval : keyword only
-            lit_sb3's: an env to (re)train on; a log folder used as it is. Every
-            ``checkpoint_interval`` iterations and at the end, ``checkpoint.npz`` is written
-            there with the callbacks' state: ``ARS.load`` it and ``learn(total -
-            model.num_timesteps, reset_num_timesteps=False)`` to resume exactly.
-        Returns ``self``."""
+        - ``callback``: an SB3 callback (called after every env step), a function ``f(locals,
+          globals)`` or :class:`EvalCallback` (after every iteration), or a list; False stops.
+        - ``log_interval`` (lit_sb3: ``log_every_n_steps``): log every this many iterations,
+          printed with ``verbose=1``, to ``tb_log_name`` under ``tensorboard_log``.
+        - ``reset_num_timesteps=False`` continues the step count and the schedules.
+        - ``async_eval``: :class:`AsyncEval` or an ExecutorEval runs the rollouts (never
+          closed here); sb3-contrib's is accepted, and its rollouts run in this process, as
+          its workers cannot seed each episode. ``progress_bar`` needs ``pip install tqdm``.
+        - ``env``: an env to (re)train on; ``default_root_dir``: a log folder used as it is.
+        - ``checkpoint_interval``: write ``checkpoint.npz`` there every this many iterations
+          and at the end, with the callbacks' state; ``ARS.load`` it and ``learn(total -
+          model.num_timesteps, reset_num_timesteps=False)`` to resume exactly."""
         check_learn_arguments(locals())
         custom = getattr(self, "_custom_logger", False)  # the user's, from set_logger
         folder = log_folder(
@@ -1374,12 +1347,7 @@ class ARS:
         self._start_time = time.perf_counter()
         self._start_steps = self.num_timesteps
         if self.normalization_samples and getattr(self.policy.obs_rms, "count", 1) == 0:
-            policy = self.policy
-            samples = self.normalization_samples
-            steps = warm_up_statistics(
-                policy, evaluator, self.seed, samples, self.max_episode_steps
-            )
-            self.num_timesteps += steps
+            self.num_timesteps += warm_up_statistics(self.policy, evaluator, self.hparams)
         if checkpoint and self.n_updates == 0:  # a run killed early can resume too
             self.save(checkpoint, callbacks=callbacks)
         start = dict(locals(), total_timesteps=self._total_timesteps)  # SB3's: the absolute target
@@ -1396,7 +1364,7 @@ class ARS:
             raise ValueError("no env to train on: pass env= to ARS(...) or to learn(...)")
         if self.policy is None:
             self._setup_model()
-        self._match_normalization(self.policy, self.normalize_obs)  # a policy assigned since
+        match_normalization(self.policy, self.normalize_obs)  # a policy assigned since
         _check_vec_normalize(self)
 
     def _iterate(
@@ -1512,6 +1480,7 @@ class ARS:
         return getattr(self.gym_env, "num_envs", 1)
 
     def get_vec_normalize_env(self) -> Any:
+        """The SB3 VecNormalize the model trains through, or None (SB3's name)."""
         return self._vec_normalize
 
     def set_random_seed(self, seed: int | None = None) -> None:
@@ -1906,12 +1875,13 @@ def evaluate_episodes(
     return evaluator.evaluate(_observed_through(vec_normalize, it, training=False), jobs, on_step)
 
 
-def warm_up_statistics(
-    policy: Any, evaluator: Any, seed: int, samples: int, max_episode_steps: int | None
-) -> int:
+def warm_up_statistics(policy: Any, evaluator: Any, hp: dict[str, Any]) -> int:
     """``normalization_samples``: V2's first statistics, merged into ``policy.obs_rms``, from
-    whole episodes of the initial policy, at least ``samples`` steps of them, on the WARM_UP
+    whole episodes of the initial policy, at least that many steps of them, on the WARM_UP
     stream's env seeds, WARM_UP_BATCH episodes a round; returns the steps they took."""
+    seed = hp["seed"]
+    samples = hp["normalization_samples"]
+    max_episode_steps = hp["max_episode_steps"]
     frozen = (policy.network(), policy.obs_rms, policy.parameters_to_vector())
     visited = []
     episode = 0
@@ -2602,6 +2572,7 @@ class Logger:
         }
 
     def get_dir(self) -> str | None:
+        """The log folder as a string, or None (SB3's logger's name)."""
         return None if self.dir is None else str(self.dir)
 
     def dump(self, step: int = 0) -> None:
@@ -2634,6 +2605,7 @@ class Logger:
         self.excluded = {}
 
     def close(self) -> None:
+        """Close the TensorBoard writer, if one was opened."""
         if self._writer is not None:
             self._writer.close()
 
@@ -2871,6 +2843,7 @@ class EvalCallback:
         self._evaluator = None
 
     def init_callback(self, model: Any) -> None:
+        """SB3's: remember the model, and build the evaluation envs once."""
         self.model = model
         if self._evaluator is None:  # with workers, an id is built in each
             n = self.eval_concurrency
@@ -2882,6 +2855,7 @@ class EvalCallback:
                 child.init_callback(model)
 
     def on_training_start(self, locals_: dict, globals_: dict) -> None:
+        """Evaluate at the start when the schedule is due (a resumed run's)."""
         self._mark = time.perf_counter()
         if self.model.num_timesteps >= self._next:  # a resumed run evaluates on its schedule
             self.evaluate()
@@ -2980,6 +2954,7 @@ class EvalCallback:
         self.evaluations_length = state["lengths"]
 
     def on_training_end(self) -> None:
+        """Close the evaluation workers this callback started."""
         if isinstance(self._evaluator, AsyncEval):
             self._evaluator.close()
             self._evaluator = None
@@ -3779,13 +3754,12 @@ REAL = {"type": _flag_number(float)}
 AS_WRITTEN = {"type": _setting}  # judged by the setting's rule, as at every door
 SWITCH = {"action": argparse.BooleanOptionalAction}
 FLAG = {"action": "store_true"}
-# The settings a run takes from the command line, flags made from the table (policy_kwargs:
-# --net-arch); a setting not given takes the env's preset, or the table's default.
-RUN_SETTINGS = (
-    "policy n_delta n_top learning_rate delta_std alive_bonus_offset normalize_obs zero_policy "
-    "common_random_numbers n_eval_episodes total_timesteps seed max_episode_steps "
-    "normalization_samples verbose"
-).split()
+# The settings a run takes from the command line, a flag each, made from the table: all but
+# policy_kwargs (--net-arch), the log folder (--run-dir's) and the device (ars's is the CPU).
+# A setting not given takes the env's preset (--preset), or the table's default.
+RUN_SETTINGS = [
+    name for name in MODEL_SETTINGS if name not in ("policy_kwargs", "tensorboard_log", "device")
+]
 
 
 def _setting_flag(name: str) -> tuple[str, dict[str, Any], str]:
@@ -3976,7 +3950,7 @@ def _new_run(args: argparse.Namespace) -> tuple[ARS, dict[str, Any], Path]:
     args.preset = args.preset or "tuned"
     config = settings_for(env_id, args.preset)  # the preset's settings, then the flags given
     config.update({k: v for k, v in vars(args).items() if k in config and v is not None})
-    unpreset = ("normalization_samples", "max_episode_steps", "seed", "verbose")
+    unpreset = [k for k in RUN_SETTINGS if k not in config]  # seed, verbose, ...
     given = {k: getattr(args, k) for k in unpreset if getattr(args, k) is not None}
     model = paper_model(env_id, **config, **given)
     names = "eval_episodes checkpoint_interval job_timeout start_timeout".split()
@@ -3986,8 +3960,7 @@ def _new_run(args: argparse.Namespace) -> tuple[ARS, dict[str, Any], Path]:
         workers = (os.cpu_count() or 1) if mujoco else 0
     eval_freq = args.eval_freq or max(int(config["total_timesteps"]) // 20, 1)
     config.update({k: getattr(args, k) for k in names}, env=env_id, eval_freq=eval_freq)
-    config.update({k: model.hparams[k] for k in ("normalization_samples", "max_episode_steps")})
-    config.update({k: v for k, v in model.hparams.items() if k in config})  # as checked
+    config.update({k: model.hparams[k] for k in RUN_FLAGS if k in HPARAMS})  # as checked
     config.update(workers=workers, seed=model.seed, preset=args.preset, ars_version=__version__)
     if args.run_dir is None:  # a folder of its own: mkdir is atomic, so runs never share one
         name = re.sub(r"[^\w.-]", "_", env_id)  # module:ns/Id: no : or / in a folder's name

@@ -5164,6 +5164,25 @@ def test_a_resume_keeps_its_new_total_and_judges_flags_by_their_rules(tmp_path, 
     assert ars.main(["--eval", f"{run}/model.npz", "--verbose", "1", "--eval-episodes", "1"]) == 0
 
 
+def test_every_setting_a_run_can_take_has_a_flag_that_reaches_the_model_and_the_run(
+    tmp_path, capsys
+):
+    """The command line's setting flags are the table's (all but policy_kwargs, the log folder
+    and the device); a flag reaches the model and config.json, and cannot change on --resume."""
+    flags = {f for action in ars._parser()._actions for f in action.option_strings}
+    for name in ars.MODEL_SETTINGS:
+        flag = f"--{name.replace('_', '-')}"
+        assert (flag in flags) == (name not in ("policy_kwargs", "tensorboard_log", "device"))
+    run = tmp_path / "run"
+    args = ["--env", "CartPole-v1", "--total-timesteps", "100", "--stats-window-size", "7"]
+    assert ars.main([*args, "--n-delta", "2", "--run-dir", str(run)]) == 0
+    assert json.loads((run / "config.json").read_text())["stats_window_size"] == 7
+    assert ars.ARS.load(run / "model.npz").stats_window_size == 7
+    capsys.readouterr()
+    assert ars.main(["--resume", str(run), "--stats-window-size", "8"]) == 2
+    assert "--stats-window-size cannot change on --resume" in capsys.readouterr().err
+
+
 def test_main_returns_argparses_status_and_names_what_a_resume_needs(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     assert ars.main(["--bogus"]) == 2

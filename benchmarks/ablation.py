@@ -332,6 +332,7 @@ ARMS = {  # an arm's runs file (benchmarks/results/<arm>.json): its heading, how
 
 
 def main() -> None:
+    """Print the ablation tables of the task named on the command line."""
     with locked_folder(RESULTS):  # no learning.py run adds a record or a table meanwhile
         tables(sys.argv[1] if len(sys.argv) > 1 else "HalfCheetah")
 

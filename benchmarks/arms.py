@@ -209,15 +209,18 @@ class SB3Statistics:
         return self
 
     def copy(self) -> SB3Statistics:
+        """An independent copy."""
         other = SB3Statistics(len(self.mean))
         other.mean, other.var, other.count = self.mean.copy(), self.var.copy(), self.count
         return other
 
     def to_json(self) -> list:
+        """The statistics as JSON lists, for a run's record."""
         return [self.mean.tolist(), self.var.tolist(), self.count]
 
     @staticmethod
     def from_json(data: list) -> SB3Statistics:
+        """Statistics from :meth:`to_json`'s lists."""
         rms = SB3Statistics(len(data[0]))
         rms.mean, rms.var, rms.count = np.array(data[0]), np.array(data[1]), float(data[2])
         return rms

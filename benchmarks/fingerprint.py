@@ -47,6 +47,7 @@ def fingerprint(env_id: str, steps: int, overrides: dict) -> str:
 
 
 def main() -> int:
+    """Train the fingerprint cases and compare or record their weights."""
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )

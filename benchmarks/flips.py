@@ -18,6 +18,7 @@ import ars
 
 
 def main() -> None:
+    """Print, per saved model, the episodes spent upside down and the returns."""
     warnings.filterwarnings("ignore")
     n, paths = int(sys.argv[1]), sys.argv[2:]
     for path in paths:

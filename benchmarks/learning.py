@@ -81,6 +81,7 @@ RESULTS, RUNS = HERE / "results", HERE / "runs"
 
 
 def task(env_id: str) -> str:
+    """The task of an env id: ``Hopper-v4`` is ``Hopper``."""
     return env_id.rsplit("-v", 1)[0]
 
 
@@ -494,6 +495,7 @@ def run_sb3(env_id: str, seed: int, budget: int, eval_freq: int, args: argparse.
 
 
 def first_reach(evaluations: list, threshold: float) -> list | None:
+    """The first evaluation at or above ``threshold``, or None."""
     return next((e for e in evaluations if e[2] >= threshold), None)
 
 
@@ -615,6 +617,7 @@ def report(results: dict, folder: Path = RESULTS, prefix: str = "") -> str:
 
 
 def main() -> None:
+    """Run the learning benchmark the flags describe, resumably."""
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )

@@ -25,6 +25,7 @@ ENV_ID, THRESHOLD, BUDGET, EVAL_EVERY = "HalfCheetah-v4", 3430, 8_000_000, 64_00
 
 
 def probe(mode: str, seed: int) -> dict:
+    """One probe run of ``mode`` on ``seed``: its evaluations."""
     vec_normalize = None
     if mode == "vecnorm":
         from stable_baselines3.common.env_util import make_vec_env
@@ -55,6 +56,7 @@ def probe(mode: str, seed: int) -> dict:
 
 
 def main() -> None:
+    """Run the probes the flags describe."""
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )

@@ -42,6 +42,7 @@ class TimedEnv(gym.Wrapper):
         self.totals = np.memmap(path, dtype=np.float64, mode="w+", shape=(3,)).view(np.ndarray)
 
     def step(self, action):  # noqa: ANN001, ANN201
+        """Step the env, adding the time to the total."""
         start = time.perf_counter()
         out = self.env.step(action)
         self.totals[0] += time.perf_counter() - start
@@ -49,6 +50,7 @@ class TimedEnv(gym.Wrapper):
         return out
 
     def reset(self, **kwargs):  # noqa: ANN003, ANN201
+        """Reset the env, adding the time to the total."""
         start = time.perf_counter()
         out = self.env.reset(**kwargs)
         self.totals[1] += time.perf_counter() - start
@@ -56,6 +58,7 @@ class TimedEnv(gym.Wrapper):
 
 
 def timed_env(folder: str) -> gym.Env:
+    """Humanoid-v4 with its steps and resets timed."""
     return TimedEnv(ars.make_env("Humanoid-v4"), folder)
 
 
@@ -66,6 +69,7 @@ class TimedEvaluator:
         self.evaluator, self.n_workers, self.seconds = evaluator, evaluator.n_workers, 0.0
 
     def evaluate(self, it, jobs, on_step=None, record=False):  # noqa: ANN001, ANN201
+        """Evaluate through the wrapped evaluator, timed."""
         start = time.perf_counter()
         results = self.evaluator.evaluate(it, jobs, on_step, record)
         self.seconds += time.perf_counter() - start
@@ -78,6 +82,7 @@ def totals(folder: str) -> np.ndarray:
 
 
 def main() -> None:
+    """Profile a Humanoid run and write where its time goes."""
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )

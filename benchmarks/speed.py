@@ -298,6 +298,7 @@ def ars_run(
     env_fn: object = None,
     **_: object,
 ) -> float:
+    """ars's steps per second on ``env_id``."""
     model = _model(env_id, policy, net_arch, n_delta, env_fn() if env_fn else None)
     start = time.perf_counter()
     model.learn(steps, async_eval=async_eval)
@@ -324,6 +325,7 @@ def sb3_run(
     sb3_workers: int = 0,
     **_: object,
 ) -> float:
+    """sb3-contrib's steps per second on ``env_id``."""
     from sb3_contrib import ARS as SB3ARS
     from sb3_contrib.common.vec_env import AsyncEval as SB3AsyncEval
 
@@ -347,6 +349,7 @@ def sb3_run(
 
 
 def main() -> None:
+    """Run the speed cases the flags name and print the ratios."""
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
@@ -451,6 +454,7 @@ def clip_speed(path: str) -> None:
 
 
 def run_case(env_id: str, policy: str, net_arch: list | None, args: argparse.Namespace) -> dict:
+    """One speed case, ars and the peer side by side."""
     label = f"{env_id} {policy}{net_arch or ''}"
     print(
         f"\n== {label} (n_delta={_hp(env_id, args.n_delta)['n_delta']}, {args.steps:,} steps, "

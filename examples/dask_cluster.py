@@ -23,6 +23,7 @@ from ars import evaluate_policy, make_env, paper_model  # noqa: E402
 
 
 def main() -> None:
+    """Train on a Dask cluster, as the flags say."""
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )

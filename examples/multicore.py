@@ -20,6 +20,7 @@ from ars import AsyncEval, evaluate_policy, make_env, paper_model  # noqa: E402
 
 
 def main() -> None:
+    """Train with AsyncEval's worker processes, as the flags say."""
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )

@@ -17,11 +17,13 @@ import matplotlib.pyplot as plt  # noqa: E402
 
 
 def column(rows: list, key: str) -> tuple:
+    """The (timesteps, values) of a column of progress.csv's rows."""
     pairs = [(int(r["time/total_timesteps"]), float(r[key])) for r in rows if r.get(key)]
     return tuple(zip(*pairs)) if pairs else ((), ())
 
 
 def main() -> None:
+    """Plot a run's progress.csv to a PNG."""
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )

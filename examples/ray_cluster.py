@@ -29,6 +29,7 @@ class RayExecutor(concurrent.futures.Executor):
         self._remote_fns = {}
 
     def submit(self, fn, /, *args, **kwargs):
+        """Run ``fn`` as a Ray task; a Future of its result."""
         import ray
 
         if fn not in self._remote_fns:
@@ -37,6 +38,7 @@ class RayExecutor(concurrent.futures.Executor):
 
 
 def main() -> None:
+    """Train on a Ray cluster, as the flags say."""
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )

@@ -236,6 +236,7 @@ class Stop:
         self.optimizing = False
 
     def __call__(self, signum: int, frame: Any) -> None:
+        """Note the signal: the trial ends cleanly; a second one stops it now."""
         again = self.signum is not None
         self.signum = self.signum or signum
         if self.training and again:  # asked twice: now, wherever the trial is
@@ -268,6 +269,7 @@ class Stop:
 
     @property
     def status(self) -> int:
+        """The exit status of a stop by the signal received."""
         return 128 + (self.signum or signal.SIGINT)
 
 

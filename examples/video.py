@@ -204,6 +204,7 @@ class Encoder:
         self.command = [ffmpeg, *words, f"file:{tmp}"]  # [:8]: before -s W x H
 
     def __call__(self, frame: Any) -> None:
+        """Write one frame; stop if interrupted."""
         if _INTERRUPTED:
             raise KeyboardInterrupt
         array = isinstance(frame, np.ndarray)
