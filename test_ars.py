@@ -1575,21 +1575,6 @@ def test_sb3_contrib_documented_example_with_only_the_import_changed(tmp_path, m
     )
 
 
-def test_env_as_id_instance_or_function_or_given_to_learn_trains_the_same():
-    """An id, an env or a function returning one, given to ARS() or to learn(): the same
-    weights."""
-    trained = []
-    for env in ("CartPole-v1", gym.make("CartPole-v1"), lambda: gym.make("CartPole-v1")):
-        model = ARS("LinearPolicy", env, n_delta=2, seed=0).learn(200)
-        assert model.num_timesteps >= 200 and isinstance(model.gym_env, gym.Env)
-        assert model.get_env().num_envs == 1
-        trained.append(model.policy.parameters_to_vector())
-    late = ARS("LinearPolicy", n_delta=2, seed=0).learn(200, env="CartPole-v1")
-    assert late.env_id == "CartPole-v1"
-    trained.append(late.policy.parameters_to_vector())
-    assert all(np.array_equal(theta, trained[0]) for theta in trained) and trained[0].any()
-
-
 def test_schedules_get_progress_remaining_and_continue_across_learn_calls():
     seen = []
 
@@ -2090,6 +2075,163 @@ def test_a_fraction_of_a_timestep_runs_one_iteration_as_train_does():
     assert model.n_updates == 1 and np.array_equal(model.policy.parameters_to_vector(), theta)
 
 
+# === Envs: ids, functions, vector envs, SB3's VecEnvs and VecNormalize ============================
+
+
+def test_env_as_id_instance_or_function_or_given_to_learn_trains_the_same():
+    """An id, an env or a function returning one, given to ARS() or to learn(): the same
+    weights."""
+    trained = []
+    for env in ("CartPole-v1", gym.make("CartPole-v1"), lambda: gym.make("CartPole-v1")):
+        model = ARS("LinearPolicy", env, n_delta=2, seed=0).learn(200)
+        assert model.num_timesteps >= 200 and isinstance(model.gym_env, gym.Env)
+        assert model.get_env().num_envs == 1
+        trained.append(model.policy.parameters_to_vector())
+    late = ARS("LinearPolicy", n_delta=2, seed=0).learn(200, env="CartPole-v1")
+    assert late.env_id == "CartPole-v1"
+    trained.append(late.policy.parameters_to_vector())
+    assert all(np.array_equal(theta, trained[0]) for theta in trained) and trained[0].any()
+
+
+@pytest.mark.slow
+def test_vec_envs_with_one_env_are_accepted_everywhere(tmp_path):
+    vec_env = pytest.importorskip("stable_baselines3.common.vec_env")
+    from stable_baselines3.common.env_util import make_vec_env
+
+    dummy = vec_env.DummyVecEnv([lambda: gym.make("CartPole-v1")])
+    model = ARS("LinearPolicy", dummy, n_delta=2, seed=0).learn(500)
+    assert model.get_env() is dummy and model.env is dummy
+    model.set_env(make_vec_env("CartPole-v1", n_envs=1))
+    model.learn(500, env=make_vec_env("CartPole-v1", n_envs=1))
+    ARS.load(model.save(tmp_path / "m"), env=make_vec_env("CartPole-v1", n_envs=1)).learn(200)
+    with AsyncEval(
+        [lambda: make_vec_env("CartPole-v1", n_envs=1)] * 2, start_method="fork"
+    ) as async_eval:
+        model.learn(500, async_eval=async_eval)  # sb3-contrib's AsyncEval example: VecEnv factories
+    assert ARS("LinearPolicy", make_vec_env("CartPole-v1", n_envs=2)).n_envs == 2
+    with pytest.raises(ValueError, match="cannot see through VecFrameStack"):
+        ARS("LinearPolicy", vec_env.VecFrameStack(dummy, 2))
+
+
+@pytest.mark.slow
+def test_sb3_contrib_multi_env_test_and_sb3_eval_callback_example_run(tmp_path):
+    # sb3-contrib's tests/test_run.py::test_ars_multi_env, with only its import changed
+    from stable_baselines3.common.env_util import make_vec_env
+    from stable_baselines3.common.vec_env import VecNormalize
+
+    env = make_vec_env("Pendulum-v1", n_envs=2)
+    model = ARS("MlpPolicy", env, n_delta=1)
+    model.learn(total_timesteps=250)
+    env = VecNormalize(make_vec_env("Pendulum-v1", n_envs=1))
+    model = ARS("MlpPolicy", env, n_delta=2, seed=0)
+    async_eval = AsyncEval(
+        [lambda: VecNormalize(make_vec_env("Pendulum-v1", n_envs=1)) for _ in range(2)],
+        model.policy,
+    )
+    async_eval.seed(0)
+    async_eval.set_options()
+    model.learn(500, async_eval=async_eval)
+    async_eval.close()
+    # SB3's documented EvalCallback example: a 5-env eval env, SB3's callback and ars's
+    from stable_baselines3.common.callbacks import EvalCallback as SB3EvalCallback
+
+    train_env = make_vec_env("Pendulum-v1", n_envs=1, seed=0)
+    eval_env = make_vec_env("Pendulum-v1", n_envs=5, seed=0)
+    for callback_class in (SB3EvalCallback, ars.EvalCallback):
+        callback = callback_class(
+            eval_env,
+            best_model_save_path=tmp_path,
+            log_path=tmp_path,
+            eval_freq=500,
+            n_eval_episodes=5,
+            deterministic=True,
+            render=False,
+        )
+        ARS("MlpPolicy", train_env, n_delta=2).learn(1000, callback=callback)
+        assert len(callback.evaluations_results) >= 1 and len(callback.evaluations_results[0]) == 5
+
+
+@pytest.mark.slow
+def test_vec_normalize_statistics_are_exact_and_sb3_loop_runs_on_its_observations():
+    vec_env = pytest.importorskip("stable_baselines3.common.vec_env")
+    from stable_baselines3.common.env_util import make_vec_env
+
+    normalized = vec_env.VecNormalize(make_vec_env("Pendulum-v1", n_envs=1), norm_reward=False)
+    model = ARS("LinearPolicy", normalized, n_delta=2, seed=0)
+    recorder = Recorder(normalized.venv.envs[0])
+    normalized.venv.envs[0] = recorder
+    model.set_env(normalized)
+    model.learn(1600)
+    acted = np.array(
+        recorder.acted_on
+    )  # raw observations: VecNormalize's statistics are theirs, exactly
+    assert model.get_vec_normalize_env() is normalized
+    np.testing.assert_allclose(normalized.obs_rms.mean, acted.mean(axis=0), rtol=1e-6, atol=1e-8)
+    np.testing.assert_allclose(normalized.obs_rms.var, acted.var(axis=0), rtol=1e-5)
+    obs = normalized.reset()  # SB3's loop: the policy sees VecNormalize's observations
+    action, _ = model.predict(obs)
+    obs, rewards, dones, infos = normalized.step(action)
+    assert obs.shape == (1, 3) and np.abs(obs).max() <= normalized.clip_obs
+    evaluator = ars.InProcessEval(ars.make_env("Pendulum-v1"))  # a video films what was trained
+    seen = ars.evaluate_episodes(model.policy, evaluator, [5], None, normalized)[0].returns[0]
+    filmed, frames = video_example.play(
+        model, ars.make_env("Pendulum-v1"), 5, None, lambda frame: None
+    )
+    assert filmed == seen and frames == 201
+    with pytest.raises(ValueError, match="already normalises"):
+        ARS("LinearPolicy", normalized, normalize_obs=True)
+
+
+def test_a_model_trained_in_vec_normalize_is_evaluated_as_it_saw_observations(tmp_path):
+    vec_env = pytest.importorskip("stable_baselines3.common.vec_env")
+    from stable_baselines3.common.env_util import make_vec_env
+
+    normalized = vec_env.VecNormalize(make_vec_env("Pendulum-v1", n_envs=1), norm_reward=False)
+    model = ARS("LinearPolicy", normalized, n_delta=2, seed=0).learn(2000)
+    normalized.training = False
+    live = ars.evaluate_policy(model, normalized, 5)
+    path = model.save(tmp_path / "m.zip")
+    loaded = ARS.load(path)  # its file records the frozen normalisation
+    assert ars.evaluate_policy(loaded, "Pendulum-v1", 5) == live
+    filmed = video_example.play(
+        loaded, ars.make_env("Pendulum-v1"), None, None, lambda frame: None
+    )[0]
+    assert (
+        video_example.play(model, ars.make_env("Pendulum-v1"), None, None, lambda f: None)[0]
+        == filmed
+    )
+    result = _run([str(HERE / "ars.py"), "--eval", str(path), "--eval-episodes", "5"], tmp_path)
+    assert f"mean return {live[0]:.2f} +/- {live[1]:.2f}" in result.stdout, result.stdout
+    weights = model.policy.parameters_to_vector()[None]
+    again = ARS.load(path, env="Pendulum-v1")  # trained on: its rollouts see what it learned on
+    assert again.evaluate_candidates(weights) == model.evaluate_candidates(weights)
+    model.policy.save(tmp_path / "policy.npz")  # a policy alone records it too (seed 0 as well)
+    for file in (path, tmp_path / "policy.npz"):
+        assert ars.evaluate_policy(ars.ARSPolicy.load(file), "Pendulum-v1", 5) == live
+    raw = ARS("LinearPolicy", "Pendulum-v1", seed=0)
+    raw.policy.load_from_vector(model.policy.parameters_to_vector())
+    assert ars.evaluate_policy(raw, "Pendulum-v1", 5) != live  # without it: another policy
+    reward_only = vec_env.VecNormalize(make_vec_env("CartPole-v1", n_envs=1), norm_obs=False)
+    ARS("LinearPolicy", reward_only, n_delta=2, seed=0).learn(500)  # reward-only trains
+    with pytest.raises(ValueError, match="a VecNormalize inside a VecNormalize"):
+        ARS("LinearPolicy", vec_env.VecNormalize(normalized))
+
+
+def test_get_env_is_a_vec_env_view_for_the_documented_sb3_loop():
+    model = ARS("LinearPolicy", "CartPole-v1", n_delta=2, seed=0).learn(2000)
+    vec_env = model.get_env()
+    obs = vec_env.reset()
+    episodes = 0
+    for _ in range(700):
+        action, _ = model.predict(obs)
+        obs, rewards, dones, infos = vec_env.step(action)
+        assert obs.shape == (1, 4) and rewards.shape == (1,) and dones.shape == (1,)
+        if dones[0]:
+            episodes += 1
+            assert "terminal_observation" in infos[0]
+    assert episodes >= 1 and isinstance(model.gym_env, gym.Env)
+
+
 # === Evaluators: in-process, AsyncEval, ExecutorEval, vector envs side by side ===================
 
 
@@ -2496,26 +2638,6 @@ def test_async_eval_pop_size_seed_and_send_jobs_twice():
 
 
 @pytest.mark.slow
-def test_vec_envs_with_one_env_are_accepted_everywhere(tmp_path):
-    vec_env = pytest.importorskip("stable_baselines3.common.vec_env")
-    from stable_baselines3.common.env_util import make_vec_env
-
-    dummy = vec_env.DummyVecEnv([lambda: gym.make("CartPole-v1")])
-    model = ARS("LinearPolicy", dummy, n_delta=2, seed=0).learn(500)
-    assert model.get_env() is dummy and model.env is dummy
-    model.set_env(make_vec_env("CartPole-v1", n_envs=1))
-    model.learn(500, env=make_vec_env("CartPole-v1", n_envs=1))
-    ARS.load(model.save(tmp_path / "m"), env=make_vec_env("CartPole-v1", n_envs=1)).learn(200)
-    with AsyncEval(
-        [lambda: make_vec_env("CartPole-v1", n_envs=1)] * 2, start_method="fork"
-    ) as async_eval:
-        model.learn(500, async_eval=async_eval)  # sb3-contrib's AsyncEval example: VecEnv factories
-    assert ARS("LinearPolicy", make_vec_env("CartPole-v1", n_envs=2)).n_envs == 2
-    with pytest.raises(ValueError, match="cannot see through VecFrameStack"):
-        ARS("LinearPolicy", vec_env.VecFrameStack(dummy, 2))
-
-
-@pytest.mark.slow
 def test_vector_envs_of_any_width_give_the_weights_and_evaluations_of_one_env():
     pytest.importorskip("stable_baselines3")
     settings = dict(n_delta=3, n_eval_episodes=2, normalize_obs=True, seed=5)
@@ -2747,6 +2869,18 @@ def test_evaluation_counts_have_the_settings_rule_wherever_they_are_given():
         ValueError, match=r"episode_seeds must be 2 rows of seeds; got shape \(2, 0\)"
     ):
         evaluator.send_jobs(np.zeros((2, 3)), episode_seeds=np.zeros((2, 0)))
+
+
+@pytest.mark.slow
+def test_async_eval_gives_each_workers_statistics_without_a_sync():
+    env = PENDULUM()
+    policy = ARSLinearPolicy(env.observation_space, env.action_space)
+    with AsyncEval([PENDULUM] * 2, policy, start_method="fork") as async_eval:
+        async_eval.send_jobs(np.zeros((4, policy.n_params)), 4)
+        async_eval.get_results()
+        statistics = async_eval.get_obs_rms()
+    assert [s.mean.shape for s in statistics] == [(3,), (3,)]
+    assert sum(s.count for s in statistics) == 800
 
 
 # === Logging and callbacks =======================================================================
@@ -3214,7 +3348,7 @@ def test_an_eval_callback_state_is_checked_and_a_far_schedule_catches_up_at_once
     assert len(far.evaluations) > 1 and far._next == far.evaluations[-1][0] + 1
 
 
-# === Files: models, checkpoints, hostile files, demonstrations ===================================
+# === Files: models, checkpoints, hostile files, demonstrations, sb3-contrib's files ===============
 
 
 def test_save_load_predicts_identically_and_learn_continues(tmp_path):
@@ -3784,171 +3918,6 @@ def test_rl_zoo_trains_continues_enjoys_and_optimizes_with_ars(tmp_path):
     assert done.returncode == 0 and "Number of finished trials:  2" in done.stdout, done.stderr
 
 
-# === Stable-Baselines3 adapters: VecEnvs, VecNormalize, sb3-contrib files, torch =================
-
-
-@pytest.mark.parametrize(
-    "env_id,policy,kwargs",
-    [
-        ("Pendulum-v1", "LinearPolicy", {}),
-        ("Pendulum-v1", "MlpPolicy", dict(net_arch=[8], activation_fn="tanh")),
-        ("CartPole-v1", "MlpPolicy", dict(net_arch=[8])),
-    ],
-)
-def test_torch_interop(env_id, policy, kwargs):
-    torch = pytest.importorskip("torch")
-    model = ARS(
-        policy,
-        env_id,
-        n_delta=2,
-        normalize_obs=True,
-        zero_policy=False,
-        policy_kwargs=kwargs,
-        seed=0,
-    ).learn(600)
-    obs = np.stack([model.observation_space.sample() for _ in range(32)])
-    module = model.policy.to_torch()  # back in ars.py (issue 43)
-    assert isinstance(module, torch.nn.Module) and isinstance(module, ars.TorchPolicy)
-    expected = model.predict(obs)[0]
-    np.testing.assert_allclose(module(torch.as_tensor(obs)).detach().numpy(), expected, atol=1e-6)
-    copy = pickle.loads(pickle.dumps(module))  # by the name ars.TorchPolicy
-    np.testing.assert_allclose(copy(torch.as_tensor(obs)).detach().numpy(), expected, atol=1e-6)
-    np.testing.assert_allclose(model.predict(torch.as_tensor(obs))[0], expected)
-    theta = torch.as_tensor(model.policy.parameters_to_vector())
-    model.policy.load_from_vector(theta)
-    returns = model.evaluate_candidates(torch.stack([theta, theta]), None, None)
-    assert returns.shape == (2,)
-    if policy == "LinearPolicy":
-        assert isinstance(
-            ARS("LinearPolicy", env_id, device=torch.device("cpu")).policy, ARSLinearPolicy
-        )
-        assert (
-            ARSPolicy(
-                model.observation_space, model.action_space, activation_fn=torch.nn.ReLU
-            ).activation_fn
-            == "relu"
-        )
-
-
-@pytest.mark.slow
-def test_sb3_contrib_multi_env_test_and_sb3_eval_callback_example_run(tmp_path):
-    # sb3-contrib's tests/test_run.py::test_ars_multi_env, with only its import changed
-    from stable_baselines3.common.env_util import make_vec_env
-    from stable_baselines3.common.vec_env import VecNormalize
-
-    env = make_vec_env("Pendulum-v1", n_envs=2)
-    model = ARS("MlpPolicy", env, n_delta=1)
-    model.learn(total_timesteps=250)
-    env = VecNormalize(make_vec_env("Pendulum-v1", n_envs=1))
-    model = ARS("MlpPolicy", env, n_delta=2, seed=0)
-    async_eval = AsyncEval(
-        [lambda: VecNormalize(make_vec_env("Pendulum-v1", n_envs=1)) for _ in range(2)],
-        model.policy,
-    )
-    async_eval.seed(0)
-    async_eval.set_options()
-    model.learn(500, async_eval=async_eval)
-    async_eval.close()
-    # SB3's documented EvalCallback example: a 5-env eval env, SB3's callback and ars's
-    from stable_baselines3.common.callbacks import EvalCallback as SB3EvalCallback
-
-    train_env = make_vec_env("Pendulum-v1", n_envs=1, seed=0)
-    eval_env = make_vec_env("Pendulum-v1", n_envs=5, seed=0)
-    for callback_class in (SB3EvalCallback, ars.EvalCallback):
-        callback = callback_class(
-            eval_env,
-            best_model_save_path=tmp_path,
-            log_path=tmp_path,
-            eval_freq=500,
-            n_eval_episodes=5,
-            deterministic=True,
-            render=False,
-        )
-        ARS("MlpPolicy", train_env, n_delta=2).learn(1000, callback=callback)
-        assert len(callback.evaluations_results) >= 1 and len(callback.evaluations_results[0]) == 5
-
-
-@pytest.mark.slow
-def test_vec_normalize_statistics_are_exact_and_sb3_loop_runs_on_its_observations():
-    vec_env = pytest.importorskip("stable_baselines3.common.vec_env")
-    from stable_baselines3.common.env_util import make_vec_env
-
-    normalized = vec_env.VecNormalize(make_vec_env("Pendulum-v1", n_envs=1), norm_reward=False)
-    model = ARS("LinearPolicy", normalized, n_delta=2, seed=0)
-    recorder = Recorder(normalized.venv.envs[0])
-    normalized.venv.envs[0] = recorder
-    model.set_env(normalized)
-    model.learn(1600)
-    acted = np.array(
-        recorder.acted_on
-    )  # raw observations: VecNormalize's statistics are theirs, exactly
-    assert model.get_vec_normalize_env() is normalized
-    np.testing.assert_allclose(normalized.obs_rms.mean, acted.mean(axis=0), rtol=1e-6, atol=1e-8)
-    np.testing.assert_allclose(normalized.obs_rms.var, acted.var(axis=0), rtol=1e-5)
-    obs = normalized.reset()  # SB3's loop: the policy sees VecNormalize's observations
-    action, _ = model.predict(obs)
-    obs, rewards, dones, infos = normalized.step(action)
-    assert obs.shape == (1, 3) and np.abs(obs).max() <= normalized.clip_obs
-    evaluator = ars.InProcessEval(ars.make_env("Pendulum-v1"))  # a video films what was trained
-    seen = ars.evaluate_episodes(model.policy, evaluator, [5], None, normalized)[0].returns[0]
-    filmed, frames = video_example.play(
-        model, ars.make_env("Pendulum-v1"), 5, None, lambda frame: None
-    )
-    assert filmed == seen and frames == 201
-    with pytest.raises(ValueError, match="already normalises"):
-        ARS("LinearPolicy", normalized, normalize_obs=True)
-
-
-def test_a_model_trained_in_vec_normalize_is_evaluated_as_it_saw_observations(tmp_path):
-    vec_env = pytest.importorskip("stable_baselines3.common.vec_env")
-    from stable_baselines3.common.env_util import make_vec_env
-
-    normalized = vec_env.VecNormalize(make_vec_env("Pendulum-v1", n_envs=1), norm_reward=False)
-    model = ARS("LinearPolicy", normalized, n_delta=2, seed=0).learn(2000)
-    normalized.training = False
-    live = ars.evaluate_policy(model, normalized, 5)
-    path = model.save(tmp_path / "m.zip")
-    loaded = ARS.load(path)  # its file records the frozen normalisation
-    assert ars.evaluate_policy(loaded, "Pendulum-v1", 5) == live
-    filmed = video_example.play(
-        loaded, ars.make_env("Pendulum-v1"), None, None, lambda frame: None
-    )[0]
-    assert (
-        video_example.play(model, ars.make_env("Pendulum-v1"), None, None, lambda f: None)[0]
-        == filmed
-    )
-    result = _run([str(HERE / "ars.py"), "--eval", str(path), "--eval-episodes", "5"], tmp_path)
-    assert f"mean return {live[0]:.2f} +/- {live[1]:.2f}" in result.stdout, result.stdout
-    weights = model.policy.parameters_to_vector()[None]
-    again = ARS.load(path, env="Pendulum-v1")  # trained on: its rollouts see what it learned on
-    assert again.evaluate_candidates(weights) == model.evaluate_candidates(weights)
-    model.policy.save(tmp_path / "policy.npz")  # a policy alone records it too (seed 0 as well)
-    for file in (path, tmp_path / "policy.npz"):
-        assert ars.evaluate_policy(ars.ARSPolicy.load(file), "Pendulum-v1", 5) == live
-    raw = ARS("LinearPolicy", "Pendulum-v1", seed=0)
-    raw.policy.load_from_vector(model.policy.parameters_to_vector())
-    assert ars.evaluate_policy(raw, "Pendulum-v1", 5) != live  # without it: another policy
-    reward_only = vec_env.VecNormalize(make_vec_env("CartPole-v1", n_envs=1), norm_obs=False)
-    ARS("LinearPolicy", reward_only, n_delta=2, seed=0).learn(500)  # reward-only trains
-    with pytest.raises(ValueError, match="a VecNormalize inside a VecNormalize"):
-        ARS("LinearPolicy", vec_env.VecNormalize(normalized))
-
-
-def test_get_env_is_a_vec_env_view_for_the_documented_sb3_loop():
-    model = ARS("LinearPolicy", "CartPole-v1", n_delta=2, seed=0).learn(2000)
-    vec_env = model.get_env()
-    obs = vec_env.reset()
-    episodes = 0
-    for _ in range(700):
-        action, _ = model.predict(obs)
-        obs, rewards, dones, infos = vec_env.step(action)
-        assert obs.shape == (1, 4) and rewards.shape == (1,) and dones.shape == (1,)
-        if dones[0]:
-            episodes += 1
-            assert "terminal_observation" in infos[0]
-    assert episodes >= 1 and isinstance(model.gym_env, gym.Env)
-
-
 @pytest.mark.slow
 @pytest.mark.parametrize(
     "policy,kwargs,env_id",
@@ -4139,16 +4108,7 @@ def test_sb3_contrib_boxes_of_abbreviated_bounds_load_with_env(tmp_path):
         assert result.returncode == 0 and "mean return" in result.stdout, result.stderr
 
 
-@pytest.mark.slow
-def test_async_eval_statistics_without_a_sync_and_sb3_schedules_warn(tmp_path):
-    policy = ARSLinearPolicy(*(lambda e: (e.observation_space, e.action_space))(PENDULUM()))
-    with AsyncEval([PENDULUM] * 2, policy, start_method="fork") as async_eval:
-        async_eval.send_jobs(np.zeros((4, policy.n_params)), 4)
-        async_eval.get_results()
-        statistics = async_eval.get_obs_rms()
-    assert [s.mean.shape for s in statistics] == [(3,), (3,)] and sum(
-        s.count for s in statistics
-    ) == 800
+def test_an_sb3_contrib_files_schedule_warns_and_loads_as_the_default(tmp_path):
     sb3_contrib = pytest.importorskip("sb3_contrib")
     sb3_contrib.ARS("LinearPolicy", "Pendulum-v1", learning_rate=lambda p: 0.05 * p).save(
         tmp_path / "s"
@@ -4157,169 +4117,50 @@ def test_async_eval_statistics_without_a_sync_and_sb3_schedules_warn(tmp_path):
         assert ARS.load(tmp_path / "s.zip").learning_rate == 0.02
 
 
-# === Videos ======================================================================================
+# === Torch interop ================================================================================
 
 
-def test_videos_film_the_first_env_of_a_vector_env_in_this_process(tmp_path):
-    pytest.importorskip("mujoco")
-    pytest.importorskip("imageio_ffmpeg")
-    os.environ.setdefault("MUJOCO_GL", "egl")  # made here, not by ars: no display needed
-    from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv
-
-    model = ARS("LinearPolicy", "InvertedPendulum-v4", seed=0)
-    make = functools.partial(gym.make, "InvertedPendulum-v4", render_mode="rgb_array")
-    alone = _clip(model, tmp_path / "a.gif", make(), max_steps=5)
-    assert _clip(model, tmp_path / "v.gif", DummyVecEnv([make] * 2), max_steps=5) == alone
-    subprocesses = SubprocVecEnv([make] * 2, "fork")
-    with pytest.raises(ValueError, match="a video needs an env in this process"):
-        video_example.record_video(model, tmp_path / "s.gif", subprocesses)
-    subprocesses.close()
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("suffix,fps,every", [(".gif", None, 2), (".mp4", None, 1), (".mp4", 5, 5)])
-def test_a_clip_films_every_kth_step_to_play_in_real_time(tmp_path, suffix, fps, every):
-    """InvertedPendulum runs 25 steps a second: a GIF (10 fps) films every 2nd step, an MP4 (30)
-    every step, and fps=5 every 5th; the steps between are simulated, never rendered."""
-    pytest.importorskip("mujoco")
-    ffmpeg = pytest.importorskip("imageio_ffmpeg")
-    model = ARS("LinearPolicy", "InvertedPendulum-v4", n_delta=2, seed=0, zero_policy=False)
-    path, rendered = tmp_path / f"clip{suffix}", []
-    env = video_example.rendering_env(model, "InvertedPendulum-v4", "rgb_array", None)
-    render = env.render
-    env.render = lambda: rendered.append(1) or render()
-    total, frames = _clip(model, path, lambda: env, max_steps=50, fps=fps)
-    returns, lengths = ars.evaluate_policy(
-        model, "InvertedPendulum-v4", 1, return_episode_rewards=True
-    )  # the model's own first evaluation episode
-    assert lengths[0] < 50 and frames == 1 + lengths[0] // every == len(rendered)
-    assert total == returns[0]  # the same deterministic episode as the first evaluation's
-    n_frames, seconds = ffmpeg.count_frames_and_secs(str(path))
-    assert n_frames == frames and path.stat().st_size > 1000
-    steps_per_second = env.metadata["render_fps"]
-    assert seconds == pytest.approx(frames * every / steps_per_second, abs=0.1)  # real time
-
-
-@pytest.mark.slow
-def test_a_clip_of_an_env_object_and_its_mistakes(tmp_path):
-    pytest.importorskip("mujoco")
-    pytest.importorskip("imageio_ffmpeg")
-    model = ARS("LinearPolicy", "InvertedPendulum-v4", n_delta=2, seed=0, max_episode_steps=7)
-    env = gym.make("InvertedPendulum-v4", render_mode="rgb_array")
-    total, frames = _clip(model, tmp_path / "a.mp4", env)
-    assert frames == 8  # the model's max_episode_steps caps the clip, as in its evaluation
-    with pytest.raises(ValueError, match="render_mode='rgb_array'"):
-        video_example.record_video(model, tmp_path / "b.mp4", gym.make("InvertedPendulum-v4"))
-    with pytest.raises(ValueError, match="but the policy was built for"):
-        video_example.record_video(model, tmp_path / "c.mp4", "Hopper-v4")
-    for bad in (dict(max_steps=0), dict(max_steps=-1), dict(max_steps=2.5), dict(fps=1e-6)):
-        with pytest.raises(ValueError, match="max_steps must be|fps must be"):  # never a hang
-            video_example.record_video(model, tmp_path / "d.mp4", env, **bad)
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.mp4"]
-
-
-@pytest.mark.slow
-def test_cli_records_a_clip_and_names_what_is_missing(tmp_path):
-    pytest.importorskip("mujoco")
-    pytest.importorskip("imageio_ffmpeg")
-    model = ARS("LinearPolicy", "InvertedPendulum-v4", n_delta=2, seed=0).learn(2000)
-    model.save(tmp_path / "m.npz")
-
-    def clip(*args, **kw):
-        return _run([str(HERE / "examples" / "video.py"), "m.npz", *args], tmp_path, **kw)
-
-    result = clip("clip.gif", env=dict(os.environ, MUJOCO_GL="egl"))
-    if "cannot render" in result.stderr:
-        pytest.skip(result.stderr)
-    assert result.returncode == 0 and "recorded in clip.gif" in result.stdout, result.stderr
-    blocked = _blocker(tmp_path, ["imageio_ffmpeg"])
-    result = clip("clip.mp4", env=blocked)
-    assert (
-        result.returncode == 2 and 'imageio-ffmpeg: pip install "ars-numpy[video]"' in result.stderr
-    )
-    for target, message in (("nowhere/sub/x:y.mp4", None), ("/proc/clip.gif", "could not write")):
-        result = clip(target, "--max-episode-steps", "5")
-        if message is None:  # folders are made, and a ':' is a file name, not a protocol
-            assert result.returncode == 0 and (tmp_path / target).stat().st_size > 0, result.stderr
-        else:
-            assert result.returncode == 2 and result.stderr.count("\n") == 1, result.stderr
-            assert message in result.stderr
-    assert not list(tmp_path.glob("**/.*.tmp"))  # nothing half-written left behind
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
-def test_a_clip_interrupted_leaves_no_file_and_no_traceback(tmp_path, sig):
-    pytest.importorskip("mujoco")
-    pytest.importorskip("imageio_ffmpeg")
-    ARS("LinearPolicy", "Swimmer-v4", seed=0).save(tmp_path / "m.npz")  # 1,000 steps
-    env = dict(os.environ, MUJOCO_GL="egl", PYTHONPATH=str(HERE))
-    args = [sys.executable, str(HERE / "examples" / "video.py"), "m.npz", "long.mp4"]
-    run = subprocess.Popen(args, cwd=tmp_path, env=env, stderr=subprocess.PIPE, text=True)
-    deadline = time.monotonic() + 60
-    while not list(tmp_path.glob(".*.tmp")) and run.poll() is None and time.monotonic() < deadline:
-        time.sleep(0.02)
-    run.send_signal(sig)
-    stderr = run.communicate(timeout=60)[1]
-    if run.returncode == 0:
-        pytest.skip("the episode ended before the signal")
-    assert run.returncode == 128 + sig and "Traceback" not in stderr, stderr
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["m.npz"]
-
-
-@pytest.mark.slow
-def test_a_long_clip_streams_its_frames(tmp_path):
-    pytest.importorskip("mujoco")
-    pytest.importorskip("imageio_ffmpeg")
-    model = "ars.ARS('LinearPolicy', 'Swimmer-v4', seed=0)"
-    code = f"import video; print(video.record_video({model}, 'v.mp4', max_steps=300))"
-    os.environ.setdefault("MUJOCO_GL", "egl")
-    out = _peak_rss_of(code, tmp_path)  # 301 frames of 480 x 480: 207 MB if kept
-    if "cannot render" in out:
-        pytest.skip(out)
-    assert "301)" in out and int(out.split("GROWTH_KB")[1]) < 300_000, out  # GL itself: ~200 MB
-
-
-@pytest.mark.slow
-def test_a_long_gif_streams_its_frames_through_ffmpeg(tmp_path):
-    """Each GIF frame gets its own palette as it comes: ffmpeg keeps no frames, so its memory
-    is the same for a clip ten times longer (one palette for the clip kept them all)."""
-    pytest.importorskip("imageio_ffmpeg")
-    (tmp_path / "gif_probe.py").write_text(GIF_PROBE)
-    peaks = []
-    for steps in (250, 2500):  # 50 and 500 frames kept at 10 a second: 35 MB and 346 MB
-        out = _run([str(tmp_path / "gif_probe.py"), str(HERE), str(steps), "c.gif"], tmp_path)
-        assert f"(0.0, {steps // 5 + 1})" in out.stdout, out.stdout + out.stderr  # 1 step in 5
-        peaks.append(int(out.stdout.split("PEAK_KB")[1]))
-    assert peaks[1] < peaks[0] + 60_000, peaks
-
-
-def test_short_gifs_and_envs_that_cannot_render_rgb_frames(tmp_path):
-    pytest.importorskip("mujoco")
-    pytest.importorskip("imageio_ffmpeg")
-    model = ARS("LinearPolicy", "InvertedPendulum-v4", seed=0)
-    for steps in (1, 3):
-        clip = _clip(model, tmp_path / f"s{steps}.gif", None, max_steps=steps)
-        assert clip[1] == 1 + steps // 2  # 25 steps a second, 10 frames: every 2nd step
-
-    class HumanOnly(gym.Env):
-        metadata = {"render_modes": ["human"]}
-        observation_space, action_space = model.observation_space, model.action_space
-
-        def __init__(self, render_mode=None):
-            self.render_mode = render_mode
-
-    gym.register("HumanOnly-v0", entry_point=HumanOnly)
-    with pytest.raises(RuntimeError, match=r"HumanOnly-v0 cannot render 'rgb_array' frames"):
-        video_example.record_video(model, tmp_path / "h.mp4", "HumanOnly-v0")
-    env = gym.make("InvertedPendulum-v4", render_mode="rgb_array")
-    env.unwrapped.render = lambda: None  # an env whose render() gives nothing
-    with pytest.raises(RuntimeError, match=r"render\(\) gave NoneType, not the uint8 RGB"):
-        video_example.record_video(model, tmp_path / "n.mp4", env)
-    env.unwrapped.render = lambda: np.zeros((8, 8, 4), np.uint8)  # RGBA: a silent bad video
-    with pytest.raises(RuntimeError, match=r"gave uint8 of shape \(8, 8, 4\), not the uint8 RGB"):
-        video_example.record_video(model, tmp_path / "r.mp4", env)
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["s1.gif", "s3.gif"]
+@pytest.mark.parametrize(
+    "env_id,policy,kwargs",
+    [
+        ("Pendulum-v1", "LinearPolicy", {}),
+        ("Pendulum-v1", "MlpPolicy", dict(net_arch=[8], activation_fn="tanh")),
+        ("CartPole-v1", "MlpPolicy", dict(net_arch=[8])),
+    ],
+)
+def test_torch_interop(env_id, policy, kwargs):
+    torch = pytest.importorskip("torch")
+    model = ARS(
+        policy,
+        env_id,
+        n_delta=2,
+        normalize_obs=True,
+        zero_policy=False,
+        policy_kwargs=kwargs,
+        seed=0,
+    ).learn(600)
+    obs = np.stack([model.observation_space.sample() for _ in range(32)])
+    module = model.policy.to_torch()  # back in ars.py (issue 43)
+    assert isinstance(module, torch.nn.Module) and isinstance(module, ars.TorchPolicy)
+    expected = model.predict(obs)[0]
+    np.testing.assert_allclose(module(torch.as_tensor(obs)).detach().numpy(), expected, atol=1e-6)
+    copy = pickle.loads(pickle.dumps(module))  # by the name ars.TorchPolicy
+    np.testing.assert_allclose(copy(torch.as_tensor(obs)).detach().numpy(), expected, atol=1e-6)
+    np.testing.assert_allclose(model.predict(torch.as_tensor(obs))[0], expected)
+    theta = torch.as_tensor(model.policy.parameters_to_vector())
+    model.policy.load_from_vector(theta)
+    returns = model.evaluate_candidates(torch.stack([theta, theta]), None, None)
+    assert returns.shape == (2,)
+    if policy == "LinearPolicy":
+        assert isinstance(
+            ARS("LinearPolicy", env_id, device=torch.device("cpu")).policy, ARSLinearPolicy
+        )
+        assert (
+            ARSPolicy(
+                model.observation_space, model.action_space, activation_fn=torch.nn.ReLU
+            ).activation_fn
+            == "relu"
+        )
 
 
 # === The command line: runs, interrupts, resume ==================================================
@@ -5209,7 +5050,169 @@ def test_a_resumed_runs_worker_count_has_the_flags_rule(tmp_path, capsys):
     assert "workers must be an integer from 0 to 1,024; got -3" in capsys.readouterr().err
 
 
-# === Examples and benchmarks =====================================================================
+# === Examples and benchmarks: videos, the tuner, the examples, the benchmarks =====================
+
+
+def test_videos_film_the_first_env_of_a_vector_env_in_this_process(tmp_path):
+    pytest.importorskip("mujoco")
+    pytest.importorskip("imageio_ffmpeg")
+    os.environ.setdefault("MUJOCO_GL", "egl")  # made here, not by ars: no display needed
+    from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv
+
+    model = ARS("LinearPolicy", "InvertedPendulum-v4", seed=0)
+    make = functools.partial(gym.make, "InvertedPendulum-v4", render_mode="rgb_array")
+    alone = _clip(model, tmp_path / "a.gif", make(), max_steps=5)
+    assert _clip(model, tmp_path / "v.gif", DummyVecEnv([make] * 2), max_steps=5) == alone
+    subprocesses = SubprocVecEnv([make] * 2, "fork")
+    with pytest.raises(ValueError, match="a video needs an env in this process"):
+        video_example.record_video(model, tmp_path / "s.gif", subprocesses)
+    subprocesses.close()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("suffix,fps,every", [(".gif", None, 2), (".mp4", None, 1), (".mp4", 5, 5)])
+def test_a_clip_films_every_kth_step_to_play_in_real_time(tmp_path, suffix, fps, every):
+    """InvertedPendulum runs 25 steps a second: a GIF (10 fps) films every 2nd step, an MP4 (30)
+    every step, and fps=5 every 5th; the steps between are simulated, never rendered."""
+    pytest.importorskip("mujoco")
+    ffmpeg = pytest.importorskip("imageio_ffmpeg")
+    model = ARS("LinearPolicy", "InvertedPendulum-v4", n_delta=2, seed=0, zero_policy=False)
+    path, rendered = tmp_path / f"clip{suffix}", []
+    env = video_example.rendering_env(model, "InvertedPendulum-v4", "rgb_array", None)
+    render = env.render
+    env.render = lambda: rendered.append(1) or render()
+    total, frames = _clip(model, path, lambda: env, max_steps=50, fps=fps)
+    returns, lengths = ars.evaluate_policy(
+        model, "InvertedPendulum-v4", 1, return_episode_rewards=True
+    )  # the model's own first evaluation episode
+    assert lengths[0] < 50 and frames == 1 + lengths[0] // every == len(rendered)
+    assert total == returns[0]  # the same deterministic episode as the first evaluation's
+    n_frames, seconds = ffmpeg.count_frames_and_secs(str(path))
+    assert n_frames == frames and path.stat().st_size > 1000
+    steps_per_second = env.metadata["render_fps"]
+    assert seconds == pytest.approx(frames * every / steps_per_second, abs=0.1)  # real time
+
+
+@pytest.mark.slow
+def test_a_clip_of_an_env_object_and_its_mistakes(tmp_path):
+    pytest.importorskip("mujoco")
+    pytest.importorskip("imageio_ffmpeg")
+    model = ARS("LinearPolicy", "InvertedPendulum-v4", n_delta=2, seed=0, max_episode_steps=7)
+    env = gym.make("InvertedPendulum-v4", render_mode="rgb_array")
+    total, frames = _clip(model, tmp_path / "a.mp4", env)
+    assert frames == 8  # the model's max_episode_steps caps the clip, as in its evaluation
+    with pytest.raises(ValueError, match="render_mode='rgb_array'"):
+        video_example.record_video(model, tmp_path / "b.mp4", gym.make("InvertedPendulum-v4"))
+    with pytest.raises(ValueError, match="but the policy was built for"):
+        video_example.record_video(model, tmp_path / "c.mp4", "Hopper-v4")
+    for bad in (dict(max_steps=0), dict(max_steps=-1), dict(max_steps=2.5), dict(fps=1e-6)):
+        with pytest.raises(ValueError, match="max_steps must be|fps must be"):  # never a hang
+            video_example.record_video(model, tmp_path / "d.mp4", env, **bad)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.mp4"]
+
+
+@pytest.mark.slow
+def test_cli_records_a_clip_and_names_what_is_missing(tmp_path):
+    pytest.importorskip("mujoco")
+    pytest.importorskip("imageio_ffmpeg")
+    model = ARS("LinearPolicy", "InvertedPendulum-v4", n_delta=2, seed=0).learn(2000)
+    model.save(tmp_path / "m.npz")
+
+    def clip(*args, **kw):
+        return _run([str(HERE / "examples" / "video.py"), "m.npz", *args], tmp_path, **kw)
+
+    result = clip("clip.gif", env=dict(os.environ, MUJOCO_GL="egl"))
+    if "cannot render" in result.stderr:
+        pytest.skip(result.stderr)
+    assert result.returncode == 0 and "recorded in clip.gif" in result.stdout, result.stderr
+    blocked = _blocker(tmp_path, ["imageio_ffmpeg"])
+    result = clip("clip.mp4", env=blocked)
+    assert (
+        result.returncode == 2 and 'imageio-ffmpeg: pip install "ars-numpy[video]"' in result.stderr
+    )
+    for target, message in (("nowhere/sub/x:y.mp4", None), ("/proc/clip.gif", "could not write")):
+        result = clip(target, "--max-episode-steps", "5")
+        if message is None:  # folders are made, and a ':' is a file name, not a protocol
+            assert result.returncode == 0 and (tmp_path / target).stat().st_size > 0, result.stderr
+        else:
+            assert result.returncode == 2 and result.stderr.count("\n") == 1, result.stderr
+            assert message in result.stderr
+    assert not list(tmp_path.glob("**/.*.tmp"))  # nothing half-written left behind
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_a_clip_interrupted_leaves_no_file_and_no_traceback(tmp_path, sig):
+    pytest.importorskip("mujoco")
+    pytest.importorskip("imageio_ffmpeg")
+    ARS("LinearPolicy", "Swimmer-v4", seed=0).save(tmp_path / "m.npz")  # 1,000 steps
+    env = dict(os.environ, MUJOCO_GL="egl", PYTHONPATH=str(HERE))
+    args = [sys.executable, str(HERE / "examples" / "video.py"), "m.npz", "long.mp4"]
+    run = subprocess.Popen(args, cwd=tmp_path, env=env, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    while not list(tmp_path.glob(".*.tmp")) and run.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.02)
+    run.send_signal(sig)
+    stderr = run.communicate(timeout=60)[1]
+    if run.returncode == 0:
+        pytest.skip("the episode ended before the signal")
+    assert run.returncode == 128 + sig and "Traceback" not in stderr, stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["m.npz"]
+
+
+@pytest.mark.slow
+def test_a_long_clip_streams_its_frames(tmp_path):
+    pytest.importorskip("mujoco")
+    pytest.importorskip("imageio_ffmpeg")
+    model = "ars.ARS('LinearPolicy', 'Swimmer-v4', seed=0)"
+    code = f"import video; print(video.record_video({model}, 'v.mp4', max_steps=300))"
+    os.environ.setdefault("MUJOCO_GL", "egl")
+    out = _peak_rss_of(code, tmp_path)  # 301 frames of 480 x 480: 207 MB if kept
+    if "cannot render" in out:
+        pytest.skip(out)
+    assert "301)" in out and int(out.split("GROWTH_KB")[1]) < 300_000, out  # GL itself: ~200 MB
+
+
+@pytest.mark.slow
+def test_a_long_gif_streams_its_frames_through_ffmpeg(tmp_path):
+    """Each GIF frame gets its own palette as it comes: ffmpeg keeps no frames, so its memory
+    is the same for a clip ten times longer (one palette for the clip kept them all)."""
+    pytest.importorskip("imageio_ffmpeg")
+    (tmp_path / "gif_probe.py").write_text(GIF_PROBE)
+    peaks = []
+    for steps in (250, 2500):  # 50 and 500 frames kept at 10 a second: 35 MB and 346 MB
+        out = _run([str(tmp_path / "gif_probe.py"), str(HERE), str(steps), "c.gif"], tmp_path)
+        assert f"(0.0, {steps // 5 + 1})" in out.stdout, out.stdout + out.stderr  # 1 step in 5
+        peaks.append(int(out.stdout.split("PEAK_KB")[1]))
+    assert peaks[1] < peaks[0] + 60_000, peaks
+
+
+def test_short_gifs_and_envs_that_cannot_render_rgb_frames(tmp_path):
+    pytest.importorskip("mujoco")
+    pytest.importorskip("imageio_ffmpeg")
+    model = ARS("LinearPolicy", "InvertedPendulum-v4", seed=0)
+    for steps in (1, 3):
+        clip = _clip(model, tmp_path / f"s{steps}.gif", None, max_steps=steps)
+        assert clip[1] == 1 + steps // 2  # 25 steps a second, 10 frames: every 2nd step
+
+    class HumanOnly(gym.Env):
+        metadata = {"render_modes": ["human"]}
+        observation_space, action_space = model.observation_space, model.action_space
+
+        def __init__(self, render_mode=None):
+            self.render_mode = render_mode
+
+    gym.register("HumanOnly-v0", entry_point=HumanOnly)
+    with pytest.raises(RuntimeError, match=r"HumanOnly-v0 cannot render 'rgb_array' frames"):
+        video_example.record_video(model, tmp_path / "h.mp4", "HumanOnly-v0")
+    env = gym.make("InvertedPendulum-v4", render_mode="rgb_array")
+    env.unwrapped.render = lambda: None  # an env whose render() gives nothing
+    with pytest.raises(RuntimeError, match=r"render\(\) gave NoneType, not the uint8 RGB"):
+        video_example.record_video(model, tmp_path / "n.mp4", env)
+    env.unwrapped.render = lambda: np.zeros((8, 8, 4), np.uint8)  # RGBA: a silent bad video
+    with pytest.raises(RuntimeError, match=r"gave uint8 of shape \(8, 8, 4\), not the uint8 RGB"):
+        video_example.record_video(model, tmp_path / "r.mp4", env)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["s1.gif", "s3.gif"]
 
 
 @pytest.mark.slow
