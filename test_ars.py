@@ -5423,6 +5423,12 @@ def test_benchmark_scripts_run(tmp_path):
     assert [e[0] for e in runs["1"]["evaluations"]] == [0, 2000, 4000]
     assert "| Swimmer-v4 | ars | 1, 1 | 325 |" in (tmp_path / "out" / "m.md").read_text()
     assert (tmp_path / "out" / "models" / "Swimmer-v4-1.npz").exists()
+    result = _run(
+        [str(HERE / "benchmarks" / "learning.py"), *args, "--peer", "sb3-contrib"], tmp_path
+    )
+    assert result.returncode == 0, result.stderr  # the peer, on the same protocol
+    peer = json.loads((tmp_path / "out" / "m.json").read_text())["sb3-contrib:Swimmer-v4"]
+    assert [(e[0], e[4]) for e in peer["1"]["evaluations"]] == [(0, 0), (2000, 2), (4000, 4)]
 
 
 @pytest.mark.slow

@@ -39,6 +39,7 @@ import subprocess
 import sys
 import time
 import warnings
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -150,82 +151,118 @@ def confirmed(evaluations: list, threshold: float) -> bool:
     return len(evaluations) >= 2 and min(e[2] for e in evaluations[-2:]) >= threshold
 
 
-def run_ars(env_id: str, seed: int, budget: int, eval_freq: int, args: argparse.Namespace) -> dict:
-    """Train (or resume) one run; returns its record for learning.json."""
-    n_delta, workers, stop = args.n_delta, args.workers, args.stop_at_threshold
-    overrides = {} if n_delta is None else {"n_delta": n_delta, "n_top": n_delta}
-    overrides.update(args.set)
-    name = f"ars-{env_id}-{seed}" + (f"-N{n_delta}" if n_delta else "") + label_suffix(args, "-")
-    run_dir = Path(args.runs_dir) / name
-    run_dir.mkdir(parents=True, exist_ok=True)
-    state_path, threshold = run_dir / "state.json", THRESHOLDS[task(env_id)]
-    vec_normalize = None
-    if args.arm == "vecnormalize":  # SB3's VecNormalize observations: a file does not keep its
-        import speed  # count, so this arm starts again rather than resume
+def record_evaluation(
+    state: dict, timesteps: int, returns: np.ndarray, episodes: int, eval_freq: int
+) -> None:
+    """Add an evaluation to a run's state, schedule the next one, and print it."""
+    seconds = state["train_seconds"]
+    state["evaluations"].append(
+        [timesteps, seconds, float(returns.mean()), float(returns.std()), episodes]
+    )
+    while state["next_eval"] <= timesteps:
+        state["next_eval"] += eval_freq
+    print(
+        f"  {timesteps:>11,} steps {episodes:>8,} episodes "
+        f"{seconds / 60:6.1f} min: {returns.mean():8.1f}",
+        flush=True,
+    )
 
-        vec_normalize = speed.sb3_env(env_id, True)
-        overrides.update(env=vec_normalize, normalize_obs=False)
-        state_path.unlink(missing_ok=True)
+
+def run_dir_of(env_id: str, seed: int, args: argparse.Namespace) -> Path:
+    """The folder of a run's checkpoints and state, made if new."""
+    n_delta = f"-N{args.n_delta}" if args.n_delta else ""
+    run_dir = Path(args.runs_dir) / (f"ars-{env_id}-{seed}{n_delta}" + label_suffix(args, "-"))
+    run_dir.mkdir(parents=True, exist_ok=True)
+    return run_dir
+
+
+def start_or_resume(env_id: str, seed: int, run_dir: Path, overrides: dict) -> tuple:
+    """The run's model and state: from its last checkpoint, else new (the bare env rate
+    measured first, on a quiet machine, for the tasks with a reference rate)."""
+    state_path = run_dir / "state.json"
     if state_path.exists():  # the state names the checkpoint written with it
         state = json.loads(state_path.read_text())
         model = ars.ARS.load(run_dir / state["checkpoint"], env=env_id)
         print(
             f"  resuming at {model.num_timesteps:,} steps, iteration {model.n_updates}", flush=True
         )
-    else:
-        model = ars.paper_model(env_id, seed=seed, **overrides)
-        state = {"checkpoint": None, "evaluations": [], "train_seconds": 0.0, "next_eval": 0}
-        if task(env_id) in REFERENCE_RATE:  # on a quiet machine, just before the run
-            state["bare_steps_per_second"] = bare_rate(env_id, model.n_delta)
-            print(f"  bare env.step: {state['bare_steps_per_second']:,.0f} steps/s", flush=True)
-    seeds, per_iteration = eval_seeds(seed), 2 * model.n_delta * model.n_eval_episodes
+        return model, state
+    model = ars.paper_model(env_id, seed=seed, **overrides)
+    state = {"checkpoint": None, "evaluations": [], "train_seconds": 0.0, "next_eval": 0}
+    if task(env_id) in REFERENCE_RATE:
+        state["bare_steps_per_second"] = bare_rate(env_id, model.n_delta)
+        print(f"  bare env.step: {state['bare_steps_per_second']:,.0f} steps/s", flush=True)
+    return model, state
 
-    def checkpoint() -> None:
-        old, new = state["checkpoint"], f"checkpoint-{model.n_updates}.npz"
-        model.save(run_dir / new)
-        state["checkpoint"] = new
-        write_json(state_path, state)
-        if old and old != new:
-            (run_dir / old).unlink(missing_ok=True)
 
-    make_env = ars.functools.partial(ars.make_env, env_id)
-    env_fns = [make_env] * workers
+def worker_env_fns(env_id: str, args: argparse.Namespace) -> list:
+    """The workers' env functions: a rule of arms.py is installed in each, else plain envs."""
     if args.arm and args.arm != "vecnormalize":  # a rule of arms.py, here and in each worker
         import arms
 
         arms.install(args.arm)
-        env_fns = [ars.functools.partial(arms.make_env, args.arm, env_id)] * workers
-    with ars.AsyncEval(env_fns, model.policy) as async_eval:
+        return [ars.functools.partial(arms.make_env, args.arm, env_id)] * args.workers
+    return [ars.functools.partial(ars.make_env, env_id)] * args.workers
+
+
+def save_checkpoint(model: ars.ARS, run_dir: Path, state: dict) -> None:
+    """The model, then the state that names it (the older checkpoint removed after)."""
+    old, new = state["checkpoint"], f"checkpoint-{model.n_updates}.npz"
+    model.save(run_dir / new)
+    state["checkpoint"] = new
+    write_json(run_dir / "state.json", state)
+    if old and old != new:
+        (run_dir / old).unlink(missing_ok=True)
+
+
+def evaluation_returns(model: ars.ARS, async_eval: ars.AsyncEval, seeds: np.ndarray) -> list:
+    """The policy's returns on the evaluation seeds, an episode a job over the workers."""
+    async_eval.set_policy(model.policy)
+    theta = np.tile(model.policy.parameters_to_vector(), (len(seeds), 1))
+    async_eval.send_jobs(theta, len(seeds), episode_seeds=seeds[:, None])
+    return [r[0] for _, (r, _) in async_eval.get_results()]
+
+
+def vecnormalize_arm(env_id: str, arm: str | None, overrides: dict, state_path: Path) -> object:
+    """The vecnormalize arm's SB3 VecNormalize, whose observations ars learns on (its run
+    starts again: a file does not keep the VecNormalize's count), else None."""
+    if arm != "vecnormalize":
+        return None
+    import speed
+
+    vec_normalize = speed.sb3_env(env_id, True)
+    overrides.update(env=vec_normalize, normalize_obs=False)
+    state_path.unlink(missing_ok=True)
+    return vec_normalize
+
+
+def run_ars(env_id: str, seed: int, budget: int, eval_freq: int, args: argparse.Namespace) -> dict:
+    """Train (or resume) one run; returns its record for learning.json."""
+    n_delta, workers, stop = args.n_delta, args.workers, args.stop_at_threshold
+    overrides = {} if n_delta is None else {"n_delta": n_delta, "n_top": n_delta}
+    overrides.update(args.set)
+    run_dir = run_dir_of(env_id, seed, args)
+    name = run_dir.name
+    state_path, threshold = run_dir / "state.json", THRESHOLDS[task(env_id)]
+    vec_normalize = vecnormalize_arm(env_id, args.arm, overrides, state_path)
+    model, state = start_or_resume(env_id, seed, run_dir, overrides)
+    seeds, per_iteration = eval_seeds(seed), 2 * model.n_delta * model.n_eval_episodes
+
+    def checkpoint() -> None:
+        save_checkpoint(model, run_dir, state)
+
+    make_env = ars.functools.partial(ars.make_env, env_id)
+    with ars.AsyncEval(worker_env_fns(env_id, args), model.policy) as async_eval:
 
         def evaluate() -> None:
             """Evaluate now, the 10 episodes spread over the workers; schedule the next one."""
             if vec_normalize is not None:  # the observations it learned on, frozen
-                returns = np.array(
-                    episode_returns(model, vec_normalize.normalize_obs, make_env(), seeds)
-                )
+                returns = episode_returns(model, vec_normalize.normalize_obs, make_env(), seeds)
             else:
-                async_eval.set_policy(model.policy)
-                theta = np.tile(model.policy.parameters_to_vector(), (len(seeds), 1))
-                async_eval.send_jobs(theta, len(seeds), episode_seeds=seeds[:, None])
-                returns = np.array([r[0] for _, (r, _) in async_eval.get_results()])
+                returns = evaluation_returns(model, async_eval, seeds)
+            returns = np.array(returns)
             episodes = model.n_updates * per_iteration
-            state["evaluations"].append(
-                [
-                    model.num_timesteps,
-                    state["train_seconds"],
-                    float(returns.mean()),
-                    float(returns.std()),
-                    episodes,
-                ]
-            )
-            while state["next_eval"] <= model.num_timesteps:
-                state["next_eval"] += eval_freq
-            mean = returns.mean()
-            print(
-                f"  {model.num_timesteps:>11,} steps {episodes:>8,} episodes "
-                f"{state['train_seconds'] / 60:6.1f} min: {mean:8.1f}",
-                flush=True,
-            )
+            record_evaluation(state, model.num_timesteps, returns, episodes, eval_freq)
 
         if not state["evaluations"]:
             evaluate()
@@ -278,9 +315,7 @@ def run_emulation(
     import arms
 
     stop, threshold = args.stop_at_threshold, THRESHOLDS[task(env_id)]
-    n_delta = f"-N{args.n_delta}" if args.n_delta else ""  # as run_ars names its runs
-    run_dir = Path(args.runs_dir) / (f"ars-{env_id}-{seed}{n_delta}" + label_suffix(args, "-"))
-    run_dir.mkdir(parents=True, exist_ok=True)
+    run_dir = run_dir_of(env_id, seed, args)  # named as run_ars names its runs
     state_path = run_dir / "state.json"
     if state_path.exists():  # the whole emulation is JSON: it resumes exactly
         state = json.loads(state_path.read_text())
@@ -294,22 +329,7 @@ def run_emulation(
     def evaluate() -> None:
         returns = emulation.evaluate(eval_env, seeds)
         episodes = emulation.index * 2 * emulation.n
-        state["evaluations"].append(
-            [
-                emulation.timesteps,
-                state["train_seconds"],
-                float(returns.mean()),
-                float(returns.std()),
-                episodes,
-            ]
-        )
-        while state["next_eval"] <= emulation.timesteps:
-            state["next_eval"] += eval_freq
-        print(
-            f"  {emulation.timesteps:>11,} steps {episodes:>8,} episodes "
-            f"{state['train_seconds'] / 60:6.1f} min: {returns.mean():8.1f}",
-            flush=True,
-        )
+        record_evaluation(state, emulation.timesteps, returns, episodes, eval_freq)
 
     def checkpoint() -> None:
         state["emulation"] = emulation.state()
@@ -412,13 +432,54 @@ def code_version() -> str:
     return commit + ("+changes" if changed else "")
 
 
+def peer_evaluation(
+    evaluate: Callable, n_delta: int, eval_freq: int, stop: bool, threshold: float
+) -> object:
+    """An SB3 callback that runs ``evaluate()`` on sb3-contrib's model every ``eval_freq``
+    timesteps, where run_ars evaluates ars, and ends the run by the stopping rule."""
+    from stable_baselines3.common.callbacks import BaseCallback
+
+    class Evaluate(BaseCallback):
+        """Evaluates where run_ars does: after an update, before the next rollouts.
+
+        sb3-contrib calls on_step after the rollouts but before the update, and in a burst
+        (one call per worker-step): evaluating there would count the next iteration's
+        steps and time, and could evaluate one policy twice.
+        """
+
+        def _on_training_start(self) -> None:
+            self.records, self.next, self.eval_seconds = [], 0, 0.0
+            self.start, self.stopped = time.perf_counter(), None
+
+        def evaluate_now(self) -> None:  # self.num_timesteps is only updated by on_step
+            seconds = time.perf_counter() - self.start - self.eval_seconds
+            began = time.perf_counter()
+            mean, std = evaluate()
+            self.eval_seconds += time.perf_counter() - began
+            episodes = self.model._n_updates * 2 * n_delta  # sb3-contrib's count
+            self.records.append((self.model.num_timesteps, seconds, mean, std, episodes))
+            while self.next <= self.model.num_timesteps:
+                self.next += eval_freq
+
+        def _on_rollout_start(self) -> None:
+            if self.model.num_timesteps >= self.next:
+                self.evaluate_now()
+                if stop and confirmed(self.records, threshold):
+                    self.stopped = "threshold reached and confirmed"
+                    raise StopPeer  # sb3-contrib ignores a callback's False
+
+        def _on_step(self) -> bool:
+            return True
+
+    return Evaluate()
+
+
 def run_sb3(env_id: str, seed: int, budget: int, eval_freq: int, args: argparse.Namespace) -> dict:
     """The same protocol with sb3-contrib's ARS (VecNormalize normalises, as in the zoo)."""
     import cloudpickle
     import speed
     from sb3_contrib import ARS as SB3ARS
     from sb3_contrib.common.vec_env import AsyncEval as SB3AsyncEval
-    from stable_baselines3.common.callbacks import BaseCallback
 
     cloudpickle.register_pickle_by_value(speed)  # sb3's workers need not find benchmarks/
     sb3_env = speed.sb3_env
@@ -442,39 +503,7 @@ def run_sb3(env_id: str, seed: int, budget: int, eval_freq: int, args: argparse.
         returns = episode_returns(model, getattr(env, "normalize_obs", None), eval_env, seeds)
         return float(np.mean(returns)), float(np.std(returns))
 
-    class Evaluate(BaseCallback):
-        """Evaluates where run_ars does: after an update, before the next rollouts.
-
-        sb3-contrib calls on_step after the rollouts but before the update, and in a burst
-        (one call per worker-step): evaluating there would count the next iteration's
-        steps and time, and could evaluate one policy twice.
-        """
-
-        def _on_training_start(self) -> None:
-            self.records, self.next, self.eval_seconds = [], 0, 0.0
-            self.start, self.stopped = time.perf_counter(), None
-
-        def evaluate_now(self) -> None:  # self.num_timesteps is only updated by on_step
-            seconds = time.perf_counter() - self.start - self.eval_seconds
-            began = time.perf_counter()
-            mean, std = evaluate()
-            self.eval_seconds += time.perf_counter() - began
-            episodes = self.model.n_updates * 2 * n_delta
-            self.records.append((self.model.num_timesteps, seconds, mean, std, episodes))
-            while self.next <= self.model.num_timesteps:
-                self.next += eval_freq
-
-        def _on_rollout_start(self) -> None:
-            if self.model.num_timesteps >= self.next:
-                self.evaluate_now()
-                if stop and confirmed(self.records, threshold):
-                    self.stopped = "threshold reached and confirmed"
-                    raise StopPeer  # sb3-contrib ignores a callback's False
-
-        def _on_step(self) -> bool:
-            return True
-
-    callback = Evaluate()
+    callback = peer_evaluation(evaluate, n_delta, eval_freq, stop, threshold)
     env_fns = [ars.functools.partial(sb3_env, env_id, hp["normalize_obs"])] * workers
     async_eval = SB3AsyncEval(env_fns, model.policy) if workers > 1 else None
     try:
