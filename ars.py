@@ -1409,12 +1409,13 @@ class ARS:
             keep_going = callbacks.on_iteration(locals())  # before the log row: evaluations
             if log_interval and self.n_updates % log_interval == 0:
                 self.dump_logs()
-            return keep_going
         except BaseException as error:
             saved.restore()
             if isinstance(error, StopTraining):
                 return False
             raise
+        callbacks.hook("on_iteration_kept")  # the callbacks' files: only a kept iteration's
+        return keep_going
 
     def _schedule_value(self, name: str) -> float:
         return setting_at(self.hparams, name, self._current_progress_remaining)
@@ -2841,6 +2842,7 @@ class EvalCallback:
         self._train_seconds = 0.0
         self._mark = time.perf_counter()  # training time is counted from here, or from learn()
         self._evaluator = None
+        self._unwritten = None  # evaluations not yet in the files: True if a new best is among
 
     def init_callback(self, model: Any) -> None:
         """SB3's: remember the model, and build the evaluation envs once."""
@@ -2861,13 +2863,15 @@ class EvalCallback:
             self.evaluate()
 
     def on_iteration(self) -> bool:
-        """Evaluate when the next evaluation is due; False (from a child) stops training."""
+        """Evaluate when the next evaluation is due, its files held until the iteration is
+        kept (:meth:`on_iteration_kept`); False (from a child) stops training."""
         if self.model.num_timesteps < self._next:
             return True
-        return self.evaluate()
+        return self.evaluate(write=False)
 
-    def evaluate(self) -> bool:
-        """Evaluate now and log it; False when a child callback asks to stop training."""
+    def evaluate(self, write: bool = True) -> bool:
+        """Evaluate now and log it (``write``: its files now, else when the iteration is
+        kept); False when a child callback asks to stop training."""
         self._train_seconds += time.perf_counter() - self._mark
         model = self.model
         env = getattr(self._evaluator, "env", None)
@@ -2894,17 +2898,14 @@ class EvalCallback:
         steps = model.num_timesteps  # the schedule: 0, f, 2f, ... reached
         freq = self.eval_freq
         self._next += max(0, (steps - self._next) // freq + 1) * freq  # a step, never a loop
-        if self.log_path is not None:
-            arrays = dict(results=self.evaluations_results, ep_lengths=self.evaluations_length)
-            with atomic_file(self.log_path / "evaluations.npz", "wb") as f:
-                np.savez(f, timesteps=[e[0] for e in self.evaluations], **arrays)
         new_best = mean > self.best_mean_reward
         self.best_mean_reward = max(mean, self.best_mean_reward)
+        self._unwritten = new_best or self._unwritten is True
+        if write:
+            self.on_iteration_kept()
         records = dict(mean_reward=mean, std_reward=std, mean_ep_length=float(np.mean(lengths)))
         for key, value in dict(records, best_mean_reward=self.best_mean_reward).items():
             model.logger.record(f"eval/{key}", value)
-        if new_best and self.best_model_save_path is not None:
-            model.save(self.best_model_save_path / self.best_model_name)
         if self.verbose >= 1:
             rewards = f"episode_reward={mean:.2f} +/- {std:.2f}, best {self.best_mean_reward:.2f}"
             print(f"Eval num_timesteps={model.num_timesteps}, {rewards}", flush=True)
@@ -2914,6 +2915,19 @@ class EvalCallback:
         keep_going = all([child.on_step() is not False for child in children if child is not None])
         self._mark = time.perf_counter()
         return keep_going
+
+    def on_iteration_kept(self) -> None:
+        """Write the evaluations not yet written to ``evaluations.npz`` and, if one was a new
+        best, the model to the best model's file: a discarded iteration leaves no file."""
+        if self._unwritten is None:
+            return
+        if self.log_path is not None:
+            arrays = dict(results=self.evaluations_results, ep_lengths=self.evaluations_length)
+            with atomic_file(self.log_path / "evaluations.npz", "wb") as f:
+                np.savez(f, timesteps=[e[0] for e in self.evaluations], **arrays)
+        if self._unwritten and self.best_model_save_path is not None:
+            self.model.save(self.best_model_save_path / self.best_model_name)
+        self._unwritten = None
 
     def state_dict(self) -> dict[str, Any]:
         """Plain data to resume the schedule and the best score exactly (checkpoints)."""
@@ -2952,6 +2966,7 @@ class EvalCallback:
         self.evaluations = [tuple(e) for e in state["evaluations"]]
         self.evaluations_results = state["results"]
         self.evaluations_length = state["lengths"]
+        self._unwritten = None  # a discarded iteration's evaluations are never written
 
     def on_training_end(self) -> None:
         """Close the evaluation workers this callback started."""

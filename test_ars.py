@@ -3311,6 +3311,37 @@ def test_recorded_values_skip_the_outputs_they_exclude(tmp_path, capsys):
     assert "a/not_printed" in header and "a/not_in_csv" not in header
 
 
+def test_a_discarded_iteration_leaves_no_file_of_its_evaluation(tmp_path):
+    """EvalCallback's files follow the iteration: an evaluation of an iteration discarded (a
+    later callback raised) reaches neither evaluations.npz nor the best model's file."""
+    model = ARS("LinearPolicy", "CartPole-v1", n_delta=2, seed=0)
+    evaluation = ars.EvalCallback(
+        "CartPole-v1",
+        eval_freq=1,
+        n_eval_episodes=2,
+        log_path=tmp_path,
+        verbose=0,
+        best_model_save_path=tmp_path,
+    )
+    calls = []
+
+    def second_call_fails(locals_, globals_):
+        calls.append(1)
+        if len(calls) == 2:
+            raise RuntimeError("a callback's failure")
+
+    with pytest.raises(RuntimeError, match="a callback's failure"):
+        model.learn(5_000, callback=[evaluation, second_call_fails])
+    assert model.n_updates == 1 and len(evaluation.evaluations) == 2  # at 0 and after the first
+    kept = [e[0] for e in evaluation.evaluations]
+    assert np.load(tmp_path / "evaluations.npz")["timesteps"].tolist() == kept
+    best = ARS.load(tmp_path / "best_model.zip")
+    assert best.n_updates <= 1 and best.num_timesteps <= model.num_timesteps
+    model.learn(model.num_timesteps, callback=evaluation, reset_num_timesteps=False)
+    written = np.load(tmp_path / "evaluations.npz")["timesteps"].tolist()
+    assert written == [e[0] for e in evaluation.evaluations] and len(written) > 2
+
+
 def test_a_discarded_iteration_keeps_the_window_its_callback_set():
     """A callback that sets stats_window_size, then stops: the iteration is discarded, and
     the episode window it restores has the size now set."""
