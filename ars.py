@@ -3804,8 +3804,8 @@ FLAGS = [  # flag, argparse keywords, help
         {"type": _flag_number(int)},
         "rollout processes (default: cores for MuJoCo, else 0)",
     ),
-    ("--job-timeout", {**REAL, "default": DEFAULT_JOB_TIMEOUT}, "seconds per job (%(default)g)"),
-    ("--start-timeout", {**REAL, "default": DEFAULT_START_TIMEOUT}, "worker start (%(default)g s)"),
+    ("--job-timeout", REAL, f"seconds per job (default {DEFAULT_JOB_TIMEOUT:g}; the run's)"),
+    ("--start-timeout", REAL, f"worker start (default {DEFAULT_START_TIMEOUT:g} s; the run's)"),
     ("--run-dir", {}, "output folder (default runs/<env>-<date>-<time>-seed<seed>)"),
     ("--overwrite", FLAG, "start a new run in a --run-dir that holds one"),
     ("--resume", {"metavar": "RUN_DIR"}, "continue an interrupted run from its checkpoint"),
@@ -3816,6 +3816,13 @@ FLAGS = [  # flag, argparse keywords, help
 RUN_FLAGS = set(RUN_SETTINGS) - {"total_timesteps", "verbose"}
 RUN_FLAGS |= {"env", "preset", "net_arch", "eval_freq", "eval_episodes", "checkpoint_interval"}
 MAX_WORKERS = 1024  # more processes than this on one machine is a typo
+# What a run may change on --resume, with its default and its rule (the same for the flag given
+# and for config.json's value): the budget is a setting's, checked by the table.
+RUN_LIMITS = dict(
+    workers=Setting(None, integer(0, MAX_WORKERS), ""),  # None: cores for MuJoCo, else 0
+    job_timeout=Setting(DEFAULT_JOB_TIMEOUT, number(positive=True), ""),
+    start_timeout=Setting(DEFAULT_START_TIMEOUT, number(positive=True), ""),
+)
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -3839,8 +3846,13 @@ def _parser() -> argparse.ArgumentParser:
 def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p = _parser()
     args = p.parse_args(argv)
-    workers = args.workers or 0
     env = args.env
+    for name in RUN_LIMITS:  # given: checked by the rule config.json's value meets on --resume
+        if getattr(args, name) is not None:
+            try:
+                check_setting(name, getattr(args, name), f"--{name.replace('_', '-')}", RUN_LIMITS)
+            except ValueError as error:
+                p.error(str(error))
     given = {flag for flag in ("resume", "run_dir", "overwrite") if getattr(args, flag)}
     trained_with = [  # settings an evaluation has no use for (its episodes' limit it has)
         f"--{name.replace('_', '-')}"
@@ -3849,9 +3861,7 @@ def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     ]
     trained_with = ", ".join(trained_with)
     for wrong, message in [  # the first conflict found, in one line
-        (not 0 <= workers <= MAX_WORKERS, f"--workers must be from 0 to {MAX_WORKERS}"),
         (env is not None and not env.strip(), "--env needs an env id, e.g. CartPole-v1"),
-        (min(args.job_timeout, args.start_timeout) <= 0, "timeouts must be positive"),
         (args.resume and given != {"resume"}, "--resume goes without --run-dir and --overwrite"),
         (args.eval and given, "--eval goes without --resume, --run-dir and --overwrite"),
         (args.eval and args.preset, "--eval takes the model's settings: it goes without --preset"),
@@ -3968,7 +3978,7 @@ def _new_run(args: argparse.Namespace) -> tuple[ARS, dict[str, Any], Path]:
     unpreset = [k for k in RUN_SETTINGS if k not in config]  # seed, verbose, ...
     given = {k: getattr(args, k) for k in unpreset if getattr(args, k) is not None}
     model = paper_model(env_id, **config, **given)
-    names = "eval_episodes checkpoint_interval job_timeout start_timeout".split()
+    names = "eval_episodes checkpoint_interval".split()
     mujoco = "mujoco" in str(getattr(model.gym_env.spec, "entry_point", ""))
     workers = args.workers
     if workers is None:  # MuJoCo's envs: a worker per core; others' steps are too cheap
@@ -3977,6 +3987,9 @@ def _new_run(args: argparse.Namespace) -> tuple[ARS, dict[str, Any], Path]:
     config.update({k: getattr(args, k) for k in names}, env=env_id, eval_freq=eval_freq)
     config.update({k: model.hparams[k] for k in RUN_FLAGS if k in HPARAMS})  # as checked
     config.update(workers=workers, seed=model.seed, preset=args.preset, ars_version=__version__)
+    for name in ("job_timeout", "start_timeout"):
+        given = getattr(args, name)
+        config[name] = RUN_LIMITS[name].default if given is None else given
     if args.run_dir is None:  # a folder of its own: mkdir is atomic, so runs never share one
         name = re.sub(r"[^\w.-]", "_", env_id)  # module:ns/Id: no : or / in a folder's name
         stem = f"runs/{name}-{time.strftime('%Y%m%d-%H%M%S')}-seed{model.seed}"
@@ -4035,10 +4048,12 @@ def _resume(args: argparse.Namespace) -> tuple[ARS, dict[str, Any], Path]:
     if not isinstance(config, dict) or set(RUN_CONFIG) - set(config):
         raise ValueError(f"{run_dir / 'config.json'} lacks {sorted(RUN_CONFIG)}: it is not ars's")
     config.setdefault("preset", "paper")  # a config without a preset ran the paper's settings
+    run = {k: config[k] for k in HPARAMS if k in config and k != "policy_kwargs"}
     for flag in sorted(args.explicit):
-        if flag in MODEL_SETTINGS:  # by its rule first, as at every door
-            check_setting(flag, getattr(args, flag), table=MODEL_SETTINGS)
-        if config.get(flag) != getattr(args, flag):
+        value = getattr(args, flag)
+        if flag in HPARAMS:  # taken as a new run takes it: by its rule, b at most N
+            value = check_settings({**run, flag: value}, MODEL_SETTINGS)[flag]
+        if config.get(flag) != value:
             raise ValueError(
                 f"--{flag.replace('_', '-')} cannot change on --resume (the run has "
                 f"{config.get(flag)!r}); start a new run for other settings"
@@ -4054,9 +4069,12 @@ def _resume(args: argparse.Namespace) -> tuple[ARS, dict[str, Any], Path]:
             f"--total-timesteps {total:,} is below the {model.num_timesteps:,} steps "
             "this run has trained"
         )
-    for name in ("total_timesteps", "workers", "job_timeout", "start_timeout"):  # may change
-        config[name] = config[name] if getattr(args, name) is None else getattr(args, name)
-    config["workers"] = integer(0, MAX_WORKERS)("workers", config["workers"])  # a file's
+    if args.total_timesteps is not None:  # the budget may change, and these
+        config["total_timesteps"] = args.total_timesteps
+    for name, limit in RUN_LIMITS.items():
+        value = getattr(args, name)
+        value = config.get(name, limit.default) if value is None else value
+        config[name] = check_setting(name, value, f"{name} (config.json)", RUN_LIMITS)
     return model, config, run_dir
 
 

@@ -5055,6 +5055,29 @@ def test_every_setting_a_run_can_take_has_a_flag_that_reaches_the_model_and_the_
     assert "--stats-window-size cannot change on --resume" in capsys.readouterr().err
 
 
+def test_a_resume_keeps_the_runs_timeouts_and_takes_flags_as_a_new_run_does(tmp_path, capsys):
+    """--resume keeps the run's timeouts unless given again (they have one rule, the flag's
+    and config.json's); a flag on --resume is taken as a new run takes it (b at most N)."""
+    run = str(tmp_path / "run")
+    flags = ["--env", "CartPole-v1", "--seed", "0", "--job-timeout", "30", "--n-top", "100"]
+    assert ars.main([*flags, "--total-timesteps", "300", "--run-dir", run]) == 0
+    assert "n_top=100 is larger than n_delta=2" in capsys.readouterr().err
+
+    def config():
+        return json.loads((tmp_path / "run" / "config.json").read_text())
+
+    assert (config()["job_timeout"], config()["start_timeout"], config()["n_top"]) == (30, 120, 2)
+    assert ars.main(["--resume", run, "--total-timesteps", "600", "--n-top", "100"]) == 0
+    assert (config()["job_timeout"], config()["total_timesteps"]) == (30, 600)
+    assert ars.main(["--resume", run, "--total-timesteps", "900", "--job-timeout", "45"]) == 0
+    assert config()["job_timeout"] == 45
+    capsys.readouterr()
+    assert ars.main(["--resume", run, "--start-timeout", "0"]) == 2
+    assert "--start-timeout must be a positive number; got 0" in capsys.readouterr().err
+    assert ars.main(["--env", "CartPole-v1", "--workers", "2000"]) == 2
+    assert "--workers must be an integer from 0 to 1,024; got 2000" in capsys.readouterr().err
+
+
 def test_main_returns_argparses_status_and_names_what_a_resume_needs(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     assert ars.main(["--bogus"]) == 2
@@ -5078,7 +5101,10 @@ def test_a_resumed_runs_worker_count_has_the_flags_rule(tmp_path, capsys):
     (run / "config.json").write_text(json.dumps(dict(config, workers=-3)))  # edited by hand
     capsys.readouterr()
     assert ars.main(["--resume", str(run)]) == 2
-    assert "workers must be an integer from 0 to 1,024; got -3" in capsys.readouterr().err
+    assert (
+        "workers (config.json) must be an integer from 0 to 1,024; got -3"
+        in capsys.readouterr().err
+    )
 
 
 # === Examples and benchmarks: videos, the tuner, the examples, the benchmarks =====================
