@@ -1228,6 +1228,8 @@ class ARS:
                 _check_device(value)
             self.hparams[name] = value
         elif name == "hparams" and "hparams" in self.__dict__:  # lit_sb3's dict, given anew:
+            if not isinstance(value, dict):
+                raise TypeError(f"hparams must be a dict of settings; got {value!r:.60}")
             self.hparams.update(value)  # the settings it names change, checked as one
         else:
             object.__setattr__(self, name, value)
@@ -1265,7 +1267,9 @@ class ARS:
         policy = self.policy_class
         cls = POLICY_CLASSES.get(self.policy_class, self.policy_class)
         if not isinstance(policy, ARSPolicy):  # a name or a class, checked by the settings'
-            policy = cls(self.observation_space, self.action_space, **(self.policy_kwargs or {}))
+            options = self.policy_kwargs or {}
+            policy_options(cls.policy_name, options)  # the dict may have been edited in place
+            policy = cls(self.observation_space, self.action_space, **options)
         match_normalization(policy, self.normalize_obs)
         if self.zero_policy or policy is not self.policy_class:  # else an instance keeps its own
             policy._theta = initial_parameters(policy, self.zero_policy, self.seed)
@@ -1594,6 +1598,8 @@ def settings_for(env_id: str, preset: str = "paper") -> dict[str, Any]:
     >>> settings_for("Hopper-v5")["n_delta"]
     8
     """
+    if not isinstance(env_id, str):
+        raise TypeError(f"env_id must be an env id such as 'Hopper-v4'; got {env_id!r:.60}")
     task = env_id.split("/")[-1].rsplit("-v", 1)[0]
     if preset not in PRESETS:
         raise ValueError(f"preset must be one of {list(PRESETS)}; got {preset!r:.60}")

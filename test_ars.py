@@ -1706,6 +1706,34 @@ def test_seed_api_builds_the_policy_at_the_first_learn():
         ARS(policy).learn(100, env="CartPole-v1")
 
 
+def test_the_policy_classes_defaults_are_the_tables():
+    """POLICIES holds each policy's options and defaults; the classes' signatures say them
+    too (SB3's habit), and this keeps them equal."""
+    import inspect
+
+    for name, cls in ars.POLICY_CLASSES.items():
+        parameters = inspect.signature(cls).parameters
+        options = [p for p in parameters if p not in ("observation_space", "action_space")]
+        assert options == list(ars.POLICIES[name]), name
+        for option in options:
+            default = parameters[option].default
+            expected = ars.POLICIES[name][option]
+            assert default == expected or (option == "net_arch" and default is None), option
+
+
+def test_bad_settings_met_late_still_get_one_line_naming_them():
+    """An option added to policy_kwargs in place is refused by the policy's check when the
+    policy is built; hparams given anew must be a dict; settings_for needs an env id."""
+    model = ARS("MlpPolicy", policy_kwargs={"net_arch": [4]})
+    model.policy_kwargs["bogus"] = 1
+    with pytest.raises(ValueError, match=r"policy_kwargs \['bogus'\]: MlpPolicy's are"):
+        model.learn(100, env="CartPole-v1")
+    with pytest.raises(TypeError, match="hparams must be a dict of settings; got None"):
+        model.hparams = None
+    with pytest.raises(TypeError, match="env_id must be an env id such as 'Hopper-v4'; got 5"):
+        ars.settings_for(5)
+
+
 def test_one_honest_signature_and_positional_mistakes_name_the_keyword():
     import inspect
 
