@@ -1284,19 +1284,20 @@ class ARS:
 
     def set_env(self, env: Any, force_reset: bool = True) -> None:
         """Train on ``env`` (id, env, vector env or function) of the model's spaces."""
-        gym_env, vec_env, vec_normalize = resolve_env(env)  # its spaces: checked by the policy
+        parts = resolve_env(env)  # its spaces: checked by the policy
+        gym_env = parts.gym_env
         if self.observation_space is not None:
             _check_same_spaces(_spaces_of(gym_env), _spaces_of(self), "the env")
         self.observation_space, self.action_space = _spaces_of(gym_env)
         self.gym_env = gym_env
-        self._vec_env = vec_env
-        self._vec_normalize = vec_normalize
+        self._vec_env = parts.vec_env
+        self._vec_normalize = parts.vec_normalize
         spec_id = getattr(gym_env.spec, "id", self.env_id)
         given = isinstance(env, str) and env.endswith(f":{spec_id}")  # module:Id: the module too
         self.env_id = env if given else spec_id
         _check_vec_normalize(self)
-        if self.policy is not None and getattr(vec_normalize, "norm_obs", False):
-            self.policy.vec_normalize = vec_normalize  # what it learns through from now on
+        if self.policy is not None and getattr(parts.vec_normalize, "norm_obs", False):
+            self.policy.vec_normalize = parts.vec_normalize  # what it learns through from now on
 
     # -- training -------------------------------------------------------------------------------
     def learn(
@@ -1646,16 +1647,20 @@ def _is_vec_env(env: Any) -> bool:
 
 def make_env(env: Any) -> gym.Env | VecEnvs:
     """The env (or :class:`VecEnvs`) of an id, env, vector env or function: :func:`resolve_env`."""
-    return resolve_env(env)[0]
+    return resolve_env(env).gym_env
 
 
-def resolve_env(env: Any) -> tuple[gym.Env | VecEnvs, Any, Any]:
-    """``(env, the vector env given or None, its VecNormalize or None)``. A vector env gives
+EnvParts = collections.namedtuple("EnvParts", "gym_env vec_env vec_normalize")
+
+
+def resolve_env(env: Any) -> EnvParts:
+    """``EnvParts``: the env, the vector env given (or None), its VecNormalize (or None). A
+    vector env gives
     its one env (DummyVecEnv, SyncVectorEnv), else :class:`VecEnvs`; SB3's may have
     ``VecNormalize`` and ``VecMonitor`` around it. Wrappers that change observations in ways
     ARS cannot see through are refused."""
     if isinstance(env, str):  # no MuJoCo: gymnasium's error names the pip install
-        return gym.make(env), None, None
+        return EnvParts(gym.make(env), None, None)
     made = env
     if callable(env) and not isinstance(env, (gym.Env, VecEnvs)) and not _is_vec_env(env):
         made = env()
@@ -1679,9 +1684,9 @@ def resolve_env(env: Any) -> tuple[gym.Env | VecEnvs, Any, Any]:
             )
         layer = layer.venv
     if not _is_vec_env(layer):
-        return layer, None, None
+        return EnvParts(layer, None, None)
     one = layer.num_envs == 1 and type(layer).__name__ in ("DummyVecEnv", "SyncVectorEnv")
-    return layer.envs[0] if one else VecEnvs(layer), made, vec_normalize
+    return EnvParts(layer.envs[0] if one else VecEnvs(layer), made, vec_normalize)
 
 
 class VecEnvs:
@@ -2244,8 +2249,8 @@ def _worker(remote: Any, parent_ends: list, env_fn_bytes: bytes) -> None:
     with contextlib.suppress(EOFError, OSError):  # the main process is gone: nobody to tell
         message = remote.recv()
         while message[0] != "close":
-            it_bytes, options, batch = message[1]
-            it = _run_batch(remote, env, it_bytes or it, options, batch)
+            run = message[1]  # an Iteration's bytes (None: the last one's), resets' options, jobs
+            it = _run_batch(remote, env, run["it"] or it, run["options"], run["jobs"])
             message = remote.recv()
     env.close()
     remote.close()
@@ -2277,7 +2282,8 @@ def _run_batch(remote: Any, env: Any, it: Any, options: Any, batch: list[Job]) -
 
 
 def _report(remote: Any, candidate: int | None, error: BaseException) -> None:
-    remote.send(("error", (candidate, _one_line(error), traceback.format_exc())))
+    report = dict(candidate=candidate, line=_one_line(error), trace=traceback.format_exc())
+    remote.send(("error", report))
 
 
 def _shutdown(processes: list[Any], remotes: list[Any]) -> None:
@@ -2423,10 +2429,10 @@ class AsyncEval(Evaluator):
             process.join(1.0)
             raise self._fail(f"{name} died (exit code {process.exitcode}) while {doing}") from None
         if kind == "error":  # one line; the worker's traceback is kept on the error
-            candidate, line, trace = payload
+            candidate = payload["candidate"]
             what = doing if candidate is None else f"evaluating candidate {candidate}"
-            error = self._fail(f"AsyncEval worker {i} failed while {what}: {line}")
-            error.worker_traceback = trace
+            error = self._fail(f"AsyncEval worker {i} failed while {what}: {payload['line']}")
+            error.worker_traceback = payload["trace"]
             raise error
         return payload
 
@@ -2435,7 +2441,7 @@ class AsyncEval(Evaluator):
         self._batches[i].extend(batch)
         self._deadlines[i] = time.monotonic() + self.job_timeout
         try:
-            self.remotes[i].send(("run", (it_bytes, self.options[i], batch)))
+            self.remotes[i].send(("run", dict(it=it_bytes, options=self.options[i], jobs=batch)))
         except (OSError, ValueError) as error:  # a killed worker: _receive says how it ended
             self._receive(i, "evaluating", time.monotonic() + 1.0)
             raise self._fail(f"AsyncEval worker {i} cannot be reached ({error!r})") from error
@@ -3000,7 +3006,9 @@ def evaluate_policy(
     0). With ``return_episode_rewards``, returns the lists of episode returns and lengths.
     ``callback(locals, globals)`` runs after every step; ``render`` renders every step;
     ``reward_threshold`` raises below it."""
-    gym_env, _, given = resolve_env(env)  # the env's VecNormalize, else the one trained on
+    parts = resolve_env(env)  # the env's VecNormalize, else the one trained on
+    gym_env = parts.gym_env
+    given = parts.vec_normalize
     seen = given if getattr(given, "norm_obs", False) else observations_seen_by(model)
     seeds = evaluation_seeds(getattr(model, "seed", 0) if seed is None else seed, n_eval_episodes)
 
@@ -3241,7 +3249,9 @@ def _npy(archive: zipfile.ZipFile, name: str, shape: tuple, kinds: str, where: s
             version = np.lib.format.read_magic(f)
             if version not in ((1, 0), (2, 0)):
                 raise ValueError(f"npy format {version}")
-            found, _, dtype = getattr(np.lib.format, f"read_array_header_{version[0]}_0")(f)
+            header = getattr(np.lib.format, f"read_array_header_{version[0]}_0")(f)
+            found = header[0]  # (shape, fortran_order, dtype)
+            dtype = header[2]
         except (ValueError, TypeError, SyntaxError, EOFError) as error:
             raise ValueError(f"{where}: {name} is not a valid array ({error})") from error
         shorter = name == "parameters" and len(found) == 1 and found[0] <= shape[0]
@@ -3822,6 +3832,17 @@ FLAGS = [  # flag, argparse keywords, help
 RUN_FLAGS = set(RUN_SETTINGS) - {"total_timesteps", "verbose"}
 RUN_FLAGS |= {"env", "preset", "net_arch", "eval_freq", "eval_episodes", "checkpoint_interval"}
 MAX_WORKERS = 1024  # more processes than this on one machine is a typo
+# What the command line reports as one line, exit status 2: mistakes in what it was given and
+# failures of the env (NotImplementedError is a RuntimeError; a Warning under python -W error).
+ONE_LINE_ERRORS = (
+    ImportError,
+    ValueError,
+    TypeError,
+    OSError,
+    RuntimeError,
+    gym.error.Error,
+    Warning,
+)
 # What a run may change on --resume, with its default and its rule (the same for the flag given
 # and for config.json's value): the budget is a setting's, checked by the table.
 RUN_LIMITS = dict(
@@ -3975,7 +3996,10 @@ RUN_CONFIG = set("env total_timesteps workers eval_freq eval_episodes checkpoint
 RUN_FILES = "config.json progress.csv checkpoint.npz model.npz best_model.npz evaluations.npz"
 
 
-def _new_run(args: argparse.Namespace) -> tuple[ARS, dict[str, Any], Path]:
+Run = collections.namedtuple("Run", "model config folder")  # a run's model, config.json, folder
+
+
+def _new_run(args: argparse.Namespace) -> Run:
     env_id = args.env or "CartPole-v1"
     args.policy = args.policy or ("MlpPolicy" if args.net_arch is not None else None)  # an MLP
     args.preset = args.preset or "tuned"
@@ -4004,7 +4028,7 @@ def _new_run(args: argparse.Namespace) -> tuple[ARS, dict[str, Any], Path]:
             run_dir = Path(stem if n == 1 else f"{stem}-{n}")
             with contextlib.suppress(FileExistsError):
                 run_dir.mkdir()
-                return model, config, run_dir
+                return Run(model, config, run_dir)
     run_dir = Path(args.run_dir)
     if run_dir.is_dir():
         _check_run_dir(run_dir)
@@ -4015,7 +4039,7 @@ def _new_run(args: argparse.Namespace) -> tuple[ARS, dict[str, Any], Path]:
             f"continue it, or pick another --run-dir"
         )
     run_dir.mkdir(parents=True, exist_ok=True)
-    return model, config, run_dir
+    return Run(model, config, run_dir)
 
 
 def _run_config(run_dir: Path) -> dict[str, Any] | None:
@@ -4044,7 +4068,7 @@ def _check_run_dir(run_dir: Path) -> None:
         )
 
 
-def _resume(args: argparse.Namespace) -> tuple[ARS, dict[str, Any], Path]:
+def _resume(args: argparse.Namespace) -> Run:
     run_dir = Path(args.resume)
     if not (run_dir / "config.json").exists() or not (run_dir / "checkpoint.npz").exists():
         missing = [n for n in ("config.json", "checkpoint.npz") if not (run_dir / n).exists()]
@@ -4081,7 +4105,7 @@ def _resume(args: argparse.Namespace) -> tuple[ARS, dict[str, Any], Path]:
         value = getattr(args, name)
         value = config.get(name, limit.default) if value is None else value
         config[name] = check_setting(name, value, f"{name} (config.json)", RUN_LIMITS)
-    return model, config, run_dir
+    return Run(model, config, run_dir)
 
 
 def _evaluate_saved(args: argparse.Namespace) -> int:
@@ -4162,7 +4186,10 @@ def _command(args: argparse.Namespace, interrupts: _Interrupts) -> int:
         if args.total_timesteps is not None:  # by its rule, before anything runs; whole, as
             total = check_setting("total_timesteps", args.total_timesteps)  # learn() rounds it
             args.total_timesteps = math.ceil(total)
-        model, config, run_dir = _resume(args) if args.resume else _new_run(args)
+        run = _resume(args) if args.resume else _new_run(args)
+        model = run.model
+        config = run.config
+        run_dir = run.folder
         if config["workers"] > (os.cpu_count() or 1):
             warn(
                 f"--workers {config['workers']} on {os.cpu_count()} cores: more processes than "
@@ -4181,8 +4208,8 @@ def _command(args: argparse.Namespace, interrupts: _Interrupts) -> int:
             _continue_run(model, config, run_dir, evaluation)
         else:
             _start_run(model, config, run_dir, evaluation)
-    except (ImportError, ValueError, TypeError, OSError, RuntimeError, gym.error.Error) as error:
-        print(f"error: {_env_hint(error, args)}", file=sys.stderr)  # NotImplementedError too
+    except ONE_LINE_ERRORS as error:
+        print(f"error: {_env_hint(error, args)}", file=sys.stderr)
         if lock is not None:
             lock.release()
         return 2

@@ -5104,6 +5104,9 @@ def test_a_resume_keeps_the_runs_timeouts_and_takes_flags_as_a_new_run_does(tmp_
     assert "--start-timeout must be a positive number; got 0" in capsys.readouterr().err
     assert ars.main(["--env", "CartPole-v1", "--workers", "2000"]) == 2
     assert "--workers must be an integer from 0 to 1,024; got 2000" in capsys.readouterr().err
+    strict = _run(["-W", "error", str(HERE / "ars.py"), "--n-top", "100"], tmp_path)
+    assert strict.returncode == 2 and "Traceback" not in strict.stderr  # python -W error
+    assert strict.stderr == "error: n_top=100 is larger than n_delta=2; using n_delta\n"
 
 
 def test_main_returns_argparses_status_and_names_what_a_resume_needs(tmp_path, monkeypatch):

@@ -113,7 +113,7 @@ def rendering_env(model: Any, env: Any, render_mode: str, size: int | None = Non
 
 def _given_env(env: Any, render_mode: str) -> Any:
     """An env given, or a vector env's first, which must run in this process."""
-    made = ars.resolve_env(env)[0]
+    made = ars.resolve_env(env).gym_env
     made = (made.envs or [None])[0] if isinstance(made, ars.VecEnvs) else made
     if made is None:
         raise ValueError("a video needs an env in this process: an id, an env or a DummyVecEnv")
