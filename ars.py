@@ -250,7 +250,8 @@ def flattener(space: spaces.Space) -> Callable[[Any], np.ndarray]:
         x = np.asarray(x)
         lead = x.shape[: x.ndim - len(space.shape)]
         if not isinstance(space, spaces.Box):  # a Box is only reshaped: no copy per step
-            x = np.array([spaces.flatten(space, o) for o in x.reshape(-1, *space.shape)], float)
+            rows = x.reshape(-1, *space.shape)
+            x = np.array([spaces.flatten(space, row) for row in rows], float)
         return x.reshape(lead + (spaces.flatdim(space),))
 
     return flatten
@@ -298,7 +299,8 @@ class Network:
             if self.squash_output and not action_space.is_bounded():
                 raise ValueError(f"{action_space} is unbounded: use squash_output=False")
         self.layer_shapes = layer_shapes(self.obs_dim, self.net_arch, self.action_dim)
-        self.n_params = sum(o * i + o * self.with_bias for o, i in self.layer_shapes)
+        bias = self.with_bias
+        self.n_params = sum(out * inp + (out if bias else 0) for out, inp in self.layer_shapes)
         if self.n_params > MAX_PARAMETERS:
             raise ValueError(f"{self.n_params:,} parameters: ars takes up to {MAX_PARAMETERS:,}")
 
@@ -402,12 +404,12 @@ Job = collections.namedtuple("Job", "candidate k sign seeds weights", defaults=[
 Result = collections.namedtuple("Result", "returns lengths visited")
 
 
-def joined(rows: list, dtype: Any) -> np.ndarray:
+def flat_rows(rows: list, dtype: Any) -> np.ndarray:
     """The rows as one flat array: read as bytes (~100 ns a row) if all are arrays of ``dtype``
     (an env's int64 arrays in a float64 Box are converted, never read as float64 bytes)."""
     flat = np.empty(0)
     if {getattr(row, "dtype", None) for row in rows} == {np.dtype(dtype)}:
-        try:  # not a context manager: this runs at every step of k envs side by side
+        try:  # not a context manager: this runs at every step of envs side by side
             flat = np.frombuffer(b"".join(rows), dtype)
         except (TypeError, ValueError, BufferError):  # strided arrays
             pass
@@ -415,7 +417,7 @@ def joined(rows: list, dtype: Any) -> np.ndarray:
 
 
 class Recorder:
-    """A job's episodes as whoever steps the env tells them (:func:`run_job`, or k envs side by
+    """A job's episodes as whoever steps the env tells them (:func:`run_job`, or envs side by
     side): returns, lengths and the statistics of the states acted on, folded a chunk at a
     time (V2's; V1's only flag a non-finite state)."""
 
@@ -473,7 +475,7 @@ class Recorder:
     def fold(self) -> None:
         """The rows kept, into the statistics."""
         box = isinstance(self.space, spaces.Box)
-        rows = joined(self.rows, self.space.dtype) if box else flattener(self.space)(self.rows)
+        rows = flat_rows(self.rows, self.space.dtype) if box else flattener(self.space)(self.rows)
         self.visited.update(rows.reshape(len(self.rows), -1))
         self.rows.clear()
 
@@ -507,8 +509,8 @@ def run_job(env: gym.Env, it: Iteration, job: Job, options: Any = None, on_step:
     """One candidate's Result on ``env``, an episode per env seed: the loop that runs episodes
     (``options``: every reset's; ``on_step(action, transition)``: told of each step)."""
     policy = it.network.actor(candidate_parameters(it, job), it.obs_rms)
-    see = it.obs_filter  # an SB3 VecNormalize's view of the observations, or None
-    act = policy if see is None else lambda obs: policy(see(obs))
+    obs_filter = it.obs_filter  # an SB3 VecNormalize's view of the observations, or None
+    act = policy if obs_filter is None else lambda obs: policy(obs_filter(obs))
     step, env_limit = inner_step(env)
     limits = [env_limit, it.max_episode_steps]
     record = Recorder(env.observation_space, len(job.seeds), limits, it.track_obs)
@@ -608,8 +610,10 @@ def initial_parameters(network: Network, zero_policy: bool, seed: int) -> np.nda
     if zero_policy:
         return np.zeros(network.n_params)
     rng = np.random.default_rng(stream(seed))
-    bounds = [(1 / math.sqrt(i), o * i + o * network.with_bias) for o, i in network.layer_shapes]
-    return np.concatenate([rng.uniform(-bound, bound, n) for bound, n in bounds])
+    layers = []  # per layer: its bound and its number of parameters (weights, then biases)
+    for out, inp in network.layer_shapes:
+        layers.append((1 / math.sqrt(inp), out * inp + (out if network.with_bias else 0)))
+    return np.concatenate([rng.uniform(-bound, bound, n) for bound, n in layers])
 
 
 def train(env: str | gym.Env, total_timesteps: int, **hyper_parameters: Any) -> tuple:
@@ -814,7 +818,7 @@ def _cpu_device() -> Any:
 
 def forward_layers(layers: list, activation: Callable, h: np.ndarray) -> np.ndarray:
     """The network's outputs for inputs ``h`` of shape ``(..., inputs)``, each layer's weight
-    ``(..., outputs, inputs)`` broadcast against them (a population's, or k envs' rows):
+    ``(..., outputs, inputs)`` broadcast against them (a population's, or envs' side by side):
     np.matmul on stacked layers gives the actor's np.dot bits, row by row."""
     for i, (weight, bias) in enumerate(layers):
         h = np.matmul(weight, h[..., None])[..., 0]
@@ -1338,7 +1342,7 @@ class ARS:
         folder = self.logger.dir if custom else folder
         if checkpoint_interval and folder is None:  # refused before anything changes
             raise ValueError("checkpoint_interval needs default_root_dir or tensorboard_log")
-        self._prepare_to_learn(env)
+        self._prepare_to_learn(env, async_eval)
         evaluator = evaluator_for(async_eval, self.gym_env)
         if reset_num_timesteps:
             self.num_timesteps = 0
@@ -1361,11 +1365,13 @@ class ARS:
         callbacks.hook("on_training_end")
         return self
 
-    def _prepare_to_learn(self, env: Any) -> None:
+    def _prepare_to_learn(self, env: Any, async_eval: Any) -> None:
         """The env, the settings and the policy, checked and built before anything runs."""
         if env is not None:
             self.set_env(env)
-        if self.policy is None and self.observation_space is None:
+        no_spaces = self.policy is None and self.observation_space is None
+        no_rollouts = self.gym_env is None and not hasattr(async_eval, "evaluate")
+        if no_spaces or no_rollouts:  # a loaded model has spaces, yet no env
             raise ValueError("no env to train on: pass env= to ARS(...) or to learn(...)")
         if self.policy is None:
             self._setup_model()
@@ -1690,7 +1696,7 @@ def resolve_env(env: Any) -> EnvParts:
 
 
 class VecEnvs:
-    """The k envs of a vector env (SB3's VecEnv, gymnasium's Sync- or AsyncVectorEnv) for
+    """The envs of a vector env (SB3's VecEnv, gymnasium's Sync- or AsyncVectorEnv) for
     :func:`run_side_by_side`; each episode starts with a reset given its seed. Envs in this
     process are stepped one by one: never reset automatically, and with their float64 rewards
     (DummyVecEnv's are float32). Others step as one batch, and ARS resets after them."""
@@ -1805,10 +1811,10 @@ def _observed_through(vec_normalize: Any, it: Iteration, training: bool = True) 
     mean = np.array(rms.mean)
     scale = np.sqrt(rms.var + vec_normalize.epsilon)
 
-    def see(obs):
+    def normalized(obs):
         return np.clip((obs - mean) / scale, -clip, clip).astype(np.float32)
 
-    return it._replace(obs_filter=see, track_obs=track)
+    return it._replace(obs_filter=normalized, track_obs=track)
 
 
 def _update_vec_normalize(vec_normalize: Any, visited: Sequence[RunningMeanStd | None]) -> None:
@@ -1925,20 +1931,20 @@ def fixed_jobs(
 def run_side_by_side(
     envs: VecEnvs, it: Iteration, jobs: Sequence[Job], options: Any = None, on_step: Any = None
 ) -> list[Result]:
-    """:func:`run_job`'s Results for ``jobs``, the same bits, from k envs side by side: env
-    ``s`` runs a job's episodes, told to the job's Recorder as run_job tells them, then the
-    next job waiting. A step sends one batch of actions from one forward pass of the k
+    """:func:`run_job`'s Results for ``jobs``, the same bits, from a vector env's envs side by
+    side: env ``s`` runs a job's episodes, told to the job's Recorder as run_job tells them,
+    then the next job waiting. A step sends one batch of actions from one forward pass of the
     candidates' networks (np.matmul on the stacked layers gives np.dot's bits, row by row)."""
     return SideBySide(envs, it, jobs, options).run(on_step)
 
 
 class SideBySide:
     """The state of :func:`run_side_by_side`: per env, its job, Recorder, seeds left and
-    current observation; the k candidates' layers stacked, a row per env."""
+    current observation; the candidates' layers stacked, a row per env."""
 
     def __init__(self, envs: VecEnvs, it: Iteration, jobs: Sequence[Job], options: Any):
         net = it.network
-        k = envs.num_envs
+        n_envs = envs.num_envs
         self.envs = envs
         self.it = it
         self.options = options
@@ -1946,21 +1952,21 @@ class SideBySide:
         self.plain = net.flatten is None and it.obs_filter is None
         self.layers = [
             (w.copy(), b if b is None else b.copy())  # a row per env, set per job
-            for w, b in net.layers(np.zeros((k, net.n_params)), it.obs_rms)
+            for w, b in net.layers(np.zeros((n_envs, net.n_params)), it.obs_rms)
         ]
-        self.own = [limit for _, limit in envs.inner] if envs.inner else [envs.limit] * k
-        self.x = [None] * k  # each env's current observation, as the policy's input
-        self.records = [None] * k  # each env's job's Recorder; None: idle
-        self.seeds = [[] for _ in range(k)]  # each env's env seeds still to run
-        self.taken = [0] * k  # each env's job
+        self.own = [limit for _, limit in envs.inner] if envs.inner else [envs.limit] * n_envs
+        self.x = [None] * n_envs  # each env's current observation, as the policy's input
+        self.records = [None] * n_envs  # each env's job's Recorder; None: idle
+        self.seeds = [[] for _ in range(n_envs)]  # each env's env seeds still to run
+        self.taken = [0] * n_envs  # each env's job
         self.results = [None] * len(jobs)
 
     def policy_input(self, obs: Any) -> Any:
         """An observation as the Network takes it: through VecNormalize's filter, flattened."""
         if self.plain:
             return obs
-        see = self.it.obs_filter
-        obs = obs if see is None else see(obs)
+        obs_filter = self.it.obs_filter
+        obs = obs if obs_filter is None else obs_filter(obs)
         return obs if self.it.network.flatten is None else self.it.network.flatten(obs)
 
     def take_job(self, s: int) -> None:
@@ -1997,10 +2003,10 @@ class SideBySide:
         net = self.it.network
         activation = ACTIVATIONS[net.activation_fn]
         to_action = net.to_action()
-        k = self.envs.num_envs
-        active = [s for s in range(k) if self.start(s)]
+        n_envs = self.envs.num_envs
+        active = [s for s in range(n_envs) if self.start(s)]
         while active:
-            x = joined(self.x, self.x[0].dtype).reshape(k, net.obs_dim)
+            x = flat_rows(self.x, self.x[0].dtype).reshape(n_envs, net.obs_dim)
             actions = list(to_action(forward_layers(self.layers, activation, x)))
             for s, (obs, reward, terminated, truncated, info) in self.envs.step(actions, active):
                 record = self.records[s]
@@ -2257,13 +2263,13 @@ def _worker(remote: Any, parent_ends: list, env_fn_bytes: bytes) -> None:
 
 
 def _run_batch(remote: Any, env: Any, it: Any, options: Any, batch: list[Job]) -> Any:
-    """A worker's batch, k jobs at a time side by side: its results in few messages, yet
+    """A worker's batch, a job per env at a time side by side: its results in few messages, yet
     sent at least every RESULT_INTERVAL seconds; an error ends the batch. ``it``: the
     Iteration, or its bytes with a call's first batch; returns the Iteration."""
     import cloudpickle
 
-    k = getattr(env, "num_envs", 1)
-    units = [batch[i : i + k] for i in range(0, len(batch), k)]
+    n_envs = getattr(env, "num_envs", 1)
+    units = [batch[i : i + n_envs] for i in range(0, len(batch), n_envs)]
     done = []
     sent_at = time.monotonic()
     for position, unit in enumerate(units, 1):
@@ -3360,6 +3366,13 @@ def model_from_file(meta: dict, state: dict, where: str, env: Any = None, **over
         value = meta["hparams"].get(name, DEFAULTS[name])
         warn(f"{where}: {name} was a schedule, saved as {value}; pass {name}= to ARS.load")
     try:
+        given = overrides.get("policy_kwargs")
+        saved = policy_options(meta["policy"], meta["policy_kwargs"])
+        if given is not None and policy_options(meta["policy"], given) != saved:
+            raise ValueError(
+                f"policy_kwargs shape a policy when it is built, and the file's is built with "
+                f"{meta['policy_kwargs']}: load it without policy_kwargs"
+            )
         settings = {**meta["hparams"], "policy_kwargs": meta["policy_kwargs"], **overrides}
         model = ARS(meta["policy"], _init_setup_model=False, **settings)
         if model.normalize_obs != ("obs_rms.mean" in state):  # V2 needs the file's statistics
@@ -3469,7 +3482,7 @@ def _check_policy_fields(meta: dict, where: str) -> None:
     # The weights the spaces' JSON implies (biases aside), before the spaces are built: a small
     # file must not make ars build large ones. The policy then counts its parameters exactly.
     dims = [_space_size(meta.get(key), f"{where}: {key}") for key in SPACE_KEYS]
-    n_weights = sum(o * i for o, i in layer_shapes(dims[0], sizes, dims[1]))
+    n_weights = sum(out * inp for out, inp in layer_shapes(dims[0], sizes, dims[1]))
     if n_weights > MAX_PARAMETERS:
         raise ValueError(f"{where}: {n_weights:,} weights: ars takes up to {MAX_PARAMETERS:,}")
     for key in SPACE_KEYS:
@@ -3519,7 +3532,7 @@ def _read_arrays(archive: zipfile.ZipFile, names: set[str], meta: dict, where: s
     the file then checks their number, and names them), V2's statistics (one per input)."""
     obs_dim, n_outputs = (spaces.flatdim(meta[key]) for key in SPACE_KEYS)  # built, and capped
     sizes = policy_options(meta["policy"], meta["policy_kwargs"])["net_arch"]  # checked
-    most = sum(o * i + o for o, i in layer_shapes(obs_dim, sizes, n_outputs))
+    most = sum(out * inp + out for out, inp in layer_shapes(obs_dim, sizes, n_outputs))
     expected = {"parameters": ((most,), "f")}
     if "obs_rms_mean.npy" in names:
         rms = {"obs_rms_mean": ((obs_dim,), "f"), "obs_rms_var": ((obs_dim,), "f")}

@@ -1022,7 +1022,7 @@ def test_a_nan_observation_stops_v1_with_discrete_actions_too():
     assert not model.policy.parameters_to_vector().any()
 
     def all_finite(rows, dtype):
-        return np.isfinite(ars.joined(rows, dtype)).all()
+        return np.isfinite(ars.flat_rows(rows, dtype)).all()
 
     rows = [np.ones(3, np.float32)] * 4 + [np.ones(3)]  # mixed dtypes take the slow path
     f32 = np.dtype(np.float32)
@@ -1031,9 +1031,10 @@ def test_a_nan_observation_stops_v1_with_discrete_actions_too():
     ints = [np.zeros(3, np.int64), np.array([1.0, np.nan, 2.0])]  # an int first row: still read
     assert not all_finite(ints, np.dtype(np.float64))  # as the space's floats
     rows = [np.array([0.1, 2.5, -3.0], np.float32), np.array([7.0, 8.0, 9.0], np.float32)]
-    np.testing.assert_array_equal(ars.joined(rows, f32), np.concatenate(rows))  # the fast way
+    np.testing.assert_array_equal(ars.flat_rows(rows, f32), np.concatenate(rows))  # the fast way
     assert (
-        ars.joined([np.zeros(3), *rows], f32).tolist() == [0.0] * 3 + np.concatenate(rows).tolist()
+        ars.flat_rows([np.zeros(3), *rows], f32).tolist()
+        == [0.0] * 3 + np.concatenate(rows).tolist()
     )
 
 
@@ -1732,6 +1733,19 @@ def test_bad_settings_met_late_still_get_one_line_naming_them():
         model.hparams = None
     with pytest.raises(TypeError, match="env_id must be an env id such as 'Hopper-v4'; got 5"):
         ars.settings_for(5)
+
+
+def test_a_loaded_model_says_what_it_lacks_and_what_cannot_change(tmp_path):
+    """A model loaded without an env asks for one, as a model never given one does; the
+    options that shaped a saved policy cannot be given anew to ARS.load."""
+    ARS("LinearPolicy", "Pendulum-v1", n_delta=2, seed=0).save(tmp_path / "m")
+    loaded = ARS.load(tmp_path / "m.zip")
+    with pytest.raises(ValueError, match=r"^no env to train on: pass env= to ARS\(...\) or to"):
+        loaded.learn(400)
+    with pytest.raises(ValueError, match=r"m.zip: policy_kwargs shape a policy when it is built"):
+        ARS.load(tmp_path / "m.zip", policy_kwargs={"with_bias": True})
+    same = ARS.load(tmp_path / "m.zip", policy_kwargs={"with_bias": False})  # the file's own
+    assert same.policy.n_params == loaded.policy.n_params
 
 
 def test_one_honest_signature_and_positional_mistakes_name_the_keyword():
