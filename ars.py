@@ -250,8 +250,7 @@ def flattener(space: spaces.Space) -> Callable[[Any], np.ndarray]:
         x = np.asarray(x)
         lead = x.shape[: x.ndim - len(space.shape)]
         if not isinstance(space, spaces.Box):  # a Box is only reshaped: no copy per step
-            rows = x.reshape(-1, *space.shape)
-            x = np.array([spaces.flatten(space, row) for row in rows], float)
+            x = np.array([spaces.flatten(space, row) for row in x.reshape(-1, *space.shape)], float)
         return x.reshape(lead + (spaces.flatdim(space),))
 
     return flatten
@@ -299,16 +298,16 @@ class Network:
             if self.squash_output and not action_space.is_bounded():
                 raise ValueError(f"{action_space} is unbounded: use squash_output=False")
         self.layer_shapes = layer_shapes(self.obs_dim, self.net_arch, self.action_dim)
-        bias = self.with_bias
-        self.n_params = sum(out * inp + (out if bias else 0) for out, inp in self.layer_shapes)
+        bias = self.with_bias  # theta's pieces: W1, b1, W2, b2, ... (b: empty without a bias)
+        self.pieces = [n for out, inp in self.layer_shapes for n in (out * inp, out if bias else 0)]
+        self.n_params = sum(self.pieces)
         if self.n_params > MAX_PARAMETERS:
             raise ValueError(f"{self.n_params:,} parameters: ars takes up to {MAX_PARAMETERS:,}")
 
     def layers(self, theta: np.ndarray, obs_rms: RunningMeanStd | None = None) -> list[tuple]:
         """``(weight, bias)`` per layer of ``theta`` (or of a population), V2 folded into the
         first, free per step: ``W ((x - mean) * s) + b == (W * s) x + (b - (W * s) mean)``."""
-        sizes = [n for out, inp in self.layer_shapes for n in (out * inp, out * self.with_bias)]
-        pieces = np.split(theta, np.cumsum(sizes)[:-1], axis=-1)  # W1, b1, W2, b2, ...
+        pieces = np.split(theta, np.cumsum(self.pieces)[:-1], axis=-1)  # W1, b1, W2, b2, ...
         layers = [
             (weight.reshape(*theta.shape[:-1], out, inp), bias if bias.size else None)
             for (out, inp), weight, bias in zip(self.layer_shapes, pieces[::2], pieces[1::2])
@@ -375,15 +374,11 @@ def stream(seed: int, *coordinates: int) -> np.random.SeedSequence:
     return np.random.SeedSequence(seed, spawn_key=coordinates)
 
 
-def env_seed(seed: int, *coordinates: int) -> int:
-    """An env seed: the first word of the stream named by ``coordinates``."""
-    return int(stream(seed, *coordinates).generate_state(1)[0])
-
-
 def env_seeds(seed: int, *coordinates: int, n: int, first: int = 0) -> np.ndarray:
-    """The env seeds of episodes ``first`` to ``first + n - 1``, each ``env_seed(seed,
-    *coordinates, episode)``; a training rollout's: ``(ENV_SEEDS, iteration, key)``."""
-    return np.array([env_seed(seed, *coordinates, e) for e in range(first, first + n)], np.uint64)
+    """The env seeds of episodes ``first`` to ``first + n - 1``: each the first word of the
+    stream ``(*coordinates, episode)``; a training rollout's: ``(ENV_SEEDS, iteration, key)``."""
+    words = [stream(seed, *coordinates, e).generate_state(1)[0] for e in range(first, first + n)]
+    return np.array(words, np.uint64)
 
 
 def direction(seed: int, iteration: int, k: int, n_params: int) -> np.ndarray:
@@ -610,10 +605,9 @@ def initial_parameters(network: Network, zero_policy: bool, seed: int) -> np.nda
     if zero_policy:
         return np.zeros(network.n_params)
     rng = np.random.default_rng(stream(seed))
-    layers = []  # per layer: its bound and its number of parameters (weights, then biases)
-    for out, inp in network.layer_shapes:
-        layers.append((1 / math.sqrt(inp), out * inp + (out if network.with_bias else 0)))
-    return np.concatenate([rng.uniform(-bound, bound, n) for bound, n in layers])
+    fan_ins = np.repeat([inp for out, inp in network.layer_shapes], 2)  # a layer's W, then b
+    pieces = zip(fan_ins, network.pieces)
+    return np.concatenate([rng.uniform(-1 / math.sqrt(i), 1 / math.sqrt(i), n) for i, n in pieces])
 
 
 def train(env: str | gym.Env, total_timesteps: int, **hyper_parameters: Any) -> tuple:

@@ -73,7 +73,7 @@ class _Acting:
 
 def _seed(seed, iteration, candidate, episode):
     """The env seed of a training rollout."""
-    return ars.env_seed(seed, ars.ENV_SEEDS, iteration, candidate, episode)
+    return int(ars.env_seeds(seed, ars.ENV_SEEDS, iteration, candidate, n=1, first=episode)[0])
 
 
 class QuadraticBandit(gym.Env):
@@ -4475,8 +4475,8 @@ def test_warm_start_example_trains_from_demos_and_the_cli_flag_names_it(tmp_path
         (["--policy", "LinearPolicy", "--net-arch", "8"], "LinearPolicy's are"),
         (["--n-delta", "-3"], "n_delta must be an integer from 1 to 1,000,000; got -3"),
         (["--resume", "nowhere"], "no config.json"),
-        (["--workers", "-1"], "from 0 to 1024"),
-        (["--workers", "5000"], "from 0 to 1024"),
+        (["--workers", "-1"], "from 0 to 1,024"),
+        (["--workers", "5000"], "from 0 to 1,024"),
         (["--net-arch", "4,x"], "layer sizes >= 1; got [4, 'x']"),
         (["--env", ""], "needs an env id"),
         (["--verbose", "-3"], "verbose must be an integer from 0 to 2; got -3"),

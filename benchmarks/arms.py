@@ -259,10 +259,12 @@ class Emulation:
         self.index = self.timesteps = 0
         self.old_count, self.diagnostics = 0.0, []
         for lane, env in enumerate(self.envs):  # an unseeded worker env, made repeatable
-            env.unwrapped.np_random = np.random.default_rng(ars.env_seed(seed, 9, lane))
+            env.unwrapped.np_random = np.random.default_rng(
+                int(ars.env_seeds(seed, 9, n=1, first=lane)[0])
+            )
         self.main = self.exact = None
         if self.v2:  # sb3's learn() resets the main env (seeded): its first state is counted
-            obs, _ = ars.make_env(env_id).reset(seed=ars.env_seed(seed, 10))
+            obs, _ = ars.make_env(env_id).reset(seed=int(ars.env_seeds(seed, n=1, first=10)[0]))
             self.main = SB3Statistics(self.obs_dim).combine(obs, np.zeros(self.obs_dim), 1)
             self.exact = ars.RunningMeanStd((self.obs_dim,)).update(obs[None])
 
@@ -363,7 +365,7 @@ class Emulation:
                     rms = start.copy()
                 seed = None
                 if s["common_random_numbers"]:
-                    seed = ars.env_seed(self.seed, ars.ENV_SEEDS, self.index, i % n, 0)
+                    seed = int(ars.env_seeds(self.seed, ars.ENV_SEEDS, self.index, i % n, n=1)[0])
                 weights = candidates[i].reshape(self.act_dim, self.obs_dim)
                 r, length, c = self.episode(env, weights, rms, per_step, rows, seed)
                 returns[i], steps, clipped = r + self.shift * length, steps + length, clipped + c
