@@ -1107,7 +1107,22 @@ class Hparams(dict):
     def update(self, *args: Any, **changes: Any) -> None:
         """Check the settings with these changes as one, then keep them."""
         changed = {**self, **dict(*args, **changes)}
-        super().update(self._model._checked_settings(changed))
+        super().update(self.checked(changed))
+
+    def checked(self, hparams: dict[str, Any]) -> dict[str, Any]:
+        """``hparams`` as ``ARS()`` checks them, for this model: the settings a built policy
+        holds cannot change; a new window keeps the newest episodes."""
+        model = self._model
+        hp = check_model_settings(model.policy_class, hparams, given=False)
+        for name in BUILT_WITH:  # once the policy is built, these have shaped it
+            if model.policy is not None and hp[name] != self[name]:
+                raise ValueError(f"{name} shapes a policy when it is built: pass it to ARS(...)")
+        if model.policy is not None:  # as set: V2 from here, or refused
+            match_normalization(model.policy, hp["normalize_obs"])
+        if hp["stats_window_size"] != model.ep_info_buffer.maxlen:  # the newest episodes kept
+            window = collections.deque(model.ep_info_buffer, hp["stats_window_size"])
+            model.ep_info_buffer = window
+        return hp
 
     def setdefault(self, name: str, value: Any = None) -> Any:
         """``dict.setdefault``, the value checked as any other change."""
@@ -1247,19 +1262,6 @@ class ARS:
         initial = types.MappingProxyType(state["hparams_initial"])
         self.__dict__.update(state, hparams_initial=initial)
         self.__dict__["hparams"] = Hparams(self, state["hparams"])
-
-    def _checked_settings(self, hparams: dict[str, Any]) -> dict[str, Any]:
-        """``hparams`` as ``ARS()`` checks them, for this model: the settings a built policy
-        holds cannot change; a new window keeps the newest episodes."""
-        hp = check_model_settings(self.policy_class, hparams, given=False)
-        for name in BUILT_WITH:  # once the policy is built, these have shaped it
-            if self.policy is not None and hp[name] != self.hparams[name]:
-                raise ValueError(f"{name} shapes a policy when it is built: pass it to ARS(...)")
-        if self.policy is not None:  # as set: V2 from here, or refused
-            match_normalization(self.policy, hp["normalize_obs"])
-        if hp["stats_window_size"] != self.ep_info_buffer.maxlen:  # the newest episodes kept
-            self.ep_info_buffer = collections.deque(self.ep_info_buffer, hp["stats_window_size"])
-        return hp
 
     def _setup_model(self) -> None:
         policy = self.policy_class
