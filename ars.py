@@ -3829,8 +3829,16 @@ FLAGS = [  # flag, argparse keywords, help
         {"type": _flag_number(int)},
         "rollout processes (default: cores for MuJoCo, else 0)",
     ),
-    ("--job-timeout", REAL, f"seconds per job (default {DEFAULT_JOB_TIMEOUT:g}; the run's)"),
-    ("--start-timeout", REAL, f"worker start (default {DEFAULT_START_TIMEOUT:g} s; the run's)"),
+    (
+        "--job-timeout",
+        REAL,
+        f"seconds per job (default {DEFAULT_JOB_TIMEOUT:g}; --resume: the run's)",
+    ),
+    (
+        "--start-timeout",
+        REAL,
+        f"worker start (default {DEFAULT_START_TIMEOUT:g} s; --resume: the run's)",
+    ),
     ("--run-dir", {}, "output folder (default runs/<env>-<date>-<time>-seed<seed>)"),
     ("--overwrite", FLAG, "start a new run in a --run-dir that holds one"),
     ("--resume", {"metavar": "RUN_DIR"}, "continue an interrupted run from its checkpoint"),
