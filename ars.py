@@ -3816,8 +3816,9 @@ FLAGS = [  # flag, argparse keywords, help
     (
         "--preset",
         {"choices": PRESETS},
-        "the env's settings: tuned (the default) where a study beat the paper's (Swimmer), "
-        "else the paper's; paper: the paper's (or rl-baselines3-zoo's) everywhere",
+        f"the env's settings: tuned (the default) where a study beat the paper's "
+        f"({', '.join(TUNED_SETTINGS)}), else the paper's; paper: the paper's (or "
+        "rl-baselines3-zoo's) everywhere",
     ),
     ("--net-arch", {"type": _net_arch}, "MlpPolicy hidden sizes, e.g. 64,64 (selects MlpPolicy)"),
     *(_setting_flag(name) for name in RUN_SETTINGS),
