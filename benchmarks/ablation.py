@@ -318,13 +318,16 @@ same seeds. Rebuild this section: `python benchmarks/ablation.py orthogonal`. Wi
 
 TUNED = """Runs: `python benchmarks/learning.py --envs Swimmer-v4 --seeds 237 759 959 1 2 3 4 5 6
 7 --set n_delta=3 --set n_top=1 --set learning_rate=0.058 --set delta_std=0.38 --label tuned
---results benchmarks/results/tuned.json --workers 2`: the learning10 protocol, with the best
-settings of `examples/tune.py`'s study (`tune_swimmer.db`, study `swimmer-v4`, tuning seeds
-100 to 102, never these), rounded. The default's and sb3-contrib's runs are `learning10.json`'s
-on the same seeds. The decision rule: a tuned preset replaces the paper's settings as `python
-ars.py --env TASK`'s default only where it needs fewer episodes than they do with p < 0.05
-and reaches the threshold on at least as many seeds. Rebuild this section: `python
-benchmarks/ablation.py tuned`."""
+--results benchmarks/results/tuned.json --workers 2`, and `--envs HalfCheetah-v4 --seeds 237
+759 959 1 2 ... 20 --set n_delta=21 --set n_top=8 --set learning_rate=0.066 --set
+delta_std=0.05` with the same label, file and workers: the learning10 protocol, with the best
+settings of `examples/tune.py`'s studies (`tune_swimmer.db`, study `swimmer-v4`;
+`tune_halfcheetah.db`, study `halfcheetah-v4`; tuning seeds 100 to 102, never these),
+rounded. The default's and sb3-contrib's runs are `learning10.json`'s on the same seeds
+(HalfCheetah's seeds 8 to 20: `ablation_sb3.json`'s). The decision rule: a tuned preset
+replaces the paper's settings as `python ars.py --env TASK`'s default only where it needs
+fewer episodes than they do with p < 0.05 and reaches the threshold on at least as many
+seeds. Rebuild this section: `python benchmarks/ablation.py tuned`."""
 ARMS = {  # an arm's runs file (benchmarks/results/<arm>.json): its heading, how it was run
     "orthogonal": ("Orthogonal directions beside the default and sb3-contrib", ORTHOGONAL),
     "tuned": ("Tuned settings beside the paper's and sb3-contrib", TUNED),
