@@ -320,9 +320,11 @@ TUNED = """Runs: `python benchmarks/learning.py --envs Swimmer-v4 --seeds 237 75
 7 --set n_delta=3 --set n_top=1 --set learning_rate=0.058 --set delta_std=0.38 --label tuned
 --results benchmarks/results/tuned.json --workers 2`, and `--envs HalfCheetah-v4 --seeds 237
 759 959 1 2 ... 20 --set n_delta=21 --set n_top=8 --set learning_rate=0.066 --set
-delta_std=0.05` with the same label, file and workers: the learning10 protocol, with the best
-settings of `examples/tune.py`'s studies (`tune_swimmer.db`, study `swimmer-v4`;
-`tune_halfcheetah.db`, study `halfcheetah-v4`; tuning seeds 100 to 102, never these),
+delta_std=0.05`, and `--envs Hopper-v4` on the ten with `--set n_delta=2 --set n_top=2 --set
+learning_rate=0.0106 --set delta_std=0.0198`, with the same label, file and workers: the
+learning10 protocol, with the best settings of `examples/tune.py`'s studies
+(`tune_swimmer.db`, `tune_hopper.db`, `tune_halfcheetah.db`, each study named for its env in
+lower case; tuning seeds 100 to 102, never these),
 rounded. The default's and sb3-contrib's runs are `learning10.json`'s on the same seeds
 (HalfCheetah's seeds 8 to 20: `ablation_sb3.json`'s). The decision rule: a tuned preset
 replaces the paper's settings as `python ars.py --env TASK`'s default only where it needs
