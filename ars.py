@@ -1389,40 +1389,45 @@ class ARS:
             self.save(checkpoint, callbacks=callbacks)
 
     def _iteration(self, evaluator: Any, callbacks: _Callbacks, log_interval: int | None) -> bool:
-        """One iteration of the core, its callbacks and its log row, or nothing at all: on
-        Ctrl+C, an error or a per-step callback's stop, the model, the callbacks and the logger
-        are left as they were. Returns False to stop training (an iteration callback's False
-        keeps the iteration)."""
-        saved = Rollback(self, callbacks)
+        """One iteration of the core, computed, then committed, then its callbacks and its log
+        row. Ctrl+C, an error or a per-step callback's stop during the rollouts leaves the
+        model as it was: nothing was committed. Returns False to stop training."""
+        hp = {**self.hparams, **{k: self._schedule_value(k) for k in SCHEDULED}}
+        policy = self.policy
+        start = self.num_timesteps  # per-step callbacks see the steps counted as they come
         try:
-            hp = {**self.hparams, **{k: self._schedule_value(k) for k in SCHEDULED}}
-            policy = self.policy
             evaluate = rollouts(self, evaluator, callbacks)
             theta = policy.parameters_to_vector()
             network = policy.network()
-            update = iteration(theta, policy.obs_rms, evaluate, network, saved.n_updates, hp)
-            policy.load_from_vector(update.theta)
-            policy.obs_rms = update.obs_rms
-            _update_vec_normalize(self._vec_normalize, [r.visited for r in update.results])
-            self.num_timesteps = saved.num_timesteps + update.timesteps  # as on_step counted
-            for r in update.results:
-                episodes = zip(r.returns.tolist(), r.lengths.tolist())
-                self.ep_info_buffer.extend({"r": x, "l": n} for x, n in episodes)
-            self.logger.record("train/iterations", self.n_updates, exclude="tensorboard")
-            self.n_updates += 1
-            for key in ("delta_std", "learning_rate", "step_size", "sigma_r"):
-                name = "rollout/return_std" if key == "sigma_r" else f"train/{key}"
-                self.logger.record(name, float(hp[key] if key in hp else getattr(update, key)))
-            keep_going = callbacks.on_iteration(locals())  # before the log row: evaluations
-            if log_interval and self.n_updates % log_interval == 0:
-                self.dump_logs()
+            update = iteration(theta, policy.obs_rms, evaluate, network, self.n_updates, hp)
         except BaseException as error:
-            saved.restore()
+            self.num_timesteps = start  # the count of an update never committed
             if isinstance(error, StopTraining):
                 return False
             raise
-        callbacks.hook("on_iteration_kept")  # the callbacks' files: only a kept iteration's
+        self._commit(update, hp, start)
+        try:
+            keep_going = callbacks.on_iteration(locals())  # before the log row: evaluations
+        except StopTraining:  # raised by an iteration callback: the iteration stays
+            keep_going = False
+        if log_interval and self.n_updates % log_interval == 0:
+            self.dump_logs()
         return keep_going
+
+    def _commit(self, update: Update, hp: dict[str, Any], start: int) -> None:
+        """What a kept iteration changes: weights, statistics, counters, episodes, log records."""
+        self.policy.load_from_vector(update.theta)
+        self.policy.obs_rms = update.obs_rms
+        _update_vec_normalize(self._vec_normalize, [r.visited for r in update.results])
+        self.num_timesteps = start + update.timesteps  # as on_step counted
+        for r in update.results:
+            episodes = zip(r.returns.tolist(), r.lengths.tolist())
+            self.ep_info_buffer.extend({"r": x, "l": n} for x, n in episodes)
+        self.logger.record("train/iterations", self.n_updates, exclude="tensorboard")
+        self.n_updates += 1
+        for key in ("delta_std", "learning_rate", "step_size", "sigma_r"):
+            name = "rollout/return_std" if key == "sigma_r" else f"train/{key}"
+            self.logger.record(name, float(hp[key] if key in hp else getattr(update, key)))
 
     def _schedule_value(self, name: str) -> float:
         return setting_at(self.hparams, name, self._current_progress_remaining)
@@ -2625,23 +2630,6 @@ class Logger:
             self._writer.close()
 
 
-# What a logger holds until its next dump: ars's Logger's, and SB3's (which set_logger takes).
-LOGGER_RECORDS = (
-    "values",
-    "_means",
-    "excluded",
-    "name_to_value",
-    "name_to_count",
-    "name_to_excluded",
-)
-
-
-def _logger_records(logger: Any) -> dict[str, dict]:
-    """Copies of the records ``logger`` holds until its next dump."""
-    held = {name: getattr(logger, name, None) for name in LOGGER_RECORDS}
-    return {name: dict(records) for name, records in held.items() if isinstance(records, dict)}
-
-
 def _table(values: dict[str, Any]) -> str:
     """SB3's log table: keys grouped by what comes before their "/"."""
     rows: list[tuple[str, str]] = []
@@ -2680,43 +2668,6 @@ def _is_sb3_callback(callback: Any) -> bool:
     return hasattr(callback, "on_step") and hasattr(callback, "init_callback")
 
 
-class Rollback:
-    """What one training iteration changes in a model, its callbacks and its logger, copied
-    as the iteration begins: ``restore()`` puts it all back (an iteration discarded on
-    Ctrl+C, an error or a per-step callback's stop; an iteration callback's False keeps it)."""
-
-    def __init__(self, model: Any, callbacks: Any):
-        self.model = model
-        self.callbacks = callbacks
-        self.theta = model.policy.parameters_to_vector()
-        self.obs_rms = model.policy.obs_rms
-        self.ep_info_buffer = model.ep_info_buffer.copy()  # a copy keeps the window's length
-        self.num_timesteps = model.num_timesteps
-        self.n_updates = model.n_updates
-        rms = getattr(model.get_vec_normalize_env(), "obs_rms", None)  # updated in place
-        self.vec_normalize = None if rms is None else rms.copy()
-        self.callbacks_state = callbacks.state_dict()
-        self.logger_records = _logger_records(model.logger)
-
-    def restore(self) -> None:
-        """The model, its callbacks and its logger as they were when the iteration began."""
-        model = self.model
-        model.policy.load_from_vector(self.theta)
-        model.policy.obs_rms = self.obs_rms
-        window = model.stats_window_size  # a callback may have set it, then stopped
-        model.ep_info_buffer = collections.deque(self.ep_info_buffer, window)
-        model.num_timesteps = self.num_timesteps
-        model.n_updates = self.n_updates
-        vec_normalize = model.get_vec_normalize_env()
-        if vec_normalize is not None:
-            vec_normalize.obs_rms = self.vec_normalize
-        self.callbacks.load_state_dict(self.callbacks_state)
-        for name, records in self.logger_records.items():
-            held = getattr(model.logger, name)
-            held.clear()
-            held.update(records)
-
-
 class _Callbacks:
     """What ``learn`` calls: SB3 callbacks per env step, functions and ars's per iteration."""
 
@@ -2748,13 +2699,21 @@ class _Callbacks:
         return keep_going
 
     def state_dict(self) -> dict[str, Any]:
-        """The state of the callbacks that have one, by class name (saved in checkpoints)."""
-        return {type(cb).__name__: cb.state_dict() for cb in self.stateful}
+        """The state of the callbacks that have one (saved in checkpoints), each under its own
+        key: its class's name, then ``#2``, ``#3`` for later ones of the class."""
+        return {key: cb.state_dict() for key, cb in zip(self.keys(), self.stateful)}
 
     def load_state_dict(self, states: dict[str, Any]) -> None:
-        for cb in self.stateful:
-            if type(cb).__name__ in states:
-                cb.load_state_dict(states[type(cb).__name__])
+        """Give each callback the state saved under its key."""
+        for key, cb in zip(self.keys(), self.stateful):
+            if key in states:
+                cb.load_state_dict(states[key])
+
+    def keys(self) -> list[str]:
+        """The callbacks' keys in the saved state, in the callbacks' order."""
+        names = [type(cb).__name__ for cb in self.stateful]
+        counts = [names[: i + 1].count(name) for i, name in enumerate(names)]
+        return [name if n == 1 else f"{name}#{n}" for name, n in zip(names, counts)]
 
     def on_step(self, action: Any, transition: tuple) -> None:
         """SB3 callbacks' ``on_step`` as SB3 calls it: after each env step in this process,
@@ -2856,7 +2815,6 @@ class EvalCallback:
         self._train_seconds = 0.0
         self._mark = time.perf_counter()  # training time is counted from here, or from learn()
         self._evaluator = None
-        self._unwritten = None  # evaluations not yet in the files: True if a new best is among
 
     def init_callback(self, model: Any) -> None:
         """SB3's: remember the model, and build the evaluation envs once."""
@@ -2877,15 +2835,14 @@ class EvalCallback:
             self.evaluate()
 
     def on_iteration(self) -> bool:
-        """Evaluate when the next evaluation is due, its files held until the iteration is
-        kept (:meth:`on_iteration_kept`); False (from a child) stops training."""
+        """Evaluate when the next evaluation is due; False (from a child) stops training."""
         if self.model.num_timesteps < self._next:
             return True
-        return self.evaluate(write=False)
+        return self.evaluate()
 
-    def evaluate(self, write: bool = True) -> bool:
-        """Evaluate now and log it (``write``: its files now, else when the iteration is
-        kept); False when a child callback asks to stop training."""
+    def evaluate(self) -> bool:
+        """Evaluate now, log it and write its files; False when a child callback asks to stop
+        training."""
         self._train_seconds += time.perf_counter() - self._mark
         model = self.model
         env = getattr(self._evaluator, "env", None)
@@ -2914,9 +2871,7 @@ class EvalCallback:
         self._next += max(0, (steps - self._next) // freq + 1) * freq  # a step, never a loop
         new_best = mean > self.best_mean_reward
         self.best_mean_reward = max(mean, self.best_mean_reward)
-        self._unwritten = new_best or self._unwritten is True
-        if write:
-            self.on_iteration_kept()
+        self._write(new_best)
         records = dict(mean_reward=mean, std_reward=std, mean_ep_length=float(np.mean(lengths)))
         for key, value in dict(records, best_mean_reward=self.best_mean_reward).items():
             model.logger.record(f"eval/{key}", value)
@@ -2930,18 +2885,14 @@ class EvalCallback:
         self._mark = time.perf_counter()
         return keep_going
 
-    def on_iteration_kept(self) -> None:
-        """Write the evaluations not yet written to ``evaluations.npz`` and, if one was a new
-        best, the model to the best model's file: a discarded iteration leaves no file."""
-        if self._unwritten is None:
-            return
+    def _write(self, new_best: bool) -> None:
+        """The evaluations to ``evaluations.npz``, and a new best model to its file."""
         if self.log_path is not None:
             arrays = dict(results=self.evaluations_results, ep_lengths=self.evaluations_length)
             with atomic_file(self.log_path / "evaluations.npz", "wb") as f:
                 np.savez(f, timesteps=[e[0] for e in self.evaluations], **arrays)
-        if self._unwritten and self.best_model_save_path is not None:
+        if new_best and self.best_model_save_path is not None:
             self.model.save(self.best_model_save_path / self.best_model_name)
-        self._unwritten = None
 
     def state_dict(self) -> dict[str, Any]:
         """Plain data to resume the schedule and the best score exactly (checkpoints)."""
@@ -2950,8 +2901,8 @@ class EvalCallback:
             train_seconds=self._train_seconds,
             best_mean_reward=self.best_mean_reward,
             evaluations=[list(e) for e in self.evaluations],
-            results=self.evaluations_results,
-            lengths=self.evaluations_length,
+            results=[list(r) for r in self.evaluations_results],
+            lengths=[list(n) for n in self.evaluations_length],
         )
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
@@ -2978,9 +2929,8 @@ class EvalCallback:
         self._train_seconds = float(state["train_seconds"])
         self.best_mean_reward = float(state["best_mean_reward"])
         self.evaluations = [tuple(e) for e in state["evaluations"]]
-        self.evaluations_results = state["results"]
-        self.evaluations_length = state["lengths"]
-        self._unwritten = None  # a discarded iteration's evaluations are never written
+        self.evaluations_results = [list(r) for r in state["results"]]
+        self.evaluations_length = [list(n) for n in state["lengths"]]
 
     def on_training_end(self) -> None:
         """Close the evaluation workers this callback started."""
@@ -3922,8 +3872,9 @@ def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 class _Interrupts:
     """The command line's SIGINT and SIGTERM, from its first line to its last (then the
     handlers it found come back). Before training: stop at once. While training: Ctrl+C once
-    finishes the iteration, again (or SIGTERM) stops now, discarding it. While the final files
-    are written: noted, acted on after. The exit status is the shell's, 128 + the signal."""
+    finishes the iteration, again (or SIGTERM) stops now, keeping no iteration cut short.
+    While the final files are written: noted, acted on after. The exit status is the shell's,
+    128 + the signal."""
 
     def __init__(self) -> None:
         self.requested = False
@@ -3938,7 +3889,7 @@ class _Interrupts:
             self.requested = True
         elif self.phase == "training" and signum == signal.SIGINT and not self.requested:
             self.requested = True
-            print("\nstopping after this iteration (Ctrl+C again: now, discarding it)", flush=True)
+            print("\nstopping after this iteration (Ctrl+C again: now)", flush=True)
         else:
             self.discarded = True
             raise KeyboardInterrupt
@@ -4332,9 +4283,13 @@ def _train(
         path = model.save(run_dir / "model.npz")
         interrupts.phase = "setup"  # the final evaluation stops at once
         if status or interrupts.requested:
-            how = "discarded the unfinished" if interrupts.discarded else "finished the current"
+            how = (
+                "stopped at once, an iteration cut short not kept"
+                if interrupts.discarded
+                else "finished the current iteration"
+            )
             print(
-                f"interrupted: {how} iteration; {path} and the checkpoint hold iteration "
+                f"interrupted: {how}; {path} and the checkpoint hold iteration "
                 f"{model.n_updates} ({model.num_timesteps:,} steps). Continue with: python "
                 f"ars.py --resume {run_dir}"
             )

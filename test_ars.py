@@ -41,656 +41,59 @@ import video as video_example  # noqa: E402  (likewise)
 from executor_eval import ExecutorEval  # noqa: E402
 from warm_start import record_demonstrations, warm_start  # noqa: E402  (likewise)
 
-# === Shared envs, fixtures and helpers ===========================================================
-
-
-HERE = Path(__file__).resolve().parent
-
-
-def _actor(policy, theta=None):
-    """``obs -> action`` for a policy's own parameters and statistics, or for ``theta``."""
-    theta = policy.parameters_to_vector() if theta is None else theta
-    return policy.actor(theta, policy.obs_rms)
-
-
-def _episodes(env, policy, seeds, theta=None, track_obs=True):
-    """ars.run_job for a policy's own parameters (or ``theta``) on episodes of ``seeds``."""
-    theta = policy.parameters_to_vector() if theta is None else theta
-    network, rms = policy.network(), policy.obs_rms
-    it, jobs = ars.fixed_jobs(network, rms, theta, [list(seeds)], track_obs=track_obs)
-    return ars.run_job(env, it, jobs[0])
-
-
-class _Acting:
-    """A Network whose actor is made already: what run_job does per step, measured alone."""
-
-    def __init__(self, network, act):
-        self.network, self.act, self.n_params = network, act, network.n_params
-
-    def actor(self, theta, obs_rms):
-        return self.act
-
-
-def _seed(seed, iteration, candidate, episode):
-    """The env seed of a training rollout."""
-    return int(ars.env_seeds(seed, ars.ENV_SEEDS, iteration, candidate, n=1, first=episode)[0])
-
-
-class QuadraticBandit(gym.Env):
-    """One step: observation ``x`` (fixed), reward ``-||a - target||^2``."""
-
-    x = np.array([1.0, 0.5, -1.0])
-    target = np.array([0.3, -0.7])
-    observation_space = spaces.Box(-np.inf, np.inf, (3,), np.float64)
-    action_space = spaces.Box(-np.inf, np.inf, (2,), np.float64)
-
-    def reset(self, *, seed=None, options=None):
-        super().reset(seed=seed)
-        return self.x.copy(), {}
-
-    def step(self, action):
-        return self.x.copy(), -float(np.sum((action - self.target) ** 2)), True, False, {}
-
-
-class NoisyWalk(gym.Env):
-    """Random observations from the env's seeded generator; 5 steps; the action sets the reward."""
-
-    observation_space = spaces.Box(-np.inf, np.inf, (4,), np.float64)
-    action_space = spaces.Box(-1.0, 1.0, (2,), np.float64)
-
-    def reset(self, *, seed=None, options=None):
-        super().reset(seed=seed)
-        self.t = 0
-        self.obs = self.np_random.normal(3.0, 2.0, 4)
-        return self.obs.copy(), {}
-
-    def step(self, action):
-        self.t += 1
-        reward = float(action[0] * self.obs[0] - action[1] ** 2)
-        self.obs = self.np_random.normal(3.0, 2.0, 4)
-        return self.obs.copy(), reward, False, self.t >= 5, {}
-
-
-class Recorder(gym.Wrapper):
-    """Records reset seeds, the observations the policy acted on, and the policy's statistics."""
-
-    def __init__(self, env, model=None):
-        super().__init__(env)
-        self.model, self.seeds, self.acted_on, self.stats_seen = model, [], [], []
-        self._last = None
-
-    def reset(self, *, seed=None, options=None):
-        self.seeds.append(seed)
-        obs, info = self.env.reset(seed=seed, options=options)
-        self._last = obs
-        return obs, info
-
-    def step(self, action):
-        self.acted_on.append(np.asarray(self._last, dtype=np.float64).ravel())
-        if self.model is not None and self.model.policy.obs_rms is not None:
-            rms = self.model.policy.obs_rms
-            self.stats_seen.append((rms.count, rms.mean.copy()))
-        obs, reward, terminated, truncated, info = self.env.step(action)
-        self._last = obs
-        return obs, reward, terminated, truncated, info
-
-
-class BadEnv(NoisyWalk):
-    """Gives a non-finite reward or observation on a chosen reset seed's first step."""
-
-    def __init__(self, what="reward"):
-        self.what, self.poison_seed = what, None
-
-    def reset(self, *, seed=None, options=None):
-        self.poisoned = seed == self.poison_seed
-        return super().reset(seed=seed)
-
-    def step(self, action):
-        obs, reward, terminated, truncated, info = super().step(action)
-        if self.poisoned and self.what == "reward":
-            reward = float("nan")
-        if self.poisoned and self.what == "observation":
-            obs[1] = np.inf
-        return obs, reward, terminated, truncated, info
-
-
-def _train(seed, steps=3000, **kwargs):
-    model = ARS(
-        "LinearPolicy", "Pendulum-v1", n_delta=4, n_top=2, normalize_obs=True, seed=seed, **kwargs
-    )
-    return model.learn(steps)
-
-
-def _run(args, cwd, env=None, timeout=240):
-    """A script in a child process that imports this checkout's ars, installed or not."""
-    env = dict(os.environ if env is None else env)
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(HERE), env.get("PYTHONPATH")]))
-    return subprocess.run(
-        [sys.executable, *args], cwd=cwd, capture_output=True, text=True, timeout=timeout, env=env
-    )
-
-
-def _blocker(tmp_path, modules):
-    """A sitecustomize that makes ``modules`` unimportable, as on a machine without them."""
-    site = tmp_path / "site"
-    site.mkdir()
-    (site / "sitecustomize.py").write_text(
-        "import sys\n"
-        "class Block:\n"
-        f"    names = {tuple(modules)!r}\n"
-        "    def find_spec(self, name, path=None, target=None):\n"
-        "        if name.split('.')[0] in self.names:\n"
-        "            raise ImportError(f'No module named {name!r} (blocked by the test)')\n"
-        "sys.meta_path.insert(0, Block())\n"
-    )
-    return dict(os.environ, PYTHONPATH=str(site))
-
-
-PENDULUM = functools.partial(gym.make, "Pendulum-v1")
-
-
-CARTPOLE = functools.partial(gym.make, "CartPole-v1")
-
-
-def _pendulum_model(seed=3):
-    return ARS(
-        "LinearPolicy",
-        "Pendulum-v1",
-        n_delta=4,
-        n_top=2,
-        normalize_obs=True,
-        n_eval_episodes=2,
-        seed=seed,
-    )
-
-
-def _weights(model):
-    return model.policy.parameters_to_vector(), model.policy.obs_rms.mean, model.policy.obs_rms.var
-
-
-def _assert_same_weights(a, b):
-    """Bit-identical parameters and statistics (models, or lists from _weights)."""
-    a = _weights(a) if isinstance(a, ARS) else a
-    b = _weights(b) if isinstance(b, ARS) else b
-    assert len(a) == len(b)
-    for x, y in zip(a, b):
-        assert np.array_equal(x, y)
-
-
-def _rows(path):
-    """The rows of a CSV file, as dicts."""
-    with open(path, newline="") as f:
-        return list(csv.DictReader(f))
-
-
-@pytest.fixture(scope="module")
-def reference_run():
-    return _weights(_pendulum_model().learn(4000))
-
-
-def _assert_all_dead(processes):
-    assert all(not p.is_alive() for p in processes)
-    alive = {p.pid for p in multiprocessing.active_children()}
-    assert not alive & {p.pid for p in processes}
-
-
-class OptionsEnv(NoisyWalk):
-    """Reward scaled by the reset option ``scale``."""
-
-    def reset(self, *, seed=None, options=None):
-        self.scale = (options or {}).get("scale", 1.0)
-        return super().reset(seed=seed)
-
-    def step(self, action):
-        obs, reward, terminated, truncated, info = super().step(action)
-        return obs, self.scale, terminated, truncated, info
-
-
-class CrashEnv(NoisyWalk):
-    def reset(self, *, seed=None, options=None):
-        if (options or {}).get("crash"):
-            raise RuntimeError("the robot fell off the table")
-        return super().reset(seed=seed)
-
-
-class SlowEnv(NoisyWalk):
-    def step(self, action):
-        time.sleep(0.01)
-        obs, reward, terminated, truncated, info = super().step(action)
-        return obs, reward, terminated, self.t >= 300, info
-
-
-def _failing_env():
-    raise ValueError("no such robot: Hopper-v99")
-
-
-class CodedWalk(gym.Env):
-    """Reach the goal by repeating the action the (MultiDiscrete or MultiBinary) obs codes."""
-
-    def __init__(self, kind):
-        self.observation_space = (
-            spaces.MultiDiscrete([3, 2]) if kind == "MultiDiscreteWalk" else spaces.MultiBinary(3)
-        )
-        self.action_space = spaces.Discrete(2)
-
-    def reset(self, *, seed=None, options=None):
-        super().reset(seed=seed)
-        self.t, self.obs = 0, self.observation_space.sample()
-        return self.obs, {}
-
-    def step(self, action):
-        self.t += 1
-        good = int(action) == int(self.obs[0] % 2)
-        return self.obs, float(good) / 5, False, self.t >= 5 or not good, {}
-
-
-class SeedRecorder(gym.Wrapper):
-    """Pendulum that records the seed of every reset, and which reset each step follows."""
-
-    def __init__(self, env=None):
-        super().__init__(env or gym.make("Pendulum-v1"))
-        self.log = []
-
-    def reset(self, *, seed=None, options=None):
-        self.log.append(seed)
-        return super().reset(seed=seed, options=options)
-
-    def step(self, action):
-        if self.log[-1] != "stepped":
-            self.log.append("stepped")
-        return super().step(action)
-
-
-def _vector_envs(k):
-    from stable_baselines3.common.env_util import make_vec_env
-    from stable_baselines3.common.vec_env import SubprocVecEnv
-
-    return {
-        "DummyVecEnv": lambda: make_vec_env("Pendulum-v1", n_envs=k),
-        "SubprocVecEnv": lambda: make_vec_env(
-            "Pendulum-v1",
-            n_envs=k,
-            vec_env_cls=SubprocVecEnv,
-            vec_env_kwargs={"start_method": "fork"},
-        ),
-        "SyncVectorEnv": lambda: gym.make_vec("Pendulum-v1", k, vectorization_mode="sync"),
-        "AsyncVectorEnv": lambda: gym.make_vec(
-            "Pendulum-v1", k, vectorization_mode="async", vector_kwargs={"context": "fork"}
-        ),
-    }
-
-
-def _sb3_callbacks(tmp_path, tag):
-    callbacks = pytest.importorskip("stable_baselines3.common.callbacks")
-
-    class CheckFreq(callbacks.BaseCallback):  # the custom callback of SB3's documentation
-        def __init__(self, check_freq):
-            super().__init__()
-            self.check_freq, self.fired = check_freq, []
-
-        def _on_step(self):
-            if self.n_calls % self.check_freq == 0:
-                self.fired.append(self.num_timesteps)
-            return True
-
-    check = CheckFreq(300)
-    checkpoint = callbacks.CheckpointCallback(save_freq=500, save_path=str(tmp_path / tag / "ckpt"))
-    evaluation = callbacks.EvalCallback(
-        gym.make("Pendulum-v1"),
-        eval_freq=1000,
-        n_eval_episodes=2,
-        verbose=0,
-        log_path=str(tmp_path / tag / "eval"),
-        warn=False,
-    )
-    every = callbacks.EveryNTimesteps(
-        n_steps=1000, callback=callbacks.CheckpointCallback(1, str(tmp_path / tag / "n"))
-    )
-    return [check, checkpoint, evaluation, every], check
-
-
-class ImageEnv(gym.Env):
-    """84x84x3 observations: every message to and from a worker is megabytes."""
-
-    observation_space = spaces.Box(0, 255, (84, 84, 3), np.uint8)
-    action_space = spaces.Box(-1.0, 1.0, (2,), np.float64)
-
-    def reset(self, *, seed=None, options=None):
-        super().reset(seed=seed)
-        self.t = 0
-        return self.np_random.integers(0, 256, (84, 84, 3), dtype=np.uint8), {}
-
-    def step(self, action):
-        self.t += 1
-        obs = self.np_random.integers(0, 256, (84, 84, 3), dtype=np.uint8)
-        return obs, float(action[0]), False, self.t >= 3, {}
-
-
-class StuckEnv(NoisyWalk):
-    """An env.step that never returns (a deadlocked simulator)."""
-
-    def step(self, action):
-        threading.Event().wait()
-
-
-class EndlessEnv(NoisyWalk):
-    """Never terminates and has no time limit."""
-
-    def step(self, action):
-        obs, reward, *_ = super().step(action)
-        return obs, reward, False, False, {}
-
-
-def _children(pid):
-    """Every descendant process of ``pid`` (from /proc)."""
-    found, todo = [], [pid]
-    while todo:
-        for task in Path(f"/proc/{todo.pop()}/task").glob("*"):
-            for child in (task / "children").read_text().split():
-                found.append(int(child))
-                todo.append(int(child))
-    return found
-
-
-def _alive(pid):
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0] != "Z"
-    except FileNotFoundError:
-        return False
-
-
-class StuckOnCue(gym.Wrapper):
-    """CartPole, stuck for 3 s a step while ``stuck`` is set (module level: shared by threads)."""
-
-    stuck = threading.Event()
-
-    def step(self, action):
-        if self.stuck.is_set():
-            time.sleep(3)
-        return super().step(action)
-
-
-def _spaces(env):
-    return env.observation_space, env.action_space
-
-
-def _frozen_jobs(policy, n):
-    it = ars.Iteration(policy.network(), np.zeros(policy.n_params), None, 0.0, 0, 0)
-    return it, [ars.Job(c, 0, 0, np.array([c], np.uint64)) for c in range(n)]
-
-
-def _sleep_then(seconds, make):
-    time.sleep(seconds)
-    return make()
-
-
-def _crafted(path, meta=None, members=None, compress=False):
-    """A model file with the given metadata and extra members, written by hand."""
-    meta = meta if meta is not None else {}
-    with __import__("zipfile").ZipFile(path, "w", 8 if compress else 0) as archive:
-        buffer = io.BytesIO()
-        np.lib.format.write_array(buffer, np.array(json.dumps(meta)))
-        archive.writestr("metadata.npy", buffer.getvalue())
-        for name, data in (members or {}).items():
-            archive.writestr(name, data)
-    return path
-
-
-def _peak_rss_of(code, tmp_path):
-    """How far ``code`` raises the peak memory of a fresh process that imported ars (KB).
-
-    VmHWM, not ru_maxrss: Linux carries ru_maxrss across exec, so a child of a large pytest
-    process would start at the parent's peak and hide anything below it."""
-    script = tmp_path / "probe.py"
-    script.write_text(
-        "import re, sys\nsys.path.insert(0, sys.argv[1])\n"
-        "sys.path.insert(1, sys.argv[1] + '/examples')\nimport ars\n"
-        "peak = lambda: int(re.search(r'VmHWM:\\s+(\\d+)', open('/proc/self/status').read())[1])\n"
-        "before = peak()\n"
-        f"try:\n    {code}\nexcept Exception as error:\n    print('REJECTED', error)\n"
-        "print('GROWTH_KB', peak() - before)\n"
-    )
-    result = _run([str(script), str(HERE)], tmp_path)
-    return result.stdout
-
-
-def _sb3_file(path, source, data=None, pth=None, compress=False, extra=0):
-    """sb3-contrib's file ``source`` with its JSON ``data`` changed and ``policy.pth`` swapped
-    (``compress``: True for deflate, or a zipfile method; ``extra``: that many more members)."""
-    with zipfile.ZipFile(source) as archive:
-        members = {n: archive.read(n) for n in archive.namelist()}
-    text = json.loads(members["data"])
-    for key, value in (data or {}).items():
-        if isinstance(value, dict) and isinstance(text.get(key), dict):
-            text[key].update(value)
-        else:
-            text[key] = value
-    members["data"] = json.dumps(text).encode()
-    members["policy.pth"] = members["policy.pth"] if pth is None else pth
-    members.update({f"extra{i}": b"" for i in range(extra)})
-    method = zipfile.ZIP_DEFLATED if compress is True else compress or zipfile.ZIP_STORED
-    with zipfile.ZipFile(path, "w", method) as z:
-        for name, content in members.items():
-            z.writestr(name, content)
-    return path
-
-
-def _pth(tensors, compress=False):
-    """``torch.save(tensors)``'s bytes, optionally recompressed member by member."""
-    torch = pytest.importorskip("torch")
-    buffer = io.BytesIO()
-    torch.save(tensors, buffer)
-    if not compress:
-        return buffer.getvalue()
-    out = io.BytesIO()
-    with zipfile.ZipFile(buffer) as src, zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as dst:
-        for name in src.namelist():
-            dst.writestr(name, src.read(name))
-    return out.getvalue()
-
-
-class WideEnv(gym.Env):
-    """A Box observation of ``n`` entries with varied bounds: SB3 abbreviates them."""
-
-    def __init__(self, n):
-        self.observation_space = spaces.Box(-np.arange(1.0, n + 1), np.arange(1.0, n + 1))
-        self.action_space = spaces.Box(-1.0, 1.0, (2,))
-
-    def reset(self, *, seed=None, options=None):
-        super().reset(seed=seed)
-        return self.observation_space.sample(), {}
-
-    def step(self, action):
-        return self.observation_space.sample(), float(action.sum()), False, False, {}
-
-
-class Scaled(gym.Wrapper):
-    """An env whose observations or rewards are multiplied by huge factors."""
-
-    def __init__(self, env_id, obs=1.0, reward=1.0):
-        super().__init__(gym.make(env_id))
-        shape = self.env.observation_space.shape
-        self.observation_space = spaces.Box(-np.inf, np.inf, shape, np.float64)
-        self.obs_scale, self.reward_scale = obs, reward
-
-    def reset(self, **kwargs):
-        obs, info = self.env.reset(**kwargs)
-        return np.float64(obs) * self.obs_scale, info
-
-    def step(self, action):
-        obs, reward, terminated, truncated, info = self.env.step(action)
-        return (
-            np.float64(obs) * self.obs_scale,
-            reward * self.reward_scale,
-            terminated,
-            truncated,
-            info,
-        )
-
-
-def _cli(tmp_path, *args, **kwargs):
-    return _run([str(HERE / "ars.py"), *args], tmp_path, **kwargs)
-
-
-def _files_of(run_dir):
-    """model.npz, best_model.npz and progress.csv without its wall-clock columns."""
-    rows = _rows(run_dir / "progress.csv")
-    for row in rows:
-        row.pop("time/fps")
-        row.pop("time/time_elapsed")
-    models = [ARS.load(run_dir / name) for name in ("model.npz", "best_model.npz")]
-    return rows, [_weights(m) for m in models], [(m.num_timesteps, m.n_updates) for m in models]
-
-
-def _same_files(a, b):
-    rows_a, weights_a, counts_a = _files_of(a)
-    rows_b, weights_b, counts_b = _files_of(b)
-    assert rows_a == rows_b and counts_a == counts_b
-    for wa, wb in zip(weights_a, weights_b):
-        _assert_same_weights(wa, wb)
-
-
-COMMON = [
-    "--env",
-    "Pendulum-v1",
-    "--n-delta",
-    "2",
-    "--total-timesteps",
-    "60000",
-    "--seed",
-    "5",
-    "--checkpoint-interval",
-    "3",
-    "--eval-freq",
-    "4000",
-    "--eval-episodes",
-    "2",
-    "--workers",
-    "0",
-]
-
-
-class _Recording(ars.InProcessEval):
-    """Records the parameters of every candidate it evaluates; optionally sends weights instead."""
-
-    def __init__(self, env, weights_mode=False):
-        super().__init__(env)
-        self.weights_mode, self.seen = weights_mode, {}
-
-    def evaluate(self, it, jobs, on_step=None):
-        if self.weights_mode:  # the driver materialises every candidate, as before
-            jobs = [job._replace(weights=ars.candidate_parameters(it, job).copy()) for job in jobs]
-        for job in jobs:
-            self.seen[(it.index, job.candidate)] = ars.candidate_parameters(it, job).copy()
-        return super().evaluate(it, jobs, on_step)
-
-
-def _clip(model, path, env_id, **kwargs):
-    try:
-        return video_example.record_video(model, path, env_id, **kwargs)
-    except RuntimeError as error:
-        if "cannot render" in str(error):
-            pytest.skip(f"no rendering here: {error}")
-        raise
-
-
-GIF_PROBE = """
-import resource, sys
-import numpy as np, gymnasium as gym
-sys.path.insert(0, sys.argv[1])
-sys.path.insert(0, sys.argv[1] + "/examples")
-import ars, video
-
-class Stripes(gym.Env):  # 480 x 480 frames that change every step, cheap to make
-    metadata = {"render_modes": ["rgb_array"], "render_fps": 50}
-    observation_space = gym.spaces.Box(-1, 1, (2,))
-    action_space = gym.spaces.Box(-1, 1, (1,))
-    render_mode = "rgb_array"
-
-    def reset(self, seed=None, options=None):
-        self.t = 0
-        return np.zeros(2, np.float32), {}
-
-    def step(self, action):
-        self.t += 1
-        return np.zeros(2, np.float32), 0.0, False, self.t >= int(sys.argv[2]), {}
-
-    def render(self):
-        frame = np.zeros((480, 480, 3), np.uint8)
-        frame[:, :, 0] = (np.arange(480) + self.t) % 256
-        frame[self.t % 480, :, 1] = 255
-        return frame
-
-policy = ars.ARSLinearPolicy(Stripes.observation_space, Stripes.action_space)
-print(video.record_video(policy, sys.argv[3], Stripes()))
-print("PEAK_KB", resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
-"""
-
-
-def _arms(monkeypatch):
-    monkeypatch.syspath_prepend(str(HERE / "benchmarks"))
-    import arms
-
-    return arms
-
-
-class CountingEnv(gym.Env):
-    """Observations 1, 2, 3 (one episode), and the actions it was sent."""
-
-    observation_space = spaces.Box(-np.inf, np.inf, (1,), np.float64)
-    action_space = spaces.Box(-100.0, 100.0, (1,), np.float64)
-
-    def reset(self, *, seed=None, options=None):
-        self.t, self.actions = 1, getattr(self, "actions", [])
-        return np.array([1.0]), {}
-
-    def step(self, action):
-        self.actions.append(float(action[0]))
-        self.t += 1
-        return np.array([float(self.t)]), 0.0, self.t > 3, False, {}
-
-
-def _sb3_contrib_beside_the_emulation(monkeypatch, env_id, n_delta, iterations, zero=False):
-    """sb3-contrib's ARS with 2 AsyncEval workers, and the emulation, on the same directions
-    (ars's streams, or zeros) and worker env seeds (1000 + worker): (sb3's, the emulation)."""
-    torch = pytest.importorskip("torch")
-    sb3_contrib = pytest.importorskip("sb3_contrib")
-    arms = _arms(monkeypatch)
-    import cloudpickle
-    import speed
-
-    cloudpickle.register_pickle_by_value(speed)
-    hp, seed = ars.settings_for(env_id), 5
-    if zero:
-        monkeypatch.setattr(ars, "direction", lambda *key: np.zeros(key[-1]))
-    env = speed.sb3_env(env_id, hp["normalize_obs"])
-    n_top, alpha, nu = min(hp["n_top"] or n_delta, n_delta), hp["learning_rate"], hp["delta_std"]
-    model = sb3_contrib.ARS("LinearPolicy", env, n_delta, n_top, alpha, nu, seed=seed)
-    real, calls = torch.normal, [0]
-
-    def normal(*args, size=None, **kwargs):  # sb3-contrib's deltas: ars's directions
-        if tuple(size or ()) != (n_delta, model.n_params):
-            return real(*args, size=size, **kwargs)
-        calls[0] += 1
-        keys = [(seed, calls[0] - 1, k, model.n_params) for k in range(n_delta)]
-        return torch.as_tensor(np.stack([ars.direction(*key) for key in keys]).astype(np.float32))
-
-    monkeypatch.setattr(torch, "normal", normal)
-    make = functools.partial(speed.sb3_env, env_id, hp["normalize_obs"])
-    async_eval = sb3_contrib.common.vec_env.AsyncEval([make] * 2, model.policy)
-    async_eval.seed(1000)  # worker i resets first with env seed 1000 + i
-    model.learn(iterations * 2 * n_delta * 1000, async_eval=async_eval)  # 1,000-step episodes
-    async_eval.close()
-    emulation = arms.Emulation(env_id, seed, n_delta)
-    for lane, lane_env in enumerate(emulation.envs):
-        lane_env.unwrapped.np_random = np.random.default_rng(1000 + lane)  # as reset(seed=)
-    if emulation.main is not None:  # sb3's main env, reset once with the model's seed
-        obs = ars.make_env(env_id).reset(seed=seed)[0]
-        emulation.main = arms.SB3Statistics(emulation.obs_dim).combine(obs, 0 * obs, 1)
-    while emulation.index < calls[0]:
-        emulation.iterate()
-    return model, emulation
-
+from conftest import (
+    CARTPOLE,
+    COMMON,
+    GIF_PROBE,
+    HERE,
+    PENDULUM,
+    BadEnv,
+    CodedWalk,
+    CountingEnv,
+    CrashEnv,
+    EndlessEnv,
+    ImageEnv,
+    NoisyWalk,
+    OptionsEnv,
+    QuadraticBandit,
+    Scaled,
+    SeedRecorder,
+    SlowEnv,
+    StepRecorder,
+    StuckEnv,
+    StuckOnCue,
+    WideEnv,
+    _Acting,
+    _actor,
+    _alive,
+    _arms,
+    _assert_all_dead,
+    _assert_same_weights,
+    _blocker,
+    _children,
+    _cli,
+    _clip,
+    _crafted,
+    _episodes,
+    _failing_env,
+    _frozen_jobs,
+    _peak_rss_of,
+    _pendulum_model,
+    _pth,
+    _Recording,
+    _rows,
+    _run,
+    _same_files,
+    _sb3_callbacks,
+    _sb3_contrib_beside_the_emulation,
+    _sb3_file,
+    _seed,
+    _sleep_then,
+    _spaces,
+    _train,
+    _vector_envs,
+    _weights,
+)
 
 # === The core: statistics, the policy, streams, rollouts, one iteration, train() =================
 
@@ -915,7 +318,7 @@ def test_integer_states_of_a_float_box_are_counted_by_their_values(n_envs):
 
 def test_observation_statistics_frozen_then_merged_exactly():
     model = ARS("LinearPolicy", NoisyWalk(), n_delta=3, normalize_obs=True, seed=5)
-    recorder = Recorder(NoisyWalk(), model)
+    recorder = StepRecorder(NoisyWalk(), model)
     model.set_env(recorder)
     model.learn(1)  # one iteration: 6 rollouts of 5 steps
     assert len(recorder.acted_on) == 30
@@ -946,7 +349,7 @@ def test_one_seed_gives_bit_identical_weights():
 
 def test_env_seeds_follow_seed_iteration_direction_episode():
     model = ARS("LinearPolicy", NoisyWalk(), n_delta=3, n_eval_episodes=2, seed=4)
-    recorder = Recorder(NoisyWalk())
+    recorder = StepRecorder(NoisyWalk())
     model.set_env(recorder)
     model.learn(1)
     # candidates run as +delta_0, -delta_0, +delta_1, ...; with common random numbers the
@@ -955,7 +358,7 @@ def test_env_seeds_follow_seed_iteration_direction_episode():
     assert recorder.seeds == expected
     assert len(set(recorder.seeds)) == 6
     model = ARS("LinearPolicy", NoisyWalk(), n_delta=3, seed=4, common_random_numbers=False)
-    recorder = Recorder(NoisyWalk())
+    recorder = StepRecorder(NoisyWalk())
     model.set_env(recorder)
     model.learn(1)
     assert len(set(recorder.seeds)) == 6
@@ -1092,16 +495,13 @@ def test_weights_are_those_of_the_fingerprints():
     assert done.returncode == 0, done.stdout + done.stderr
 
 
-CORE_LINES = 640  # the core's cap: its settings table, a plain loop, no line packed
-
-
 @pytest.mark.slow
 def test_the_core_alone_trains_with_the_same_weights_as_ars(tmp_path):
     """Cut ars.py at "end of the core": what is left imports with NumPy and gymnasium alone
     and trains CartPole (V1) and Pendulum (V2, b < N), bit for bit as ARS(...).learn does."""
     lines = (HERE / "ars.py").read_text().splitlines(keepends=True)
     cut = next(i for i, line in enumerate(lines) if "end of the core" in line) + 1
-    assert cut <= CORE_LINES and lines[cut - 1].startswith("#")
+    assert lines[cut - 1].startswith("#")
     (tmp_path / "ars_core.py").write_text("".join(lines[:cut]))
     code = (
         "import sys, numpy as np, ars_core\n"
@@ -1368,7 +768,7 @@ def test_memory_stays_bounded_however_long_the_episode():
 
 def test_chunked_statistics_equal_those_of_all_observations():
     env, policy = ImageEnv(), ARSLinearPolicy(ImageEnv.observation_space, ImageEnv.action_space)
-    recorder = Recorder(env)
+    recorder = StepRecorder(env)
     _, lengths, visited = _episodes(recorder, policy, range(40))  # 160 rows, chunks of 49
     everything = np.array(recorder.acted_on)
     assert visited.count == len(everything) == lengths.sum()
@@ -1675,7 +1075,7 @@ def test_normalization_samples_start_v2_from_the_initial_policy(tmp_path):
     model = ARS(
         "LinearPolicy", NoisyWalk(), n_delta=2, normalize_obs=True, normalization_samples=23, seed=1
     )
-    recorder = Recorder(NoisyWalk(), model)
+    recorder = StepRecorder(NoisyWalk(), model)
     model.set_env(recorder)
     model.learn(50)  # the warm-up's 40 steps count: one iteration follows
     warm = np.array(recorder.acted_on[:40])  # one round of 8 episodes of 5 steps: >= 23 steps
@@ -2200,7 +1600,7 @@ def test_vec_normalize_statistics_are_exact_and_sb3_loop_runs_on_its_observation
 
     normalized = vec_env.VecNormalize(make_vec_env("Pendulum-v1", n_envs=1), norm_reward=False)
     model = ARS("LinearPolicy", normalized, n_delta=2, seed=0)
-    recorder = Recorder(normalized.venv.envs[0])
+    recorder = StepRecorder(normalized.venv.envs[0])
     normalized.venv.envs[0] = recorder
     model.set_env(normalized)
     model.learn(1600)
@@ -2403,7 +1803,7 @@ def test_a_worker_whose_main_process_is_killed_exits_quietly(tmp_path):
     # exit without a BrokenPipeError's traceback on the terminal they share.
     script = (
         "import os, signal, threading, numpy as np, ars\n"
-        "from test_ars import SlowEnv\n"
+        "from conftest import SlowEnv\n"
         "policy = ars.ARSLinearPolicy(SlowEnv.observation_space, SlowEnv.action_space)\n"
         "ae = ars.AsyncEval([SlowEnv], policy, start_method='fork')\n"
         "print(ae.processes[0].pid, flush=True)\n"
@@ -2929,10 +2329,10 @@ def test_async_eval_gives_each_workers_statistics_without_a_sync():
 
 
 @pytest.mark.parametrize("log_interval", [1, 2])
-def test_a_discarded_iteration_leaves_sb3s_logger_as_it_was(tmp_path, log_interval):
-    """SB3's logger (set_logger takes it) keeps its records in name_to_value, name_to_count and
-    name_to_excluded until a dump: an iteration a callback stops leaves them as they were when
-    it began, so none of its records reaches a later row, and an earlier undumped one stays."""
+def test_a_discarded_iteration_records_nothing_of_its_own(tmp_path, log_interval):
+    """An iteration a per-step callback stops is never committed: none of ars's records of it
+    reaches SB3's logger (set_logger takes it), and no row is written for it; the callback's
+    own records stay in the logger, as SB3 leaves them."""
     from stable_baselines3.common.callbacks import BaseCallback
     from stable_baselines3.common.logger import configure
 
@@ -2947,14 +2347,14 @@ def test_a_discarded_iteration_leaves_sb3s_logger_as_it_was(tmp_path, log_interv
     model.set_logger(logger)
     model.learn(1000, callback=RecordThenStop(), log_interval=log_interval)
     assert model.n_updates == 1 and model.num_timesteps == 4  # the 2nd iteration discarded
-    if log_interval == 1:  # the 1st iteration's row written: nothing held since
-        assert dict(logger.name_to_value) == {} and dict(logger.name_to_count) == {}
-    else:  # the 1st iteration's records, held for the row it never wrote, and no later ones
-        assert logger.name_to_value["custom/step"] == 4
-        assert (
-            logger.name_to_value["custom/mean"] == 2.5 and logger.name_to_count["custom/mean"] == 4
-        )
-        assert logger.name_to_value["train/iterations"] == 0
+    held = dict(logger.name_to_value)
+    assert held["custom/step"] == 6  # the callback's own
+    if log_interval == 1:  # the 1st iteration's row written; nothing of the 2nd recorded
+        assert not any(key.startswith(("train/", "rollout/")) for key in held)
+        assert held["custom/mean"] == 5.5 and logger.name_to_count["custom/mean"] == 2
+    else:  # the 1st iteration's records, held for the row it never wrote
+        assert held["train/iterations"] == 0
+        assert held["custom/mean"] == 3.5 and logger.name_to_count["custom/mean"] == 6
     rows = (tmp_path / "progress.csv").read_text().splitlines()
     assert len(rows) == (2 if log_interval == 1 else 0)  # a header and the 1st iteration's row
 
@@ -3353,17 +2753,22 @@ def test_recorded_values_skip_the_outputs_they_exclude(tmp_path, capsys):
     assert "a/not_printed" in header and "a/not_in_csv" not in header
 
 
-def test_a_discarded_iteration_leaves_no_file_of_its_evaluation(tmp_path):
-    """EvalCallback's files follow the iteration: an evaluation of an iteration discarded (a
-    later callback raised) reaches neither evaluations.npz nor the best model's file."""
+def test_eval_callbacks_lists_and_files_agree_when_a_later_callback_fails(tmp_path):
+    """An iteration is committed before its callbacks run: a callback failing after one
+    EvalCallback evaluated and before another did leaves each with evaluations, results and
+    lengths of one length, its evaluations.npz and best model agreeing, and training goes on
+    from there."""
     model = ARS("LinearPolicy", "CartPole-v1", n_delta=2, seed=0)
-    evaluation = ars.EvalCallback(
-        "CartPole-v1",
-        eval_freq=1,
-        n_eval_episodes=2,
-        log_path=tmp_path,
-        verbose=0,
-        best_model_save_path=tmp_path,
+    first, second = (
+        ars.EvalCallback(
+            "CartPole-v1",
+            eval_freq=1,
+            n_eval_episodes=2,
+            log_path=tmp_path / name,
+            verbose=0,
+            best_model_save_path=tmp_path / name,
+        )
+        for name in ("first", "second")
     )
     calls = []
 
@@ -3372,28 +2777,56 @@ def test_a_discarded_iteration_leaves_no_file_of_its_evaluation(tmp_path):
         if len(calls) == 2:
             raise RuntimeError("a callback's failure")
 
+    callbacks = [first, second_call_fails, second]
     with pytest.raises(RuntimeError, match="a callback's failure"):
-        model.learn(5_000, callback=[evaluation, second_call_fails])
-    assert model.n_updates == 1 and len(evaluation.evaluations) == 2  # at 0 and after the first
-    kept = [e[0] for e in evaluation.evaluations]
-    assert np.load(tmp_path / "evaluations.npz")["timesteps"].tolist() == kept
-    best = ARS.load(tmp_path / "best_model.zip")
-    assert best.n_updates <= 1 and best.num_timesteps <= model.num_timesteps
-    model.learn(model.num_timesteps, callback=evaluation, reset_num_timesteps=False)
-    written = np.load(tmp_path / "evaluations.npz")["timesteps"].tolist()
-    assert written == [e[0] for e in evaluation.evaluations] and len(written) > 2
+        model.learn(5_000, callback=callbacks)
+    assert model.n_updates == 2  # committed before its callbacks ran
+    assert [len(first.evaluations), len(second.evaluations)] == [3, 2]  # at 0, 1st, 2nd
+    for name, evaluation in (("first", first), ("second", second)):
+        lists = [evaluation.evaluations, evaluation.evaluations_results]
+        assert {len(x) for x in [*lists, evaluation.evaluations_length]} == {len(lists[0])}
+        written = np.load(tmp_path / name / "evaluations.npz")
+        assert written["timesteps"].tolist() == [e[0] for e in evaluation.evaluations]
+        assert written["results"].tolist() == evaluation.evaluations_results
+        assert ARS.load(tmp_path / name / "best_model.zip").n_updates <= model.n_updates
+    model.learn(model.num_timesteps, callback=[first, second], reset_num_timesteps=False)
+    for name, evaluation in (("first", first), ("second", second)):
+        written = np.load(tmp_path / name / "evaluations.npz")["timesteps"].tolist()
+        assert written == [e[0] for e in evaluation.evaluations] and len(written) > 3
 
 
-def test_a_discarded_iteration_keeps_the_window_its_callback_set():
-    """A callback that sets stats_window_size, then stops: the iteration is discarded, and
-    the episode window it restores has the size now set."""
+def test_two_eval_callbacks_keep_their_own_state_in_a_checkpoint(tmp_path):
+    """Each EvalCallback's state is saved under its own key (the class's name, then #2), so a
+    checkpoint gives each its own schedule and best score back."""
+    model = ARS("LinearPolicy", "CartPole-v1", n_delta=2, seed=0)
+    short, long = (
+        ars.EvalCallback("CartPole-v1", eval_freq=freq, n_eval_episodes=n, verbose=0, seed=seed)
+        for freq, n, seed in ((1, 1, 1), (10**6, 3, 2))
+    )
+    model.learn(600, callback=[short, long], checkpoint_interval=1, default_root_dir=tmp_path)
+    meta, _ = ars.read_model_file(tmp_path / "checkpoint.npz")
+    assert meta["callbacks"] == {
+        "EvalCallback": short.state_dict(),
+        "EvalCallback#2": long.state_dict(),
+    }
+    assert len(short.evaluations) > 1 == len(long.evaluations)
+    again = ars.EvalCallback("CartPole-v1", eval_freq=10**6, n_eval_episodes=3, verbose=0)
+    again.load_state_dict(meta["callbacks"]["EvalCallback#2"])
+    assert again.state_dict() == long.state_dict() != short.state_dict()
+
+
+def test_a_callback_that_sets_the_window_then_stops_keeps_it():
+    """A callback that sets stats_window_size, then stops training: its iteration is kept,
+    with the episode window at the size now set."""
     model = ARS("LinearPolicy", "CartPole-v1", n_delta=2, seed=0).learn(600)
+    done = model.n_updates
 
     def shrink_then_stop(locals_, globals_):
         model.stats_window_size = 3
         raise ars.StopTraining
 
     model.learn(600, callback=shrink_then_stop, reset_num_timesteps=False)
+    assert model.n_updates == done + 1
     assert model.ep_info_buffer.maxlen == 3 == len(model.ep_info_buffer)
 
 
@@ -4171,8 +3604,8 @@ def test_sb3_contrib_boxes_of_abbreviated_bounds_load_with_env(tmp_path):
     )
     ours.save(tmp_path / "ours.npz")  # converted: ars's own file, for --eval and ARS.load
     (tmp_path / "wide_env.py").write_text(
-        "import gymnasium as gym, test_ars\n"
-        "gym.register('Wide-v0', lambda: gym.wrappers.TimeLimit(test_ars.WideEnv(1500), 5))\n"
+        "import gymnasium as gym, conftest\n"
+        "gym.register('Wide-v0', lambda: gym.wrappers.TimeLimit(conftest.WideEnv(1500), 5))\n"
     )
     env = dict(os.environ, PYTHONPATH=f"{tmp_path}{os.pathsep}{HERE}")
     for model in ("ours.npz", "wide.zip"):  # sb3-contrib's own too: --env gives the bounds
@@ -4571,7 +4004,7 @@ def test_interrupts_finish_or_discard_the_iteration_and_resume_is_exact(tmp_path
     assert _cli(tmp_path, *COMMON, "--run-dir", "straight").returncode == 0
     for sig, said in (
         (signal.SIGINT, "finished the current iteration"),
-        (signal.SIGTERM, "discarded the unfinished"),
+        (signal.SIGTERM, "stopped at once"),
     ):
         run = f"interrupted{int(sig)}"
         process = subprocess.Popen(
@@ -4634,7 +4067,9 @@ def test_sigterm_cleans_up_workers_and_checkpoints(tmp_path):
     assert len(children) >= 2  # the workers (and the forkserver)
     process.send_signal(signal.SIGTERM)
     out, err = process.communicate(timeout=60)
-    assert process.returncode == 143 and "discarded the unfinished iteration" in out, err
+    assert (
+        process.returncode == 143 and "stopped at once, an iteration cut short not kept" in out
+    ), err
     deadline = time.monotonic() + 10
     while any(_alive(pid) for pid in children) and time.monotonic() < deadline:
         time.sleep(0.1)
@@ -5102,7 +4537,9 @@ def test_a_resume_keeps_the_runs_timeouts_and_takes_flags_as_a_new_run_does(tmp_
     and config.json's); a flag on --resume is taken as a new run takes it (b at most N)."""
     run = str(tmp_path / "run")
     flags = ["--env", "CartPole-v1", "--seed", "0", "--job-timeout", "30", "--n-top", "100"]
-    assert ars.main([*flags, "--total-timesteps", "300", "--run-dir", run]) == 0
+    with warnings.catch_warnings():  # shown whatever the user's filter (PYTHONWARNINGS)
+        warnings.simplefilter("default")
+        assert ars.main([*flags, "--total-timesteps", "300", "--run-dir", run]) == 0
     assert "n_top=100 is larger than n_delta=2" in capsys.readouterr().err
 
     def config():
