@@ -644,7 +644,7 @@ def _sb3_contrib_beside_the_emulation(monkeypatch, env_id, n_delta, iterations, 
     import speed
 
     cloudpickle.register_pickle_by_value(speed)
-    hp, seed = ars.settings_for(env_id), 5
+    hp, seed = ars.settings_for(env_id, "paper"), 5
     if zero:
         monkeypatch.setattr(ars, "direction", lambda *key: np.zeros(key[-1]))
     env = speed.sb3_env(env_id, hp["normalize_obs"])

@@ -941,6 +941,20 @@ def test_policy_aliases_and_kwargs():
         ARS("CnnPolicy", "CartPole-v1")
 
 
+def test_the_docs_checkpoint_recipe_runs_as_written(tmp_path):
+    """docs/files.md: ``ARS.load(checkpoint)`` then ``learn(total - model.num_timesteps,
+    reset_num_timesteps=False)``, no env given, continues bit for bit."""
+    total = 1200
+    whole = ARS("LinearPolicy", "Pendulum-v1", n_delta=2, normalize_obs=True, seed=4)
+    whole.learn(total)
+    part = ARS("LinearPolicy", "Pendulum-v1", n_delta=2, normalize_obs=True, seed=4)
+    part.learn(600, checkpoint_interval=1, default_root_dir=tmp_path)
+    model = ARS.load(tmp_path / "checkpoint.npz")
+    model.learn(total - model.num_timesteps, reset_num_timesteps=False)
+    _assert_same_weights(model, whole)
+    assert model.num_timesteps == whole.num_timesteps
+
+
 def test_hyper_parameter_checks():
     with pytest.warns(UserWarning, match="n_top=9 is larger than n_delta=4"):
         model = ARS("LinearPolicy", "CartPole-v1", n_delta=4, n_top=9)
@@ -1136,16 +1150,20 @@ def test_bad_settings_met_late_still_get_one_line_naming_them():
 
 
 def test_a_loaded_model_says_what_it_lacks_and_what_cannot_change(tmp_path):
-    """A model loaded without an env asks for one, as a model never given one does; the
+    """A model loaded without an env trains on the env its file names; one whose file names
+    none (its env was an instance) asks for one, as a model never given one does; the
     options that shaped a saved policy cannot be given anew to ARS.load."""
     ARS("LinearPolicy", "Pendulum-v1", n_delta=2, seed=0).save(tmp_path / "m")
-    loaded = ARS.load(tmp_path / "m.zip")
+    pendulum = ARS.load(tmp_path / "m.zip")
+    assert pendulum.learn(400).gym_env.spec.id == "Pendulum-v1"
+    ARS("LinearPolicy", QuadraticBandit(), n_delta=2, seed=0).save(tmp_path / "bandit")
+    loaded = ARS.load(tmp_path / "bandit.zip")
     with pytest.raises(ValueError, match=r"^no env to train on: pass env= to ARS\(...\) or to"):
         loaded.learn(400)
     with pytest.raises(ValueError, match=r"m.zip: policy_kwargs shape a policy when it is built"):
         ARS.load(tmp_path / "m.zip", policy_kwargs={"with_bias": True})
     same = ARS.load(tmp_path / "m.zip", policy_kwargs={"with_bias": False})  # the file's own
-    assert same.policy.n_params == loaded.policy.n_params
+    assert same.policy.n_params == pendulum.policy.n_params
 
 
 def test_one_honest_signature_and_positional_mistakes_name_the_keyword():
@@ -2782,6 +2800,7 @@ def test_eval_callbacks_lists_and_files_agree_when_a_later_callback_fails(tmp_pa
         model.learn(5_000, callback=callbacks)
     assert model.n_updates == 2  # committed before its callbacks ran
     assert [len(first.evaluations), len(second.evaluations)] == [3, 2]  # at 0, 1st, 2nd
+    assert first.evaluations_timesteps == [e[0] for e in first.evaluations]  # SB3's name too
     for name, evaluation in (("first", first), ("second", second)):
         lists = [evaluation.evaluations, evaluation.evaluations_results]
         assert {len(x) for x in [*lists, evaluation.evaluations_length]} == {len(lists[0])}
@@ -3699,7 +3718,8 @@ def test_the_tuned_preset_is_the_command_lines_default_where_it_beat_the_papers(
     away, and everywhere no tuned preset exists; the preset is part of the run's config."""
     tuned = ars.settings_for("Swimmer-v4", "tuned")
     assert {k: tuned[k] for k in ars.TUNED_SETTINGS["Swimmer"]} == ars.TUNED_SETTINGS["Swimmer"]
-    assert ars.settings_for("Swimmer-v4") == {
+    assert ars.settings_for("Swimmer-v4") == tuned  # every door's default
+    assert ars.settings_for("Swimmer-v4", "paper") == {
         **ars.GENERIC_SETTINGS,
         **ars.PAPER_SETTINGS["Swimmer"],
     }
@@ -4325,6 +4345,45 @@ gym.register("Chain-v0", "gymnasium.envs.mujoco.swimmer_v4:SwimmerEnv", max_epis
 """
 
 
+ENDLESS_ENV = """
+import gymnasium as gym, numpy as np
+
+class Endless(gym.Env):
+    observation_space = gym.spaces.Box(-1.0, 1.0, (1,))
+    action_space = gym.spaces.Box(-1.0, 1.0, (1,))
+
+    def reset(self, *, seed=None, options=None):
+        return np.zeros(1, np.float32), {}
+
+    def step(self, action):
+        return np.zeros(1, np.float32), 0.0, False, False, {}
+
+gym.register("Endless-v0", Endless)
+"""
+
+
+def test_the_command_line_names_itself_its_version_and_how_to_reach_an_env(tmp_path, capsys):
+    """--version; --help names module:Id; an id of an unknown namespace or name is told the
+    module:Id form that imports its package; an env without a time limit is told the flag,
+    --max-episode-steps, not Python's keyword; installed, the program is called ``ars``."""
+    assert ars.main(["--version"]) == 0
+    assert capsys.readouterr().out == f"ars {ars.__version__}\n"
+    assert ars.main(["--help"]) == 0
+    assert "module:Id" in capsys.readouterr().out
+    for env in ("Nowhere/Thing-v0", "NoSuchEnvAnywhere-v0"):
+        assert ars.main(["--env", env, "--run-dir", str(tmp_path / "r")]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and f"--env module:{env} imports it first" in err, err
+    (tmp_path / "endless.py").write_text(ENDLESS_ENV)
+    endless = _cli(tmp_path, "--env", "endless:Endless-v0", "--n-delta", "1", "--run-dir", "e")
+    assert endless.returncode == 1 and "pass --max-episode-steps" in endless.stderr
+    assert "max_episode_steps=" not in endless.stderr, endless.stderr
+    script = shutil.which("ars")
+    if script is not None:  # pip install -e . made it
+        called = subprocess.run([script, "--help"], capture_output=True, text=True, cwd=tmp_path)
+        assert called.stdout.startswith("usage: ars "), called.stdout[:80]
+
+
 @pytest.mark.slow
 def test_a_module_env_is_kept_and_found_by_eval_video_and_resume(tmp_path):
     (tmp_path / "myenvs.py").write_text(MODULE_ENV)
@@ -4558,6 +4617,39 @@ def test_a_resume_keeps_the_runs_timeouts_and_takes_flags_as_a_new_run_does(tmp_
     strict = _run(["-W", "error", str(HERE / "ars.py"), "--n-top", "100"], tmp_path)
     assert strict.returncode == 2 and "Traceback" not in strict.stderr  # python -W error
     assert strict.stderr == "error: n_top=100 is larger than n_delta=2; using n_delta\n"
+
+
+def test_a_resume_evaluates_on_its_new_budgets_schedule_and_the_best_includes_the_final(
+    tmp_path, capsys
+):
+    """--resume --total-timesteps N evaluates every N / 20 steps from there, as a new run of N
+    would (or every --eval-freq given on resume); the final model's evaluation is one of the
+    run's, so best_model.npz holds the best of them all, and the last line says so."""
+    run = tmp_path / "run"
+    flags = ["--env", "CartPole-v1", "--seed", "1", "--eval-episodes", "2"]
+    assert ars.main([*flags, "--total-timesteps", "400", "--run-dir", str(run)]) == 0
+
+    def evaluations():
+        meta, _ = ars.read_model_file(run / "checkpoint.npz")
+        return [e[0] for e in meta["callbacks"]["EvalCallback"]["evaluations"]], meta
+
+    first, meta = evaluations()
+    assert first[-1] == meta["num_timesteps"]  # the final model's evaluation is kept
+    assert ars.main(["--resume", str(run), "--total-timesteps", "20000"]) == 0
+    config = json.loads((run / "config.json").read_text())
+    assert config["eval_freq"] == 1000
+    steps, meta = evaluations()
+    later = steps[len(first) :]
+    assert len({t // 1000 for t in later}) == len(later) and 10 <= len(later) <= 21
+    state = meta["callbacks"]["EvalCallback"]
+    means = [e[2] for e in state["evaluations"]]
+    assert state["best_mean_reward"] == max(means) and steps[-1] == meta["num_timesteps"]
+    best = ARS.load(run / "best_model.npz")
+    assert ars.evaluate_policy(best, "CartPole-v1", 2)[0] == max(means)
+    out = capsys.readouterr().out
+    assert f"best evaluation of the run (mean return {max(means):.2f}) kept in" in out
+    assert ars.main(["--resume", str(run), "--total-timesteps", "21000", "--eval-freq", "300"]) == 0
+    assert json.loads((run / "config.json").read_text())["eval_freq"] == 300
 
 
 def test_main_returns_argparses_status_and_names_what_a_resume_needs(tmp_path, monkeypatch):

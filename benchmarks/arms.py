@@ -239,7 +239,7 @@ class Emulation:
         unknown = sorted(set(settings) - set(SB3_EMULATION))
         if unknown:
             raise ValueError(f"unknown sb3-emulation settings {unknown}: use {list(SB3_EMULATION)}")
-        hp = ars.settings_for(env_id)
+        hp = ars.settings_for(env_id, "paper")
         if hp["policy"] != "LinearPolicy":
             raise ValueError(f"sb3-emulation runs LinearPolicy tasks, not {env_id}")
         self.env_id, self.seed, self.settings = env_id, seed, {**SB3_EMULATION, **settings}

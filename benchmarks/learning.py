@@ -484,7 +484,7 @@ def run_sb3(env_id: str, seed: int, budget: int, eval_freq: int, args: argparse.
     cloudpickle.register_pickle_by_value(speed)  # sb3's workers need not find benchmarks/
     sb3_env = speed.sb3_env
 
-    hp = ars.settings_for(env_id)
+    hp = ars.settings_for(env_id, "paper")
     n_delta, workers, stop = args.n_delta or hp["n_delta"], args.workers, args.stop_at_threshold
     env = sb3_env(env_id, hp["normalize_obs"])
     model = SB3ARS(
@@ -599,7 +599,7 @@ def report(results: dict, folder: Path = RESULTS, prefix: str = "") -> str:
             rate = REFERENCE_RATE[task(env_id)]
             minutes += f" ({_fmt(s['scaled_seconds'], 60, ' min')} at {rate:,} steps/s)"
         first = next(iter(runs.values()))
-        n_top = first.get("n_top", ars.settings_for(env_id)["n_top"])  # older peer records
+        n_top = first.get("n_top", ars.settings_for(env_id, "paper")["n_top"])  # older peer records
         lines.append(
             f"| {env_id} | {impl} | {first['n_delta']}, {n_top} "
             f"| {THRESHOLDS[task(env_id)]} | {s['hits']}/{s['n']} | {_fmt(s['steps'], 1e6, 'M')} "

@@ -66,7 +66,7 @@ SUBPROCESS_KINDS = ("async", "SubprocVecEnv")
 
 
 def _hp(env_id: str, n_delta: int | None) -> dict:
-    hp = ars.settings_for(env_id)
+    hp = ars.settings_for(env_id, "paper")
     n = n_delta or hp["n_delta"]
     return dict(
         n_delta=n,

@@ -73,7 +73,7 @@ def record_video(
     gif = path.suffix.lower() == ".gif"
     fps = (GIF_FPS if gif else MP4_FPS) if fps is None else fps
     ars.check_number("fps", fps, low=1.0)  # ffmpeg refuses rates far below a frame a second
-    max_steps = None if max_steps is None else ars.integer(1)("max_steps", max_steps)
+    max_steps = None if max_steps is None else ars.check_integer("max_steps", max_steps, 1)
     with ars.atomic_file(path, "wb") as target:  # one that cannot be written fails before rendering
         render_env = rendering_env(model, env, "rgb_array", width if gif else None)
         steps_per_second = float(render_env.metadata.get("render_fps") or MP4_FPS)
