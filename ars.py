@@ -306,6 +306,7 @@ class Recorder:
 
     def start(self, obs: Any, seed: int) -> Any:
         """A new episode, from its first state (returned) and its env seed."""
+        check_observation(obs, self.space, seed)
         self.seed = seed
         self.episode += 1
         self.total = 0.0
@@ -327,7 +328,7 @@ class Recorder:
         if not (terminated or truncated or self.steps == self.limit):
             self.keep_state(obs)
             return False
-        check_ended(self, terminated or truncated)
+        check_episode(self, terminated or truncated)
         if self.keep and not np.isfinite(obs).all():  # a final state is never acted on: checked
             self.rows.append(obs)
         self.returns[self.episode] = self.total
@@ -599,12 +600,27 @@ def check_size(n_params: int) -> int:
     return n_params
 
 
-def check_ended(record: Recorder, ended_by_env: bool) -> None:
-    """An episode stopped by the no-limit cap alone ran away: say so, naming its env seed."""
+def check_episode(record: Recorder, ended_by_env: bool) -> None:
+    """An ended episode's return is a number, and only a runaway episode is stopped by the
+    no-limit cap alone: else say what is wrong, naming its env seed."""
+    if np.ndim(record.total) != 0:
+        raise ValueError(
+            f"the env's rewards have shape {np.shape(record.total)}: ARS needs a number a step "
+            "(scalarise a vector reward, for instance with mo-gymnasium's LinearReward)"
+        )
     if record.unlimited and not ended_by_env:
         raise RuntimeError(
             f"an episode ran {NO_LIMIT_STEPS:,} steps without ending (env seed {record.seed}) "
             "and the env has no time limit: wrap it in TimeLimit, or pass max_episode_steps="
+        )
+
+
+def check_observation(obs: Any, space: Space, seed: int) -> None:
+    """An episode's first observation has its space's shape, else a message naming both."""
+    if np.shape(obs) != space.shape:
+        raise ValueError(
+            f"the env's observation has shape {np.shape(obs)} where its observation_space "
+            f"{space} has {space.shape} (first observation of the episode of env seed {seed})"
         )
 
 
@@ -3621,6 +3637,13 @@ def _sb3_contents(archive: zipfile.ZipFile, where: str, env: Any, torch: Any) ->
     data = _json(_read_member(archive, "data", SB3_MAX_DATA_BYTES, where), f"{where}: data")
     if not isinstance(data, dict):
         raise ValueError(f"{where}: its data is not a JSON object")
+    if "n_delta" not in data:  # every sb3-contrib ARS saves its N
+        policy = data.get("policy_class")
+        module = policy.get("__module__") if isinstance(policy, dict) else None
+        raise ValueError(
+            f"{where}: not an ARS model (a Stable-Baselines3 file of another algorithm, its "
+            f"policy from {module!r:.80}); ars loads its own files and sb3-contrib's ARS"
+        )
     meta = dict(kind="model", env_id=None, ep_info_buffer=[], hparams=_sb3_settings(data, where))
     for key in SPACE_KEYS:
         meta[key] = _sb3_space(data.get(key), env, key, f"{where}: its {key}")

@@ -955,6 +955,41 @@ def test_the_docs_checkpoint_recipe_runs_as_written(tmp_path):
     assert model.num_timesteps == whole.num_timesteps
 
 
+class VectorReward(gym.Wrapper):
+    """A multi-objective env's rewards: a vector a step."""
+
+    def step(self, action):
+        obs, reward, terminated, truncated, info = self.env.step(action)
+        return obs, np.array([reward, -reward]), terminated, truncated, info
+
+
+class WrongShape(gym.ObservationWrapper):
+    """Observations one element short of what the space says."""
+
+    def observation(self, obs):
+        return obs[:-1]
+
+
+def test_a_vector_reward_or_a_wrong_observation_is_named_in_one_line():
+    """A vector reward names its shape and a scalarising wrapper; an observation of another
+    shape than its space's names both, whichever runs the episodes."""
+    with pytest.raises(ValueError, match=r"rewards have shape \(2,\).*LinearReward"):
+        ARS("LinearPolicy", VectorReward(gym.make("Pendulum-v1")), n_delta=1).learn(10)
+    with pytest.raises(ValueError, match=r"observation has shape \(2,\) where its obs.*\(3,\)"):
+        ARS("LinearPolicy", WrongShape(gym.make("Pendulum-v1")), n_delta=1).learn(10)
+
+
+def test_a_file_of_another_sb3_algorithm_is_said_not_to_be_an_ars_model(tmp_path):
+    """A PPO file is refused as what it is, without a word about its settings or weights."""
+    from stable_baselines3 import PPO
+
+    PPO("MlpPolicy", "CartPole-v1", n_steps=64, batch_size=64).save(tmp_path / "ppo")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no warning about the settings it does not have
+        with pytest.raises(ValueError, match=r"ppo.zip: not an ARS model \(a Stable-Baselines3"):
+            ARS.load(tmp_path / "ppo.zip")
+
+
 def test_hyper_parameter_checks():
     with pytest.warns(UserWarning, match="n_top=9 is larger than n_delta=4"):
         model = ARS("LinearPolicy", "CartPole-v1", n_delta=4, n_top=9)
