@@ -4901,7 +4901,74 @@ def test_the_tuner_keeps_its_study_in_sqlite_and_goes_on_where_it_stopped(tmp_pa
     settings = json.loads(next(line for line in lines if line.startswith("{")))
     line = next(line for line in lines if line.startswith("ARS("))
     model = eval(line, {"ARS": ARS})
+    assert model.policy_class == settings.pop("policy")
     assert {k: model.hparams[k] for k in settings} == settings
+
+
+TUNER_ENV = """
+import gymnasium as gym
+gym.register("Short-v0", "gymnasium.envs.classic_control:CartPoleEnv", max_episode_steps=50)
+"""
+
+
+@pytest.mark.slow
+def test_the_tuner_tunes_a_module_env_and_its_study_holds_what_it_tunes(tmp_path, monkeypatch):
+    """--env module:Id (from the current folder), two trials, then one more; a study run with
+    another env, budget or seed count is refused in one line, as are a bad storage, an
+    in-memory one, an unknown env and a threshold that is not a number; two processes that
+    share a study stop together at --trials; the printed command trains the trial's weights."""
+    optuna = pytest.importorskip("optuna")
+    (tmp_path / "shortenv.py").write_text(TUNER_ENV)
+    study = ["--env", "shortenv:Short-v0", "--timesteps", "400", "--seeds", "1", "--study", "s"]
+    study += ["--storage", "sqlite:///study.db", "--eval-episodes", "1"]
+    tune = [str(HERE / "examples" / "tune.py"), *study]
+    for trials in (2, 3):
+        done = _run([*tune, "--trials", str(trials)], tmp_path)
+        assert done.returncode == 0, done.stderr
+    storage = f"sqlite:///{tmp_path / 'study.db'}"
+    stored = optuna.load_study(study_name="s", storage=storage)
+    assert len(stored.trials) == 3 and stored.user_attrs["env"] == "shortenv:Short-v0"
+    mistakes = [
+        (["--env", "CartPole-v1"], "tunes env 'shortenv:Short-v0', not 'CartPole-v1'"),
+        (["--timesteps", "800"], "tunes timesteps 400, not 800"),
+        (["--seeds", "2"], "tunes seeds 1, not 2"),
+        (["--storage", "sqlite:///no/such/dir/x.db"], "--storage sqlite:///no/such/dir/x.db:"),
+        (["--storage", "sqlite:///"], "keeps the study in memory"),
+        (["--env", "NoSuchEnv-v0"], "--env NoSuchEnv-v0: NameNotFound"),
+        (["--threshold", "nan"], "--threshold must be a finite number"),
+    ]
+    for change, message in mistakes:
+        wrong = _run([*tune, "--trials", "4", *change], tmp_path)
+        assert wrong.returncode == 2 and message in wrong.stderr, (change, wrong.stderr)
+        assert (wrong.stdout + wrong.stderr).count("\n") == 1, wrong.stderr
+    shared = [*tune[:-2], "--storage", "sqlite:///shared.db", "--trials", "4"]
+    env = dict(os.environ, PYTHONPATH=str(HERE))
+    env.pop("PYTHONWARNINGS", None)
+    both = [
+        subprocess.Popen(
+            [sys.executable, *shared],
+            cwd=tmp_path,
+            env=env,
+            text=True,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
+        for _ in range(2)
+    ]
+    assert [p.wait(timeout=240) for p in both] == [0, 0], [p.stderr.read() for p in both]
+    trials = optuna.load_study(study_name="s", storage=f"sqlite:///{tmp_path / 'shared.db'}").trials
+    assert sum(t.state.name in ("COMPLETE", "PRUNED") for t in trials) == 4
+    command = next(line for line in done.stdout.splitlines() if line.startswith("python ars.py"))
+    run = command.split()[2:] + ["--seed", "100", "--total-timesteps", "400", "--run-dir", "r"]
+    assert _cli(tmp_path, *run).returncode == 0
+    monkeypatch.syspath_prepend(str(HERE / "examples"))
+    monkeypatch.syspath_prepend(str(tmp_path))  # shortenv, as the tuner imports it
+    tune_module = importlib.import_module("tune")
+    params = dict(stored.best_trial.params)
+    params["n_top"] = tune_module.top_of(params.pop("top_share"), params["n_delta"])
+    settings = tune_module.trial_settings("shortenv:Short-v0", params)
+    model = ARS(env="shortenv:Short-v0", seed=100, **settings).learn(400)  # as the trial did
+    _assert_same_weights(ARS.load(tmp_path / "r" / "model.npz"), model)
 
 
 @pytest.mark.slow
@@ -4959,7 +5026,7 @@ def test_the_tuner_starts_from_the_papers_settings_once(monkeypatch):
     assert tune.starting_point("Humanoid-v4") is None  # N = 230: beyond 64
     study = optuna.create_study()
     for _ in range(2):
-        tune.start_from_the_paper(study, "Hopper-v4")
+        tune.start_from_the_default(study, "Hopper-v4")
     assert [t.system_attrs["fixed_params"] for t in study.trials] == [paper]
     trial = study.ask()
     assert tune.suggest(trial) == dict(

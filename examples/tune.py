@@ -10,22 +10,28 @@ the training episodes to the first evaluation at the threshold, a seed that neve
 counted as twice the episodes the step budget holds at the env's time limit, times one plus
 its shortfall, ``(threshold - best evaluation) / |threshold|``; without one, minus the mean
 evaluation return over the run (the area under the curve). The study's first trial is the
-paper's settings (ars's generic ones for other envs); then Optuna's TPE sampler proposes,
-and its median pruner hears every evaluation and, from a quarter of the first seed's steps
-on, stops a trial doing worse than the median of earlier trials at the same point.
+env's default settings (``ars.settings_for``), which every trial keeps for what it does not
+search; then Optuna's TPE sampler proposes, and its median pruner hears every evaluation
+and, from a quarter of the first seed's steps on, stops a trial doing worse than the median
+of earlier trials at the same point.
 
 The same command continues an interrupted study (Ctrl+C ends the trial that runs), and
-several processes or machines given one database URL work on one study. It ends by printing
-the best settings as an ``ARS(...)`` line, as ``python ars.py`` flags and as JSON, and
-writes Optuna's plots (history, parameter importances) to ``--plots``.
+several processes or machines given one database URL work on one study, stopping together
+at ``--trials``; the study keeps what it tunes and refuses a run with other values.
+``--env module:Id`` imports the module first (from the current folder, as ``python ars.py``
+does). It ends by printing the best settings, every one of them, as an ``ARS(...)`` line,
+as ``python ars.py`` flags and as JSON, and writes Optuna's plots to ``--plots``.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
+import os
 import signal
 import sys
+import time
 import warnings
 from pathlib import Path
 from typing import Any
@@ -63,9 +69,10 @@ def suggest(trial: Any) -> dict[str, Any]:
 
 
 def starting_point(env_id: str) -> dict[str, Any] | None:
-    """The paper's settings for ``env_id`` (else ars's generic ones) as a trial's parameters,
-    or None where they lie outside the search space (Humanoid's N = 230)."""
-    preset = ars.settings_for(env_id, "paper")
+    """The env's default settings (``ars.settings_for``: a tuned preset's, the paper's, else
+    generic ones) as a trial's parameters, or None where they lie outside the search space
+    (Humanoid's N = 230)."""
+    preset = ars.settings_for(env_id)
     n_top = preset["n_top"] or preset["n_delta"]
     params = {name: preset[name] for name in (*CHOICES, *RANGES) if name != "top_share"}
     params["alive_bonus_offset"] = float(params["alive_bonus_offset"])
@@ -76,9 +83,9 @@ def starting_point(env_id: str) -> dict[str, Any] | None:
     return params
 
 
-def start_from_the_paper(study: Any, env_id: str) -> None:
-    """Queue the paper's settings as a trial unless one with them is waiting, running or
-    done: TPE then starts from the known settings, not from nothing."""
+def start_from_the_default(study: Any, env_id: str) -> None:
+    """Queue the env's default settings as a trial unless one with them is waiting, running
+    or done: TPE then starts from the known settings, not from nothing."""
     start = starting_point(env_id)
     for trial in study.trials:
         if trial.state.name != "FAIL" and trial.system_attrs.get("fixed_params") == start:
@@ -107,10 +114,19 @@ def objective_value(seeds: list[dict], threshold: float | None, budget: float) -
     return float(sum(counted) / len(counted))
 
 
+def trial_settings(env_id: str, params: dict[str, Any]) -> dict[str, Any]:
+    """Every setting of ars's table a trial trains with (the seed aside): the env's default
+    settings (``ars.settings_for``, its policy and layers included) under the trial's."""
+    model = ars.paper_model(env_id, **{**ars.settings_for(env_id), **params}, seed=0)
+    settings = {name: model.hparams[name] for name in ars.DEFAULTS if name in model.hparams}
+    del settings["seed"]
+    return {"policy": model.policy_class, **settings}
+
+
 def train_seed(env_id: str, settings: dict, seed: int, args: argparse.Namespace, hooks: Any):
     """One seed's run, as a record (``seed``, ``reached``, ``episodes``, ``best``,
     ``returns``); ``hooks.evaluated(record)`` hears of each evaluation as it comes."""
-    model = ars.ARS("LinearPolicy", env_id, seed=seed, **settings)
+    model = ars.ARS(env=env_id, seed=seed, **settings)
     evaluation = ars.EvalCallback(
         env_id, n_eval_episodes=args.eval_episodes, eval_freq=args.eval_freq, verbose=0
     )
@@ -145,7 +161,7 @@ class Trial:
         self.args = args
         self.evaluator = evaluator
         self.stop = stop  # the signals heard: the trial ends at its next iteration
-        self.budget = args.timesteps / time_limit(args.env)
+        self.budget = args.timesteps / args.time_limit
         self.seeds: list[dict] = []  # the records of the seeds done
 
     def value(self, seeds: list[dict]) -> float:
@@ -169,38 +185,48 @@ class Trial:
 
 
 def time_limit(env_id: str) -> int:
-    """The env's time limit (gymnasium's registry), or ars's limit for an env without one."""
-    return gymnasium.spec(env_id).max_episode_steps or ars.NO_LIMIT_STEPS
+    """The env's time limit (``module:Id`` imports its module first), or ars's limit for an
+    env without one."""
+    env = gymnasium.make(env_id)
+    env.close()
+    return env.spec.max_episode_steps or ars.NO_LIMIT_STEPS
 
 
 def run_trial(trial: Any, args: argparse.Namespace, evaluator: Any, stop: Any) -> float:
     """Train the tuning seeds one after the other; the pruner hears every evaluation."""
-    settings = suggest(trial)
+    settings = trial_settings(args.env, suggest(trial))
     hooks = Trial(trial, args, evaluator, stop)
     for index in range(args.seeds):
         value = hooks.done(train_seed(args.env, settings, TUNING_SEEDS + index, args, hooks))
     return value
 
 
-def best_settings(study: Any) -> dict[str, Any]:
-    """The best trial's settings, as ``ARS()`` takes them."""
+def best_settings(study: Any, env_id: str) -> dict[str, Any]:
+    """The best trial's settings, every one of them, as ``ARS()`` takes them."""
     params = dict(study.best_trial.params)
     params["n_top"] = top_of(params.pop("top_share"), params["n_delta"])
-    return params
+    return trial_settings(env_id, params)
+
+
+def flag(name: str, value: Any) -> str:
+    """A setting as ``python ars.py`` takes it."""
+    if name == "policy_kwargs":  # the layers, as --net-arch writes them (MlpPolicy's)
+        return "--net-arch " + (",".join(map(str, value["net_arch"])) or '""')
+    if isinstance(value, bool):
+        return f"--{'' if value else 'no-'}{name.replace('_', '-')}"
+    return f"--{name.replace('_', '-')} {value}"
 
 
 def report(study: Any, env_id: str, plots: Path | None) -> None:
-    """Print the best settings three ways; write the plots."""
-    settings = best_settings(study)
+    """Print the best settings three ways, each training what the trial trained; the plots."""
+    settings = best_settings(study, env_id)
     arguments = ", ".join(f"{k}={v!r}" for k, v in settings.items())
-    flags = " ".join(
-        f"--{k.replace('_', '-')} {v}"
-        if not isinstance(v, bool)
-        else f"--{'' if v else 'no-'}{k.replace('_', '-')}"
-        for k, v in settings.items()
-    )
+    given = {k: v for k, v in settings.items() if v is not None}
+    if settings["policy"] == "LinearPolicy":
+        given.pop("policy_kwargs", None)  # the linear policy's options are never flags
+    flags = " ".join(flag(k, v) for k, v in given.items())
     print(f"best value {study.best_value:.4g} (trial {study.best_trial.number}) of {env_id}:")
-    print(f'ARS("LinearPolicy", "{env_id}", {arguments})')
+    print(f'ARS(env="{env_id}", {arguments})')
     print(f"python ars.py --env {env_id} {flags}")
     print(json.dumps(settings))
     if plots is not None:
@@ -273,10 +299,23 @@ class Stop:
         return 128 + (self.signum or signal.SIGINT)
 
 
-def main(argv: list[str] | None = None) -> int:
-    """The command line; returns the exit status."""
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--env", required=True, help="gymnasium env id")
+def one_line(error: BaseException) -> str:
+    """An error as one line: its type and its message."""
+    return f"{type(error).__name__}: {' '.join(str(error).split())[:300]}"
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """argparse's, with each mistake on one line (and exit status 2)."""
+
+    def error(self, message: str) -> None:
+        """Exit with one line naming the mistake."""
+        self.exit(2, f"error: {message} (tune.py --help)\n")
+
+
+def parse(argv: list[str] | None) -> argparse.Namespace:
+    """The flags, checked: every mistake is one line and exit status 2 (argparse's error)."""
+    p = OneLineParser(description=__doc__.split("\n")[0])
+    p.add_argument("--env", required=True, help="env id, or module:Id (the module imported first)")
     p.add_argument("--trials", type=int, required=True, help="finished trials the study needs")
     p.add_argument("--timesteps", type=int, required=True, help="steps per seed at most")
     p.add_argument("--seeds", type=int, default=3, help="tuning seeds per trial (100, 101...)")
@@ -293,10 +332,61 @@ def main(argv: list[str] | None = None) -> int:
     args.eval_freq = args.eval_freq or max(args.timesteps // 20, 1)
     if not 1 <= args.eval_freq <= args.timesteps:
         p.error("--eval-freq must be from 1 to --timesteps: each seed needs an evaluation")
+    if args.threshold is not None and not math.isfinite(args.threshold):
+        p.error(f"--threshold must be a finite number; got {args.threshold}")
+    if args.plots is not None and args.plots.exists() and not args.plots.is_dir():
+        p.error(f"--plots {args.plots} is a file: name a folder")
+    if args.storage.split("?")[0] in ("sqlite://", "sqlite:///", "sqlite:///:memory:"):
+        p.error(
+            f"--storage {args.storage} keeps the study in memory, where it cannot go on: "
+            "name a file, as sqlite:///study.db"
+        )
+    if os.getcwd() not in sys.path:  # --env module:Id from this folder, as python ars.py
+        sys.path.append(os.getcwd())
+    try:
+        args.time_limit = time_limit(args.env)  # the env made once: a bad id fails here
+    except Exception as error:  # gymnasium's errors, and the module's own
+        p.error(f"--env {args.env}: {one_line(error)}")
+    return args
+
+
+def what_it_tunes(args: argparse.Namespace) -> dict[str, Any]:
+    """What a study tunes, kept as its attributes: a run with other values is refused."""
+    objective = f"episodes to the threshold, else {PENALTY} x budget x (1 + shortfall)"
+    return dict(
+        objective=objective if args.threshold is not None else "area under the curve",
+        threshold=args.threshold,
+        env=args.env,
+        timesteps=args.timesteps,
+        seeds=args.seeds,
+        eval_freq=args.eval_freq,
+        eval_episodes=args.eval_episodes,
+        search_space=dict(ranges=RANGES, choices=CHOICES),
+    )
+
+
+def rdb_storage(optuna: Any, url: str) -> Any:
+    """Optuna's database at ``url``, with heartbeats; two processes that make a new database
+    at once race to write its tables, and the one that loses reads them at its second try."""
+    for attempt in range(3):
+        try:
+            return optuna.storages.RDBStorage(url, heartbeat_interval=60)
+        except Exception as error:
+            if "already exists" not in str(error) or attempt == 2:
+                raise ValueError(f"--storage {url}: {error}") from None
+            time.sleep(1 + attempt)
+
+
+def open_study(args: argparse.Namespace) -> Any:
+    """The study of ``--storage`` and ``--study``, made or continued, holding what it tunes;
+    heartbeats mark the trials of a killed process failed, so that the count goes on."""
     optuna = ars.require("optuna", INSTALL)
     optuna.logging.set_verbosity(optuna.logging.ERROR)  # a failed trial: tune.py says so
+    with warnings.catch_warnings():  # Optuna calls heartbeats experimental
+        warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+        storage = rdb_storage(optuna, args.storage)
     study = optuna.create_study(
-        storage=args.storage,
+        storage=storage,
         study_name=args.study or args.env,
         load_if_exists=True,
         direction="minimize",
@@ -304,16 +394,28 @@ def main(argv: list[str] | None = None) -> int:
         # no pruning in a trial's first quarter seed: early returns are all near nothing
         pruner=optuna.pruners.MedianPruner(n_startup_trials=5, n_warmup_steps=args.timesteps // 4),
     )
-    objective = f"episodes to the threshold, else {PENALTY} x budget x (1 + shortfall)"
-    objective = objective if args.threshold is not None else "area under the curve"
-    kept = study.user_attrs.get("objective", objective)
-    if kept != objective or study.user_attrs.get("threshold", args.threshold) != args.threshold:
-        p.error(
-            f"the study {study.study_name} tunes for {kept!r} with threshold "
-            f"{study.user_attrs.get('threshold')}: give it the same --threshold, or a new --study"
-        )
-    study.set_user_attr("objective", objective)
-    study.set_user_attr("threshold", args.threshold)
+    wanted = json.loads(json.dumps(what_it_tunes(args)))  # as the storage gives them back
+    for key, value in wanted.items():
+        kept = study.user_attrs.get(key, value)
+        if kept != value:
+            raise ValueError(
+                f"the study {study.study_name} tunes {key} {kept!r:.100}, not {value!r:.100}: "
+                "give it the same, or a new --study"
+            )
+    for key, value in wanted.items():
+        study.set_user_attr(key, value)
+    return study
+
+
+def main(argv: list[str] | None = None) -> int:
+    """The command line; returns the exit status."""
+    args = parse(argv)
+    try:
+        study = open_study(args)
+    except Exception as error:  # a storage that cannot be opened, or another study's values
+        text = " ".join(str(error).split("(Background on")[0].split())  # SQLAlchemy's link
+        print(f"error: {text}", file=sys.stderr)
+        return 2
     evaluator = ars.AsyncEval([args.env] * args.workers) if args.workers else None
     stop = Stop(study)
     previous = {s: signal.signal(s, stop) for s in (signal.SIGINT, signal.SIGTERM)}
@@ -324,16 +426,24 @@ def main(argv: list[str] | None = None) -> int:
             signal.signal(number, handler)
 
 
+FINISHED = ("COMPLETE", "PRUNED")
+
+
+def taken(study: Any) -> int:
+    """Trials finished or running, in every process that shares the study."""
+    return sum(t.state.name in (*FINISHED, "RUNNING") for t in study.get_trials(deepcopy=False))
+
+
 def _study(study: Any, stop: Stop, args: argparse.Namespace, evaluator: Any) -> int:
-    """Run the trials the study lacks, then report; the exit status."""
-    finished = ("COMPLETE", "PRUNED")
-    done = sum(t.state.name in finished for t in study.trials)
+    """Run trials until the study has ``--trials`` finished or running (the processes that
+    share it stop together), then report; the exit status."""
     objective = stop.objective(lambda trial: run_trial(trial, args, evaluator, stop))
-    if done < args.trials:
-        start_from_the_paper(study, args.env)
+    if taken(study) < args.trials:
+        start_from_the_default(study, args.env)
     try:  # a trial whose rewards overflow fails alone; the same command runs it again
         stop.optimizing = True
-        study.optimize(objective, n_trials=max(args.trials - done, 0), catch=FloatingPointError)
+        while taken(study) < args.trials and stop.signum is None:
+            study.optimize(objective, n_trials=1, catch=FloatingPointError)
     except KeyboardInterrupt:
         stop.signum = stop.signum or signal.SIGINT
     except RuntimeError:  # a signal to the process group ended AsyncEval's workers too
@@ -344,7 +454,7 @@ def _study(study: Any, stop: Stop, args: argparse.Namespace, evaluator: Any) -> 
         if evaluator is not None:
             evaluator.close()
     if stop.signum is not None:
-        done = sum(t.state.name in finished for t in study.trials)
+        done = sum(t.state.name in FINISHED for t in study.trials)
         print(f"interrupted: {done} trials kept in {args.storage}; the same command goes on")
         return stop.status
     if not any(t.state.name == "COMPLETE" for t in study.trials):
@@ -355,4 +465,8 @@ def _study(study: Any, stop: Stop, args: argparse.Namespace, evaluator: Any) -> 
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    try:
+        sys.exit(main())
+    except KeyboardInterrupt:  # before the study hears signals (Optuna's import, the env)
+        print("interrupted before the first trial")
+        sys.exit(128 + signal.SIGINT)
