@@ -3476,6 +3476,16 @@ def test_rl_zoo_trains_continues_enjoys_and_optimizes_with_ars(tmp_path):
     optimize += ["--sampler", "tpe", "--pruner", "median"]
     done = _run([*train, "-n", "1000", *optimize], tmp_path)
     assert done.returncode == 0 and "Number of finished trials:  2" in done.stdout, done.stderr
+    docs = (HERE / "docs" / "python-api.md").read_text().split("### rl-baselines3-zoo")[1]
+    lines = docs.split("```bash\n")[1].split("```")[0].splitlines()  # train, enjoy, -optimize
+    small = {"train": ["-n", "1000"], "enjoy": ["-n", "100"]}
+    (tmp_path / "docs").mkdir()
+    for line in lines:  # as written, one after the other, on CartPole and a small budget
+        words = line.replace("Hopper-v4", "CartPole-v1").replace("50", "2").split()[1:]
+        extra = ["--n-evaluations", "2", "--eval-episodes", "2"] if "-optimize" in words else []
+        words[0] = str(HERE / words[0])  # examples/rl_zoo.py of this checkout
+        done = _run([*words, *small[words[1]], *extra], tmp_path / "docs")
+        assert done.returncode == 0, (line, done.stderr[-500:])
 
 
 @pytest.mark.slow
@@ -4275,7 +4285,7 @@ def test_an_interrupt_at_any_moment_leaves_a_run_that_goes_on(sig, tmp_path):
         os.killpg(process.pid, sig)
         errors = process.communicate(timeout=120)[1].strip().splitlines()
         if sig == signal.SIGINT and process.returncode not in (0, 130):  # Python's imports
-            assert process.returncode in (1, -signal.SIGINT) and delay == 0.1, errors
+            assert process.returncode in (1, -signal.SIGINT) and delay != "first checkpoint", errors
             assert errors[-1] == "KeyboardInterrupt" and "ars.py" not in errors[-2:][0], errors
         elif sig == signal.SIGINT:  # once ars runs: one line at most, never a traceback
             assert len(errors) <= 1, errors
