@@ -2247,12 +2247,20 @@ class Evaluator:
 class InProcessEval(Evaluator):
     """Evaluate candidates one after the other in this process (``learn``'s default), on
     ``env`` (an id, an env, a VecEnv of one, or a function); ``train_policy`` and
-    ``n_eval_episodes`` are for lit_sb3's ``send_jobs``."""
+    ``n_eval_episodes`` are for lit_sb3's ``send_jobs``. With ``job_timeout``, a job that
+    runs longer raises EvaluationTimeout (SIGALRM: in the main thread, on POSIX)."""
 
-    def __init__(self, env: Any, train_policy: Any = None, n_eval_episodes: int = 1):
+    def __init__(
+        self,
+        env: Any,
+        train_policy: Any = None,
+        n_eval_episodes: int = 1,
+        job_timeout: float | None = None,
+    ):
         if env is None:
             raise ValueError("no env to evaluate on: pass an env (or, to ARS, an async_eval)")
         self.env = make_env(env)
+        self.job_timeout = job_timeout and check_number("job_timeout", job_timeout, positive=True)
         super().__init__(train_policy, n_eval_episodes)
 
     def evaluate(
@@ -2260,11 +2268,41 @@ class InProcessEval(Evaluator):
     ) -> list[Result]:
         """One Result per job, in order; ``record``: the visited states go to get_obs_rms."""
         _check_same_spaces(_spaces_of(self.env), _spaces_of(it.network), "the env", "the policy")
+        side_by_side = isinstance(self.env, VecEnvs)  # its jobs run together
+        batches = [list(jobs)] if side_by_side or not self.job_timeout else [[j] for j in jobs]
+        results = []
         with self.exclusive():
-            results = run_jobs(self.env, it, jobs, self.options[0], on_step)
+            for batch in batches:
+                with _time_limit(self.job_timeout, batch):
+                    results += run_jobs(self.env, it, batch, self.options[0], on_step)
         for result in results if record else ():
             self.record_visited(0, result)
         return results
+
+
+@contextlib.contextmanager
+def _time_limit(seconds: float | None, jobs: Sequence[Job]) -> Any:
+    """Raise EvaluationTimeout if the block (``jobs``) runs past ``seconds`` a job: SIGALRM,
+    so only in the main thread, on POSIX; elsewhere, or with None, it runs unbounded."""
+    main = threading.current_thread() is threading.main_thread()
+    if not (seconds and main and hasattr(signal, "setitimer")):
+        yield
+        return
+
+    def expire(signum: int, frame: Any) -> None:
+        raise EvaluationTimeout(
+            f"this process has not finished candidate {jobs[0].candidate} (env seeds "
+            f"{[int(s) for j in jobs for s in j.seeds]}) in {seconds * len(jobs):g} s: is the "
+            "env stuck? Pass a larger job_timeout for longer episodes."
+        )
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    signal.setitimer(signal.ITIMER_REAL, seconds * len(jobs))
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
 
 
 class EvaluationTimeout(RuntimeError):
@@ -2811,8 +2849,8 @@ class EvalCallback:
     ``evaluations`` as ``(timesteps, train_seconds, mean, std)`` (the training time, without
     the evaluations'), to ``best_model_save_path`` and, with ``log_path``, to
     ``evaluations.npz``. ``eval_concurrency`` runs the episodes in that many worker
-    processes (the eval env is then an id or a function). ``deterministic`` and ``warn``
-    are accepted for SB3 compatibility."""
+    processes (the eval env is then an id or a function); ``job_timeout`` bounds each
+    episode's seconds. ``deterministic`` and ``warn`` are accepted for SB3 compatibility."""
 
     def __init__(
         self,
@@ -2830,6 +2868,7 @@ class EvalCallback:
         eval_concurrency: int = 1,
         seed: int | None = None,
         best_model_name: str = "best_model.zip",
+        job_timeout: float | None = None,
     ):
         vars(self).update((k, v) for k, v in locals().items() if k != "self")  # the arguments
         check_setting("n_eval_episodes", n_eval_episodes)
@@ -2861,7 +2900,11 @@ class EvalCallback:
         if self._evaluator is None:  # with workers, an id is built in each
             n = self.eval_concurrency
             env = self.eval_env
-            self._evaluator = AsyncEval([env] * n) if n > 1 else InProcessEval(env)
+            timeout = self.job_timeout
+            if n > 1:
+                self._evaluator = AsyncEval([env] * n, job_timeout=timeout or DEFAULT_JOB_TIMEOUT)
+            else:
+                self._evaluator = InProcessEval(env, job_timeout=timeout)
         for child in (self.callback_on_new_best, self.callback_after_eval):
             if child is not None:
                 child.parent = self
@@ -4245,6 +4288,7 @@ def _command(args: argparse.Namespace, interrupts: _Interrupts) -> int:
             best_model_save_path=run_dir,
             best_model_name="best_model.npz",
             verbose=0,
+            job_timeout=config["job_timeout"],
         )
         if args.resume:
             _continue_run(model, config, run_dir, evaluation)
@@ -4331,9 +4375,11 @@ def _train(
             if total > model.num_timesteps:
                 where = f"in {workers} worker processes" if workers else "in this process"
                 print(f"writing to {run_dir}/; rollouts {where}")
+                timeouts = {k: config[k] for k in ("job_timeout", "start_timeout")}
                 if workers > 0:
-                    timeouts = {k: config[k] for k in ("job_timeout", "start_timeout")}
                     async_eval = AsyncEval([env_id] * workers, **timeouts)  # each makes its env
+                else:  # here too, a stuck env is stopped
+                    async_eval = InProcessEval(model.gym_env, job_timeout=config["job_timeout"])
                 model.learn(
                     total - model.num_timesteps,
                     async_eval=async_eval,

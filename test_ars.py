@@ -4429,6 +4429,40 @@ def test_the_command_line_names_itself_its_version_and_how_to_reach_an_env(tmp_p
         assert called.stdout.startswith("usage: ars "), called.stdout[:80]
 
 
+HANG_IN_MAIN = """
+import multiprocessing, time
+import gymnasium as gym, numpy as np
+
+class HangMain(gym.Env):
+    observation_space = gym.spaces.Box(-1.0, 1.0, (1,))
+    action_space = gym.spaces.Box(-1.0, 1.0, (1,))
+
+    def reset(self, *, seed=None, options=None):
+        return np.zeros(1, np.float32), {}
+
+    def step(self, action):
+        if multiprocessing.parent_process() is None:  # the main process only
+            time.sleep(3600)
+        return np.zeros(1, np.float32), 0.0, False, False, {}
+
+gym.register("HangMain-v0", HangMain, max_episode_steps=10)
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("workers", ["0", "2"])
+def test_job_timeout_stops_an_env_that_hangs_in_the_main_process(tmp_path, workers):
+    """--job-timeout bounds the rollouts of this process too (training with no workers, and
+    evaluations): one line naming the env seeds, in about the timeout."""
+    (tmp_path / "hang.py").write_text(HANG_IN_MAIN)
+    run = ["--env", "hang:HangMain-v0", "--workers", workers, "--job-timeout", "2"]
+    start = time.monotonic()
+    done = _cli(tmp_path, *run, "--total-timesteps", "300", "--run-dir", "r", timeout=120)
+    assert time.monotonic() - start < 60 and done.returncode == 1, done.stderr
+    assert done.stderr.count("\n") == 1 and "this process has not finished candidate" in done.stderr
+    assert "env seeds [" in done.stderr and "in 2 s" in done.stderr, done.stderr
+
+
 @pytest.mark.slow
 def test_a_module_env_is_kept_and_found_by_eval_video_and_resume(tmp_path):
     (tmp_path / "myenvs.py").write_text(MODULE_ENV)
