@@ -2400,13 +2400,18 @@ def check_main_guard(start_method: str | None) -> None:
     path = frame.f_code.co_filename if frame is not None else ""
     spec = getattr(frame, "f_globals", {}).get("__spec__")  # python -m pkg: never run again
     again = not str(getattr(spec, "name", "")).endswith("__main__")  # as multiprocessing does
+    if method != "fork" and again and path == "<stdin>":  # python - < script.py
+        raise RuntimeError(
+            "a script read from standard input cannot start worker processes (each imports "
+            'the main script, which has no file): save it to a file, or use start_method="fork"'
+        )
     if method == "fork" or not again or not os.path.isfile(path):  # interactive, or python -c
         return
     with contextlib.suppress(OSError, SyntaxError, ValueError):
         tree = compile(Path(path).read_bytes(), path, "exec", ast.PyCF_ONLY_AST)
-        guards = [
+        guards = [  # at the top level, or inside a top-level block (for, with, try)
             range(node.lineno, node.end_lineno + 1)
-            for node in tree.body
+            for node in ast.walk(tree)
             if isinstance(node, ast.If) and "__main__" in ast.unparse(node.test)
         ]
         if not any(frame.f_lineno in lines for lines in guards):

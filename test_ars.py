@@ -4604,6 +4604,15 @@ if __name__ == "__main__":
 """
 
 
+BLOCK_GUARD = """
+import ars
+for n_workers in (2,):
+    if __name__ == "__main__":
+        with ars.AsyncEval(['Pendulum-v1'] * n_workers) as workers:
+            print(workers.n_workers)
+"""
+
+
 @pytest.mark.slow
 def test_the_main_guard_is_read_where_the_workers_start(tmp_path):
     """A guard that does not hold the start is no guard; python -m pkg runs it once."""
@@ -4614,6 +4623,20 @@ def test_the_main_guard_is_read_where_the_workers_start(tmp_path):
     (tmp_path / "pkg" / "__init__.py").write_text("")
     (tmp_path / "pkg" / "__main__.py").write_text(NO_GUARD.format(call=PARTIAL_GUARD))
     assert _run(["-m", "pkg"], tmp_path, timeout=60).returncode == 0
+    (tmp_path / "block.py").write_text(BLOCK_GUARD)  # a guard inside a top-level block
+    done = _run(["block.py"], tmp_path, timeout=60)
+    assert done.returncode == 0 and done.stdout.strip() == "2", done.stderr
+    stdin = subprocess.run(  # python - < script.py: one line, not the workers' tracebacks
+        [sys.executable, "-"],
+        input=BLOCK_GUARD,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=dict(os.environ, PYTHONPATH=str(HERE)),
+    )
+    assert stdin.returncode == 1 and "read from standard input" in stdin.stderr, stdin.stderr
+    assert stdin.stderr.count("Traceback") == 1, stdin.stderr
 
 
 def test_every_evaluator_names_an_env_of_other_spaces():
