@@ -2325,12 +2325,12 @@ def _worker(remote: Any, parent_ends: list, env_fn_bytes: bytes) -> None:
     try:
         env = make_env(cloudpickle.loads(env_fn_bytes))
         check_spaces(*_spaces_of(env))
-        remote.send(("ready", _spaces_of(env)))
     except BaseException as error:
         _report(remote, None, error)
         return
     it = None
     with contextlib.suppress(EOFError, OSError):  # the main process is gone: nobody to tell
+        remote.send(("ready", _spaces_of(env)))
         message = remote.recv()
         while message[0] != "close":
             run = message[1]  # an Iteration's bytes (None: the last one's), resets' options, jobs
@@ -2367,7 +2367,8 @@ def _run_batch(remote: Any, env: Any, it: Any, options: Any, batch: list[Job]) -
 
 def _report(remote: Any, candidate: int | None, error: BaseException) -> None:
     report = dict(candidate=candidate, line=_one_line(error), trace=traceback.format_exc())
-    remote.send(("error", report))
+    with contextlib.suppress(OSError):  # the main process is gone: nobody to tell
+        remote.send(("error", report))
 
 
 def _shutdown(processes: list[Any], remotes: list[Any]) -> None:

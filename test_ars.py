@@ -4604,6 +4604,40 @@ if __name__ == "__main__":
 """
 
 
+SLOW_START = """
+import multiprocessing, time
+import gymnasium as gym
+
+def slow_in_workers():
+    if multiprocessing.parent_process() is not None:
+        time.sleep(2)  # the main process is killed meanwhile
+    return gym.make("Pendulum-v1")
+
+gym.register("SlowStart-v0", slow_in_workers)
+"""
+
+
+@pytest.mark.slow
+def test_orphaned_workers_exit_quietly_when_the_main_process_is_killed(tmp_path):
+    """SIGKILL to the main process while its workers build their envs: they find nobody to
+    report to and exit without a word (their stderr is the run's)."""
+    (tmp_path / "slowstart.py").write_text(SLOW_START)
+    run = ["--env", "slowstart:SlowStart-v0", "--workers", "2", "--run-dir", "r"]
+    process = subprocess.Popen(
+        [sys.executable, str(HERE / "ars.py"), *run, "--total-timesteps", "5000"],
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    deadline = time.monotonic() + 60
+    while len(_children(process.pid)) < 2 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    process.kill()
+    _, err = process.communicate(timeout=60)  # its end: once the workers have exited too
+    assert "Traceback" not in err and "BrokenPipeError" not in err, err
+
+
 BLOCK_GUARD = """
 import ars
 for n_workers in (2,):
