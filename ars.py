@@ -578,10 +578,22 @@ def check_spaces(observation_space: Space, action_space: Space) -> None:
     if not isinstance(observation_space, OBSERVATION_SPACES):
         raise NotImplementedError(
             f"ARS supports Box, Discrete, MultiDiscrete and MultiBinary observation spaces; "
-            f"got {observation_space} (gymnasium.wrappers.FlattenObservation flattens others)"
+            f"got {observation_space} ({flattening_hint(observation_space)})"
         )
     if not isinstance(action_space, (spaces.Box, spaces.Discrete)):
         raise NotImplementedError(f"ARS supports Box and Discrete actions; got {action_space}")
+
+
+def flattening_hint(space: Space) -> str:
+    """What turns ``space`` into one ARS takes: FlattenObservation, where it can."""
+    try:
+        spaces.flatten_space(space)
+    except NotImplementedError:  # a space of the env's own kind, somewhere inside
+        return (
+            "FlattenObservation cannot flatten all of it: keep its numeric parts with a "
+            "wrapper, such as minigrid's ImgObsWrapper or FlatObsWrapper"
+        )
+    return "gymnasium.wrappers.FlattenObservation flattens it"
 
 
 def action_bounds(action_space: spaces.Box, squash_output: bool) -> np.ndarray:

@@ -895,7 +895,15 @@ def test_train_refuses_dict_and_tuple_observations_as_every_door_does():
             with pytest.raises(NotImplementedError) as error:
                 door()
             messages.append(str(error.value))
-        assert messages[0] == messages[1] and "FlattenObservation" in messages[0]
+        assert messages[0] == messages[1] and "FlattenObservation flattens it" in messages[0]
+
+    class Mission(spaces.Space):  # a space of an env's own, as minigrid's MissionSpace
+        pass
+
+    env = gym.make("CartPole-v1")
+    env.observation_space = spaces.Dict({"image": box, "mission": Mission()})
+    with pytest.raises(NotImplementedError, match="FlattenObservation cannot flatten all of it"):
+        ARS("LinearPolicy", env)
 
 
 # === The API: ARSPolicy and ARS, settings, lit_sb3's and SB3's habits ===========================
