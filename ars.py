@@ -4414,6 +4414,9 @@ def _train(
             flag = str(error).replace("max_episode_steps=", "--max-episode-steps")  # its flag here
             print(f"error: {flag}", file=sys.stderr)
             return 1
+        except Exception as error:  # the env's own, raised in its reset or step
+            print(f"error: {env_id} raised {_one_line(error)}", file=sys.stderr)
+            return 1
         finally:
             interrupts.phase = "saving"  # from here a signal waits until the files are written
             if async_eval is not None:

@@ -4437,6 +4437,30 @@ def test_the_command_line_names_itself_its_version_and_how_to_reach_an_env(tmp_p
         assert called.stdout.startswith("usage: ars "), called.stdout[:80]
 
 
+FAILING_RESET = """
+import gymnasium as gym
+
+class FailingReset(gym.Env):
+    observation_space = gym.spaces.Box(-1.0, 1.0, (1,))
+    action_space = gym.spaces.Box(-1.0, 1.0, (1,))
+
+    def reset(self, *, seed=None, options=None):
+        assert False, "the goal is out of reach"
+
+gym.register("FailingReset-v0", FailingReset, max_episode_steps=10)
+"""
+
+
+def test_an_envs_own_exception_is_one_line_from_the_command_line(tmp_path):
+    """An env that fails its own assertion in reset: one line with the env, the type and the
+    message, exit status 1."""
+    (tmp_path / "failing.py").write_text(FAILING_RESET)
+    done = _cli(tmp_path, "--env", "failing:FailingReset-v0", "--run-dir", "r")
+    assert done.returncode == 1 and done.stderr.count("\n") == 1, done.stderr
+    expected = "error: failing:FailingReset-v0 raised AssertionError: the goal is out of reach"
+    assert done.stderr.strip() == expected
+
+
 HANG_IN_MAIN = """
 import multiprocessing, time
 import gymnasium as gym, numpy as np
