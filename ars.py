@@ -112,8 +112,12 @@ def merge_statistics(obs_rms: RunningMeanStd | None, visited: Sequence[Any]) -> 
 
 # == The policy: a linear map or an MLP, with V2's normalisation folded into the first layer =====
 MIN_VARIANCE = 1e-8  # V2: inputs with a smaller variance are treated as constant and zeroed
-ACTIVATIONS: dict[str, Callable] = dict(relu=lambda x: np.maximum(x, 0.0), tanh=np.tanh)
-ACTIVATIONS.update(sigmoid=lambda x: 0.5 * (1.0 + np.tanh(0.5 * x)), identity=lambda x: x)
+ACTIVATIONS: dict[str, Callable] = dict(
+    relu=lambda x: np.maximum(x, 0.0),
+    tanh=np.tanh,
+    sigmoid=lambda x: 0.5 * (1.0 + np.tanh(0.5 * x)),
+    identity=lambda x: x,
+)
 
 
 def flattener(space: spaces.Space) -> Callable[[Any], np.ndarray]:
@@ -1634,8 +1638,10 @@ PAPER_SETTINGS["Pendulum"].update(policy="MlpPolicy", net_arch=[16], zero_policy
 PRESET_KEYS = [
     name for name in SETTINGS if name not in ("policy_kwargs", "max_episode_steps", "seed")
 ]
-GENERIC_SETTINGS = {name: SETTINGS[name].default for name in PRESET_KEYS}
-GENERIC_SETTINGS.update(net_arch=None, delta_std=0.03, normalize_obs=True)
+GENERIC_SETTINGS = {
+    **{name: SETTINGS[name].default for name in PRESET_KEYS},
+    **dict(net_arch=None, delta_std=0.03, normalize_obs=True),
+}
 
 
 # Tuned presets: where a study of examples/tune.py found settings that need fewer episodes than
@@ -3378,9 +3384,21 @@ def read_model_file(source: Any, env: Any = None) -> tuple[dict[str, Any], dict[
 
 
 # What ARS.load's custom_objects may replace beyond the settings, and the check of each.
-FILE_FIELDS: dict[str, Callable[[Any], bool]] = dict(num_timesteps=_is_count, n_updates=_is_count)
-FILE_FIELDS.update(env_id=lambda value: value is None or isinstance(value, str))
-FILE_FIELDS.update({key: lambda value: isinstance(value, Space) for key in SPACE_KEYS})
+def _is_space(value: Any) -> bool:
+    return isinstance(value, Space)
+
+
+def _is_env_id(value: Any) -> bool:
+    return value is None or isinstance(value, str)
+
+
+FILE_FIELDS: dict[str, Callable[[Any], bool]] = dict(
+    num_timesteps=_is_count,
+    n_updates=_is_count,
+    env_id=_is_env_id,
+    observation_space=_is_space,
+    action_space=_is_space,
+)
 
 
 def _custom_objects(meta: dict, custom_objects: dict) -> dict[str, Any]:
@@ -3919,9 +3937,14 @@ FLAGS = [  # flag, argparse keywords, help
     ("--eval", {"metavar": "MODEL"}, "evaluate a saved model instead of training"),
 ]
 # The flags whose value defines a run (on --resume, refused unless unchanged): its settings
-# but the budget and the verbosity, and the env, preset, layers and evaluation schedule.
-RUN_FLAGS = set(RUN_SETTINGS) - {"total_timesteps", "verbose"}
-RUN_FLAGS |= {"env", "preset", "net_arch", "eval_freq", "eval_episodes", "checkpoint_interval"}
+# but the budget and the verbosity, and the env, preset, layers and evaluation episodes.
+RUN_FLAGS = set(RUN_SETTINGS) - {"total_timesteps", "verbose"} | {
+    "env",
+    "preset",
+    "net_arch",
+    "eval_episodes",
+    "checkpoint_interval",
+}
 MAX_WORKERS = 1024  # more processes than this on one machine is a typo
 # What the command line reports as one line, exit status 2: mistakes in what it was given and
 # failures of the env (NotImplementedError is a RuntimeError; a Warning under python -W error).
@@ -4173,7 +4196,7 @@ def _resume(args: argparse.Namespace) -> Run:
         raise ValueError(f"{run_dir / 'config.json'} lacks {sorted(RUN_CONFIG)}: it is not ars's")
     config.setdefault("preset", "paper")  # a config without a preset ran the paper's settings
     run = {k: config[k] for k in HPARAMS if k in config and k != "policy_kwargs"}
-    for flag in sorted(args.explicit - {"eval_freq"}):  # the schedule may change, as the budget
+    for flag in sorted(args.explicit):
         value = getattr(args, flag)
         if flag in HPARAMS:  # taken as a new run takes it: by its rule, b at most N
             value = check_settings({**run, flag: value}, MODEL_SETTINGS)[flag]
