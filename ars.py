@@ -391,7 +391,7 @@ def iteration(
             key = k if hp["common_random_numbers"] else c
             seeds = env_seeds(seed, ENV_SEEDS, index, key, n=hp["n_eval_episodes"])
             jobs.append(Job(c, k, sign, seeds))
-    results = finite_results(jobs, evaluate(it, jobs), index)  # in candidate order
+    results = finite_results(it, jobs, evaluate(it, jobs))  # in candidate order
     r = np.array([shifted_return(x, hp["alive_bonus_offset"]) for x in results])
     r_plus = r[:n]
     r_minus = r[n:]
@@ -640,18 +640,29 @@ def check_observation(obs: Any, space: Space, seed: int) -> None:
         )
 
 
-def finite_results(jobs: Sequence[Job], results: Sequence[Result], index: int) -> list[Result]:
-    """The Results by candidate, checked: a NaN or inf reward or observation stops training."""
+HUGE_PARAMETER = 1e100  # a candidate's parameter this large overflows the policy's products
+
+
+def finite_results(it: Iteration, jobs: Sequence[Job], results: Sequence[Result]) -> list[Result]:
+    """The Results by candidate, checked: a NaN or inf reward or observation stops training,
+    blaming the settings where the candidate's parameters were too large to act with."""
     checked = {}
     for job, result in zip(jobs, results):
         rms = result.visited
         what = "reward (nan or inf)" if not np.isfinite(result.returns).all() else None
+        largest = np.abs(candidate_parameters(it, job)).max(initial=0.0) if what else 0.0
+        if not largest <= HUGE_PARAMETER:  # nan too
+            raise FloatingPointError(
+                f"iteration {it.index}, candidate {job.candidate}: its parameters reach "
+                f"{largest:.3g}, so its actions overflow: lower the settings that make them "
+                f"(delta_std {it.delta_std:g}, learning_rate); the env is not at fault"
+            )
         if what is None and rms is not None and not np.isfinite([rms.mean, rms.var]).all():
             big = np.isfinite(rms.mean).all()  # finite states whose squares overflow
             what = "variance of the observations: scale them" if big else "observation (nan or inf)"
         if what:
             raise FloatingPointError(
-                f"iteration {index}, candidate {job.candidate} (direction {job.k}, "
+                f"iteration {it.index}, candidate {job.candidate} (direction {job.k}, "
                 f"{'+-'[job.sign < 0]}): a non-finite {what}, with env seeds "
                 f"{[int(s) for s in job.seeds]}; the weights are unchanged"
             )

@@ -998,6 +998,16 @@ def test_a_file_of_another_sb3_algorithm_is_said_not_to_be_an_ars_model(tmp_path
             ARS.load(tmp_path / "ppo.zip")
 
 
+def test_nan_actions_from_huge_noise_blame_the_settings_not_the_env():
+    """nu = 1e300 on an MLP makes NaN actions, then NaN rewards: the error names the
+    candidate's parameters and the settings, not the env."""
+    model = ARS("MlpPolicy", "Pendulum-v1", n_delta=1, delta_std=1e300, seed=0)
+    with np.errstate(all="ignore"), pytest.raises(FloatingPointError) as error:
+        model.learn(400)
+    assert "its parameters reach" in str(error.value) and "delta_std 1e+300" in str(error.value)
+    assert "the env is not at fault" in str(error.value) and model.n_updates == 0
+
+
 def test_hyper_parameter_checks():
     with pytest.warns(UserWarning, match="n_top=9 is larger than n_delta=4"):
         model = ARS("LinearPolicy", "CartPole-v1", n_delta=4, n_top=9)
