@@ -4331,7 +4331,7 @@ def test_sigint_and_sigterm_exit_130_and_143_while_training_and_evaluating(tmp_p
             )
             while args[0] != "--eval" and "writing to" not in process.stdout.readline():
                 pass  # training has begun
-            time.sleep(1.0)
+            time.sleep(1.0 if args[0] != "--eval" else 4.0)  # --eval: past Python's imports
             process.send_signal(sig)
             time.sleep(0.5)  # two at once would be one: a signal pending is not counted twice
             process.send_signal(sig)  # twice: Ctrl+C once finishes the iteration
