@@ -3836,19 +3836,32 @@ def _sb3_weights(
         raise ValueError(f"{where} is not a readable weights file ({_one_line(error)})") from None
     if inflated > budget:
         raise ValueError(f"{where} holds more than {n_params:,} weights")
-    try:
-        state = torch.load(io.BytesIO(weights), map_location="cpu", weights_only=True)
-    except Exception as error:  # a damaged pickle raises anything: one line
-        raise ValueError(f"{where} is not a readable weights file ({_one_line(error)})") from None
+    with tempfile.TemporaryDirectory() as folder:  # mmap needs a file: tensors stay on disk
+        path = Path(folder) / "policy.pth"
+        path.write_bytes(weights)
+        try:
+            state = torch.load(path, map_location="cpu", weights_only=True, mmap=True)
+        except Exception as error:  # a damaged pickle raises anything: one line
+            raise ValueError(
+                f"{where} is not a readable weights file ({_one_line(error)})"
+            ) from None
+        return _sb3_tensors(torch, state, n_params, where)
+
+
+def _sb3_tensors(torch: Any, state: Any, n_params: int, where: str) -> dict[str, np.ndarray]:
+    """The float tensors of a loaded (memory-mapped) state, counted before they are read."""
 
     def floats(v):
         return torch.is_tensor(v) and v.is_floating_point()  # not complex, not int
 
     if not (isinstance(state, dict) and all(floats(v) for v in state.values())):
         raise ValueError(f"{where} holds something other than float tensors")
-    if sum(v.numel() for v in state.values()) > n_params:  # a stride-0 view inflates here
+    if sum(v.numel() for v in state.values()) > n_params:
         raise ValueError(f"{where} holds more than {n_params:,} weights")
-    return {str(k): v.detach().double().numpy() for k, v in state.items()}
+    for key, v in state.items():  # a view repeating a few numbers: crafted, never saved so
+        if v.untyped_storage().nbytes() < v.numel() * v.element_size():
+            raise ValueError(f"{where}: its {key} has more numbers than its storage holds")
+    return {str(k): v.detach().to(torch.float64, copy=True).numpy() for k, v in state.items()}
 
 
 # == The command line =============================================================================

@@ -3613,6 +3613,32 @@ def test_hostile_sb3_contrib_files_are_refused_in_one_line(tmp_path):
         assert str(error.value).startswith(str(tmp_path / f"{name}.zip")), name
 
 
+def test_an_sb3_contrib_file_at_the_parameter_cap_is_refused_before_its_tensors_inflate(
+    tmp_path,
+):
+    """A small crafted file whose one tensor is a view of a single number repeated to the
+    network's millions of parameters: refused with under 100 MB of memory beyond the env's."""
+    sb3_contrib = pytest.importorskip("sb3_contrib")
+    torch = pytest.importorskip("torch")
+    source = tmp_path / "theirs.zip"
+    sb3_contrib.ARS("LinearPolicy", "Pendulum-v1", zero_policy=False, seed=0).save(source)
+    wide = {"_shape": [9_999_999], "low": "[...]", "high": "[...]", "low_repr": "-1.0"}
+    wide.update(high_repr="1.0", bounded_below="[...]", bounded_above="[...]")
+    view = _pth({"action_net.weight": torch.zeros(1).expand(9_999_999)})  # the count: N
+    _sb3_file(tmp_path / "cap.zip", source, {"observation_space": wide}, view)
+    assert (tmp_path / "cap.zip").stat().st_size < 100_000
+    env = "gymnasium.spaces.Box(-1.0, 1.0, (9_999_999,)), gymnasium.spaces.Box(-1.0, 1.0, (3,))"
+    code = (
+        "import gymnasium, torch; env = gymnasium.make('Pendulum-v1'); "  # torch's own apart
+        f"env.observation_space, env.action_space = {env}; "
+        f"ars.ARS.load({str(tmp_path / 'cap.zip')!r}, env=env)"
+    )
+    env_alone = int(_peak_rss_of(code.rsplit(";", 1)[0], tmp_path).split("GROWTH_KB")[1])
+    out = _peak_rss_of(code, tmp_path)
+    assert "REJECTED" in out and "more numbers than its storage holds" in out, out
+    assert int(out.split("GROWTH_KB")[1]) - env_alone < 100_000, (out, env_alone)
+
+
 def test_sb3_contrib_members_are_read_within_their_bound_whatever_their_header_says(tmp_path):
     """bzip2, LZMA and encrypted members are refused (Python inflates the first two without a
     bound); a deflated member larger than its header says is read no further than the header
