@@ -709,6 +709,37 @@ def flat_rows(rows: list, dtype: Any) -> np.ndarray:
 
 # --------------------------------------------------- end of the core: the rest is built on it
 
+__all__ = [  # what users import; the rest is reachable as ars.NAME, for the curious
+    # the core
+    "SETTINGS",
+    "DEFAULTS",
+    "POLICIES",
+    "RunningMeanStd",
+    "Network",
+    "train",
+    # the API, presets and envs
+    "ARS",
+    "ARSPolicy",
+    "ARSLinearPolicy",  # and ars.TorchPolicy, made (with torch) only when asked for
+    "settings_for",
+    "paper_model",
+    "PAPER_SETTINGS",
+    "TUNED_SETTINGS",
+    "make_env",
+    # evaluators, callbacks, logging, files
+    "Evaluator",
+    "InProcessEval",
+    "AsyncEval",
+    "EvaluationTimeout",
+    "EvalCallback",
+    "evaluate_policy",
+    "StopTraining",
+    "Logger",
+    "read_model_file",
+    "main",
+    "__version__",
+]
+
 # The API follows (ARSPolicy and ARS), then the plumbing in the order data flows. Optional
 # dependencies are imported where they are used.
 
