@@ -192,8 +192,16 @@ def time_limit(env_id: str) -> int:
     return env.spec.max_episode_steps or ars.NO_LIMIT_STEPS
 
 
+class Surplus(Exception):
+    """A trial asked for while another process took the study's last one: it never runs."""
+
+
 def run_trial(trial: Any, args: argparse.Namespace, evaluator: Any, stop: Any) -> float:
-    """Train the tuning seeds one after the other; the pruner hears every evaluation."""
+    """Train the tuning seeds one after the other; the pruner hears every evaluation. Where
+    processes asked for trials at once, those numbered past ``--trials`` do not run."""
+    before = trial.study.get_trials(deepcopy=False)[: trial.number]
+    if sum(t.state.name in (*FINISHED, "RUNNING") for t in before) >= args.trials:
+        raise Surplus(f"trial {trial.number}: the study has its {args.trials} trials")
     settings = trial_settings(args.env, suggest(trial))
     hooks = Trial(trial, args, evaluator, stop)
     for index in range(args.seeds):
@@ -372,7 +380,8 @@ def rdb_storage(optuna: Any, url: str) -> Any:
         try:
             return optuna.storages.RDBStorage(url, heartbeat_interval=60)
         except Exception as error:
-            if "already exists" not in str(error) or attempt == 2:
+            racing = ("already exists", "UNIQUE constraint", "database is locked")
+            if not any(text in str(error) for text in racing) or attempt == 2:
                 raise ValueError(f"--storage {url}: {error}") from None
             time.sleep(1 + attempt)
 
@@ -443,7 +452,7 @@ def _study(study: Any, stop: Stop, args: argparse.Namespace, evaluator: Any) -> 
     try:  # a trial whose rewards overflow fails alone; the same command runs it again
         stop.optimizing = True
         while taken(study) < args.trials and stop.signum is None:
-            study.optimize(objective, n_trials=1, catch=FloatingPointError)
+            study.optimize(objective, n_trials=1, catch=(FloatingPointError, Surplus))
     except KeyboardInterrupt:
         stop.signum = stop.signum or signal.SIGINT
     except RuntimeError:  # a signal to the process group ended AsyncEval's workers too
