@@ -1256,6 +1256,9 @@ class ARS:
     env : str, gymnasium.Env, vector env or callable, optional
         An id, an env, an SB3 or gymnasium vector env (its ``n_envs`` envs run rollouts side
         by side), or a function returning one; else given at ``learn(..., env=...)``.
+    env_kwargs : dict, optional
+        An id's keyword arguments, as ``gym.make(id, **env_kwargs)`` takes them; the model
+        keeps those of its env (``model.env_kwargs``), and its files, to make it again.
 
     The others are the settings of ``MODEL_SETTINGS`` (the core's table and SB3's five), where
     each has its default, its rule and a line of help. ``learning_rate`` and ``delta_std`` also
@@ -1291,6 +1294,7 @@ class ARS:
         common_random_numbers: bool = True,
         normalization_samples: int = 0,
         max_episode_steps: int | None = None,
+        env_kwargs: dict[str, Any] | None = None,
     ):
         if _is_number(env):  # lit_sb3's ARS(policy, n_delta, ...)
             raise TypeError(
@@ -1312,14 +1316,15 @@ class ARS:
         self.ep_info_buffer: collections.deque = collections.deque(maxlen=self.stats_window_size)
         self.gym_env = None
         self.env_id = None
+        self.env_kwargs = {}
         self._vec_env = None
         self._vec_normalize = None
         self.observation_space = None
         self.action_space = None
         if isinstance(policy, ARSPolicy):  # an instance brings its spaces
             self.observation_space, self.action_space = _spaces_of(policy)
-        if env is not None:
-            self.set_env(env)
+        if env is not None or env_kwargs is not None:
+            self.set_env(env, env_kwargs=env_kwargs)
         if _init_setup_model and self.observation_space is not None:
             self._setup_model()
 
@@ -1377,9 +1382,10 @@ class ARS:
             raise ValueError("the model has no policy yet: give it an env, or learn(..., env=...)")
         return self.policy
 
-    def set_env(self, env: Any, force_reset: bool = True) -> None:
-        """Train on ``env`` (id, env, vector env or function) of the model's spaces."""
-        parts = resolve_env(env)  # its spaces: checked by the policy
+    def set_env(self, env: Any, force_reset: bool = True, env_kwargs: Any = None) -> None:
+        """Train on ``env`` (id, env, vector env or function) of the model's spaces; an id is
+        made with ``env_kwargs``. The model keeps the id and the kwargs that remake it."""
+        parts = resolve_env(env, env_kwargs)  # its spaces: checked by the policy
         gym_env = parts.gym_env
         if self.observation_space is not None:
             _check_same_spaces(_spaces_of(gym_env), _spaces_of(self), "the env")
@@ -1390,6 +1396,7 @@ class ARS:
         spec_id = getattr(gym_env.spec, "id", self.env_id)
         given = isinstance(env, str) and env.endswith(f":{spec_id}")  # module:Id: the module too
         self.env_id = env if given else spec_id
+        self.env_kwargs = recorded_kwargs(gym_env)
         _check_vec_normalize(self)
         if self.policy is not None and getattr(parts.vec_normalize, "norm_obs", False):
             self.policy.vec_normalize = parts.vec_normalize  # what it learns through from now on
@@ -1459,10 +1466,12 @@ class ARS:
     def _prepare_to_learn(self, env: Any, async_eval: Any) -> None:
         """The env, the settings and the policy, checked and built before anything runs; a
         loaded model without an env makes the one its file names, as ``--resume`` does."""
+        env_kwargs = None
         if env is None and self.gym_env is None and not hasattr(async_eval, "evaluate"):
             env = self.env_id
+            env_kwargs = self.env_kwargs
         if env is not None:
-            self.set_env(env)
+            self.set_env(env, env_kwargs=env_kwargs)
         no_spaces = self.policy is None and self.observation_space is None
         no_rollouts = self.gym_env is None and not hasattr(async_eval, "evaluate")
         if no_spaces or no_rollouts:  # a loaded model has spaces, yet no env
@@ -1650,7 +1659,8 @@ class ARS:
         **kwargs: Any,
     ) -> ARS:
         """A model from a file of :meth:`save` (or sb3-contrib's ``ARS.save``); ``learn``
-        continues from it. ``kwargs`` override saved settings; ``custom_objects`` replace the
+        continues from it. ``kwargs`` override saved settings (``env_kwargs``: the file's env
+        made with these); ``custom_objects`` replace the
         settings the file holds and are otherwise ignored, as in SB3 (rl-baselines3-zoo
         passes ``lr_schedule`` and ``clip_range`` to every algorithm). ``device`` falls back
         to the CPU as in the constructor; ``force_reset`` is accepted for SB3 compatibility
@@ -1753,22 +1763,67 @@ def _is_vec_env(env: Any) -> bool:
     )
 
 
-def make_env(env: Any) -> gym.Env | VecEnvs:
-    """The env (or :class:`VecEnvs`) of an id, env, vector env or function: :func:`resolve_env`."""
-    return resolve_env(env).gym_env
+def make_env(env: Any, env_kwargs: dict[str, Any] | None = None) -> gym.Env | VecEnvs:
+    """The env (or :class:`VecEnvs`) of an id (made with ``env_kwargs``, as ``gym.make(id,
+    **env_kwargs)``), env, vector env or function: :func:`resolve_env`."""
+    return resolve_env(env, env_kwargs).gym_env
+
+
+def check_env_kwargs(env_kwargs: Any, name: str = "env_kwargs") -> dict[str, Any]:
+    """``env_kwargs`` (None: none) as a dict that JSON keeps as it is, so that a run's config
+    and a model's file make the same env again; else a ValueError naming ``name``."""
+    env_kwargs = {} if env_kwargs is None else env_kwargs
+    try:
+        kept = isinstance(env_kwargs, dict) and json.loads(json.dumps(env_kwargs)) == env_kwargs
+    except (TypeError, ValueError, RecursionError):  # not JSON, or nan (never equal to itself)
+        kept = False
+    if not kept:
+        raise ValueError(
+            f"{name} must be a dict of names to numbers, strings, booleans, None, lists or "
+            f"dicts (what a file keeps as given); got {env_kwargs!r:.100}"
+        )
+    return env_kwargs
+
+
+def recorded_kwargs(gym_env: Any) -> dict[str, Any] | None:
+    """The keyword arguments ``gym_env`` was made with beyond its registration's (its
+    ``spec.kwargs``; render_mode aside: how it shows, not what it is): what remakes it from its
+    id. None where a file could not hold them."""
+    spec = getattr(gym_env, "spec", None)
+    if spec is None or spec.id not in gym.registry:
+        return {}
+    registered = gym.registry[spec.id].kwargs
+    given = {}
+    for key, value in spec.kwargs.items():
+        with contextlib.suppress(Exception):  # a comparison that fails: a value of its own
+            if key == "render_mode" or key in registered and bool(registered[key] == value):
+                continue
+        given[key] = value
+    with contextlib.suppress(ValueError):
+        return check_env_kwargs(given)
+    return None
+
+
+def env_kwargs_for(env_id: Any, given: Any, recorded_id: Any, recorded: Any) -> dict[str, Any]:
+    """The kwargs to make ``env_id`` with: those ``given``, else a model's own where it is its
+    env (``recorded_id``), else none."""
+    if given is not None:
+        return check_env_kwargs(given)
+    return recorded or {} if env_id == recorded_id else {}
 
 
 EnvParts = collections.namedtuple("EnvParts", "gym_env vec_env vec_normalize")
 
 
-def resolve_env(env: Any) -> EnvParts:
-    """``EnvParts``: the env, the vector env given (or None), its VecNormalize (or None). A
-    vector env gives
-    its one env (DummyVecEnv, SyncVectorEnv), else :class:`VecEnvs`; SB3's may have
-    ``VecNormalize`` and ``VecMonitor`` around it. Wrappers that change observations in ways
-    ARS cannot see through are refused."""
+def resolve_env(env: Any, env_kwargs: dict[str, Any] | None = None) -> EnvParts:
+    """``EnvParts``: the env, the vector env given (or None), its VecNormalize (or None). An
+    id is made with ``env_kwargs``. A vector env gives its one env (DummyVecEnv,
+    SyncVectorEnv), else :class:`VecEnvs`; SB3's may have ``VecNormalize`` and ``VecMonitor``
+    around it. Wrappers that change observations in ways ARS cannot see through are refused."""
     if isinstance(env, str):  # no MuJoCo: gymnasium's error names the pip install
-        return EnvParts(gym.make(env), None, None)
+        return EnvParts(gym.make(env, **check_env_kwargs(env_kwargs)), None, None)
+    if env_kwargs:
+        raise ValueError("env_kwargs go with an env id; give the env made with them instead")
     made = env
     if callable(env) and not isinstance(env, (gym.Env, VecEnvs)) and not _is_vec_env(env):
         made = env()
@@ -3161,7 +3216,8 @@ MAX_METADATA_BYTES = 4 << 20
 SAVED = tuple(k for k in HPARAMS if k not in ("policy_kwargs", "tensorboard_log", "device"))
 METADATA_FIELDS = set(
     "format format_version kind ars_version policy policy_kwargs observation_space action_space "
-    "system_info hparams env_id num_timesteps n_updates schedules ep_info_buffer callbacks "
+    "system_info hparams env_id env_kwargs num_timesteps n_updates schedules ep_info_buffer "
+    "callbacks "
     "included vec_normalize rng_state".split()
 )  # rng_state: format 1's generator state; the streams need none, so it is read past
 
@@ -3238,7 +3294,7 @@ def _space_from_json(data: dict[str, Any], where: str) -> spaces.Space:
 # "included" extras may never be one of them.
 MODEL_STATE = (
     "hparams hparams_initial policy_class policy num_timesteps n_updates ep_info_buffer gym_env "
-    "env_id observation_space action_space".split()
+    "env_id env_kwargs observation_space action_space".split()
 )
 
 
@@ -3292,7 +3348,9 @@ def _metadata(model: Any, kind: str = "model", scheduled: dict | None = None) ->
         schedules = [k for k in SCHEDULED if changing(k)]  # as that number, and not named here
         now = {**hp, **(scheduled or {})}
         meta["hparams"] = {k: now[k] for k in SAVED}
-        meta.update(env_id=model.env_id, num_timesteps=model.num_timesteps)
+        remade = model.env_kwargs is not None  # else kwargs no file holds: no env named
+        meta.update(env_id=model.env_id if remade else None, env_kwargs=model.env_kwargs or {})
+        meta["num_timesteps"] = model.num_timesteps
         meta["n_updates"] = model.n_updates
         episodes = [[e["r"], e["l"]] for e in model.ep_info_buffer]
         meta.update(schedules=schedules, ep_info_buffer=episodes)
@@ -3480,6 +3538,7 @@ def model_from_file(meta: dict, state: dict, where: str, env: Any = None, **over
     built by ``ARS()``'s own check, with the file's policy and counters."""
     if meta["kind"] != "model":
         raise ValueError(f"{where} holds a policy alone: load it with ARSPolicy.load")
+    given_kwargs = overrides.pop("env_kwargs", None)  # else the file's, for its own env
     for name in set(overrides) & set(HPARAMS):  # the caller's values: messages without the file
         check_setting(name, overrides[name], table=MODEL_SETTINGS)
     schedules = meta.get("schedules", [])
@@ -3494,6 +3553,7 @@ def model_from_file(meta: dict, state: dict, where: str, env: Any = None, **over
                 f"policy_kwargs shape a policy when it is built, and the file's is built with "
                 f"{meta['policy_kwargs']}: load it without policy_kwargs"
             )
+        recorded = check_env_kwargs(meta.get("env_kwargs"))  # older files: none
         settings = {**meta["hparams"], "policy_kwargs": meta["policy_kwargs"], **overrides}
         model = ARS(meta["policy"], _init_setup_model=False, **settings)
         if model.normalize_obs != ("obs_rms.mean" in state):  # V2 needs the file's statistics
@@ -3511,13 +3571,15 @@ def model_from_file(meta: dict, state: dict, where: str, env: Any = None, **over
     model.observation_space = model.policy.observation_space
     model.action_space = model.policy.action_space
     model.env_id = meta.get("env_id")
+    model.env_kwargs = recorded
     model.num_timesteps = meta["num_timesteps"]
     model.n_updates = meta["n_updates"]
     model.ep_info_buffer.extend({"r": float(r), "l": int(n)} for r, n in meta["ep_info_buffer"])
     for name, value in meta.get("included", {}).items():
         setattr(model, name, value)
-    if env is not None:
-        model.set_env(env)
+    if env is not None or given_kwargs is not None:
+        kwargs = env_kwargs_for(env, given_kwargs, model.env_id, model.env_kwargs)
+        model.set_env(model.env_id if env is None else env, env_kwargs=kwargs)
     return model
 
 
@@ -3929,6 +3991,24 @@ def _setting(text: str) -> Any:
     return text
 
 
+def parse_env_kwargs(pairs: Sequence[str] | None) -> dict[str, Any] | None:
+    """``--env-kwargs``' ``name:value`` pairs (rl-baselines3-zoo's form) as a dict, each value
+    a Python literal (``True``, ``2.5``, ``[1, 2]``, ``'ram'``) or else the text itself
+    (``obs_type:ram``); never evaluated as code. None stays None."""
+    if pairs is None:
+        return None
+    env_kwargs = {}
+    for pair in pairs:
+        name, colon, text = pair.partition(":")
+        if not (colon and name.isidentifier()) or name in env_kwargs:
+            raise ValueError(f"--env-kwargs takes name:value pairs, each name once; got {pair!r}")
+        try:
+            env_kwargs[name] = ast.literal_eval(text)
+        except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+            env_kwargs[name] = text
+    return check_env_kwargs(env_kwargs, "--env-kwargs")
+
+
 def _net_arch(text: str) -> list[Any]:
     """Layer sizes as written (``64,64``; empty: none), checked as policy_kwargs are."""
     return [_setting(n) for n in text.split(",")] if text.strip() else []
@@ -3970,6 +4050,12 @@ FLAGS = [  # flag, argparse keywords, help
         f"({', '.join(TUNED_SETTINGS)}), else the paper's; paper: the paper's (or "
         "rl-baselines3-zoo's) everywhere",
     ),
+    (
+        "--env-kwargs",
+        {"nargs": "+", "metavar": "NAME:VALUE"},
+        "keyword arguments of the env, as gym.make(id, **kwargs) takes them (rl-baselines3-zoo's "
+        "form): --env-kwargs obs_type:ram frameskip:4",
+    ),
     ("--net-arch", {"type": _net_arch}, "MlpPolicy hidden sizes, e.g. 64,64 (selects MlpPolicy)"),
     *(_setting_flag(name) for name in RUN_SETTINGS),
     ("--eval-freq", POSITIVE, "timesteps between evaluations (default: total / 20)"),
@@ -3999,6 +4085,7 @@ FLAGS = [  # flag, argparse keywords, help
 # but the budget and the verbosity, and the env, preset, layers and evaluation episodes.
 RUN_FLAGS = set(RUN_SETTINGS) - {"total_timesteps", "verbose"} | {
     "env",
+    "env_kwargs",
     "preset",
     "net_arch",
     "eval_episodes",
@@ -4049,6 +4136,10 @@ def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p = _parser()
     args = p.parse_args(argv)
     env = args.env
+    try:
+        args.env_kwargs = parse_env_kwargs(args.env_kwargs)
+    except ValueError as error:
+        p.error(str(error))
     for name in RUN_LIMITS:  # given: checked by the rule config.json's value meets on --resume
         if getattr(args, name) is not None:
             try:
@@ -4183,7 +4274,7 @@ def _new_run(args: argparse.Namespace) -> Run:
     config.update({k: v for k, v in vars(args).items() if k in config and v is not None})
     unpreset = [k for k in RUN_SETTINGS if k not in config]  # seed, verbose, ...
     given = {k: getattr(args, k) for k in unpreset if getattr(args, k) is not None}
-    model = paper_model(env_id, **config, **given)
+    model = paper_model(env_id, **config, **given, env_kwargs=args.env_kwargs)
     names = "eval_episodes checkpoint_interval".split()
     mujoco = "mujoco" in str(getattr(model.gym_env.spec, "entry_point", ""))
     workers = args.workers
@@ -4191,6 +4282,7 @@ def _new_run(args: argparse.Namespace) -> Run:
         workers = (os.cpu_count() or 1) if mujoco else 0
     eval_freq = args.eval_freq or max(int(config["total_timesteps"]) // 20, 1)
     config.update({k: getattr(args, k) for k in names}, env=env_id, eval_freq=eval_freq)
+    config["env_kwargs"] = model.env_kwargs
     config.update({k: model.hparams[k] for k in RUN_FLAGS if k in HPARAMS})  # as checked
     config.update(workers=workers, seed=model.seed, preset=args.preset, ars_version=__version__)
     for name in ("job_timeout", "start_timeout"):
@@ -4266,8 +4358,10 @@ def _resume(args: argparse.Namespace) -> Run:
             )
     checkpoint = run_dir / "checkpoint.npz"  # read once: the model and the callbacks' state
     meta, state = read_model_file(checkpoint)
-    verbose = {} if args.verbose is None else {"verbose": args.verbose}  # else the run's
-    model = model_from_file(meta, state, str(checkpoint), config["env"], **verbose)
+    config["env_kwargs"] = check_env_kwargs(config.get("env_kwargs"), "env_kwargs (config.json)")
+    given = {"env_kwargs": config["env_kwargs"]}  # and the verbosity, else the run's
+    given.update({} if args.verbose is None else {"verbose": args.verbose})
+    model = model_from_file(meta, state, str(checkpoint), config["env"], **given)
     config["callbacks"] = meta.get("callbacks", {})  # for this process only: never written
     total = args.total_timesteps
     if total is not None and total < model.num_timesteps and total != config["total_timesteps"]:
@@ -4291,12 +4385,14 @@ def _evaluate_saved(args: argparse.Namespace) -> int:
     meta, state = read_model_file(args.eval, args.env)  # once: a model, or a policy alone
     build = model_from_file if meta["kind"] == "model" else _build_policy  # spaces: checked at use
     model = build(meta, state, str(args.eval))
-    env_id = args.env or getattr(model, "env_id", None)
+    recorded_id = getattr(model, "env_id", None)  # a model's; a policy alone has none
+    env_id = args.env or recorded_id
     if env_id is None:
         raise ValueError(f"{args.eval} does not record its env; pass --env")
     if args.max_episode_steps is not None:  # a policy alone too: checked as the setting
         model.max_episode_steps = check_setting("max_episode_steps", args.max_episode_steps)
-    env = make_env(env_id)
+    recorded = getattr(model, "env_kwargs", None)
+    env = make_env(env_id, env_kwargs_for(env_id, args.env_kwargs, recorded_id, recorded))
     _check_same_spaces(_spaces_of(env), _spaces_of(policy_of(model)), env_id, "the model")
     episodes = args.eval_episodes
     mean, std = evaluate_policy(model, env, episodes)  # the model's own seeds
@@ -4381,8 +4477,9 @@ def _command(args: argparse.Namespace, interrupts: _Interrupts) -> int:
                 f"cores add memory and messages, not speed; --workers {os.cpu_count()} is as fast"
             )
         lock = _RunLock(run_dir)  # before anything in the folder changes
+        make = functools.partial(make_env, config["env"], config["env_kwargs"])  # in each process
         evaluation = EvalCallback(
-            config["env"],
+            make,
             n_eval_episodes=config["eval_episodes"],
             eval_freq=config["eval_freq"],
             best_model_save_path=run_dir,
@@ -4477,7 +4574,8 @@ def _train(
                 print(f"writing to {run_dir}/; rollouts {where}")
                 timeouts = {k: config[k] for k in ("job_timeout", "start_timeout")}
                 if workers > 0:
-                    async_eval = AsyncEval([env_id] * workers, **timeouts)  # each makes its env
+                    make = functools.partial(make_env, env_id, config["env_kwargs"])
+                    async_eval = AsyncEval([make] * workers, **timeouts)  # each makes its env
                 else:  # here too, a stuck env is stopped
                     async_eval = InProcessEval(model.gym_env, job_timeout=config["job_timeout"])
                 model.learn(

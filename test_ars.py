@@ -4550,6 +4550,64 @@ def test_a_module_env_is_kept_and_found_by_eval_video_and_resume(tmp_path):
     assert "myenvs" in lost.stderr and "--env" in lost.stderr
 
 
+@pytest.mark.slow
+def test_env_kwargs_from_the_command_line_make_the_same_env_at_every_door(tmp_path):
+    """--env-kwargs (rl-baselines3-zoo's name:value form) trains on gym.make(id, **kwargs) in
+    workers and here, is kept in config.json and the model's file, and --resume, --eval,
+    the video example and ARS.load make that env again; a resume with others is refused."""
+    run = ["--env", "Pendulum-v1", "--env-kwargs", "g:3.0", "--n-delta", "2", "--seed", "5"]
+    done = _cli(tmp_path, *run, "--total-timesteps", "800", "--workers", "2", "--run-dir", "r")
+    assert done.returncode == 0, done.stderr
+    assert json.loads((tmp_path / "r" / "config.json").read_text())["env_kwargs"] == {"g": 3.0}
+    assert _cli(tmp_path, "--resume", "r", "--total-timesteps", "2400").returncode == 0
+    trained = ARS.load(tmp_path / "r" / "model.npz")
+    assert trained.env_id == "Pendulum-v1" and trained.env_kwargs == {"g": 3.0}
+    straight = ars.paper_model("Pendulum-v1", env_kwargs={"g": 3.0}, n_delta=2, seed=5)
+    _assert_same_weights(trained, straight.learn(2400))  # the env of g = 3, every iteration
+    plain = ars.paper_model("Pendulum-v1", n_delta=2, seed=5).learn(2400)
+    assert not np.array_equal(_weights(plain), _weights(trained))  # the kwargs matter
+    mean, std = ars.evaluate_policy(trained, ars.make_env("Pendulum-v1", {"g": 3.0}), 10)
+    evaluated = _cli(tmp_path, "--eval", "r/model.npz")
+    assert f"mean return {mean:.2f} +/- {std:.2f}" in evaluated.stdout, evaluated.stderr
+    other = _cli(tmp_path, "--eval", "r/model.npz", "--env-kwargs", "g:9.0")
+    assert other.returncode == 0 and f"mean return {mean:.2f}" not in other.stdout
+    for flags, message in [
+        (["--resume", "r", "--env-kwargs", "g:4.0"], "--env-kwargs cannot change on --resume"),
+        ([*run[:2], "--env-kwargs", "g"], "--env-kwargs takes name:value pairs, each name once"),
+        ([*run[:2], "--env-kwargs", "g:1", "g:2"], "each name once; got 'g:2'"),
+    ]:
+        refused = _cli(tmp_path, *flags)
+        assert refused.returncode == 2 and message in refused.stderr, refused.stderr
+        assert refused.stderr.count("\n") == 1, refused.stderr
+    loaded = ARS.load(tmp_path / "r" / "model.npz").learn(800, reset_num_timesteps=False)
+    assert loaded.gym_env.unwrapped.g == 3.0  # its own env, made from its file
+    assert ARS.load(tmp_path / "r" / "model.npz", env_kwargs={"g": 5.0}).gym_env.unwrapped.g == 5
+
+
+def test_a_model_keeps_the_kwargs_its_env_was_made_with(tmp_path):
+    """An env made with kwargs: the model keeps those beyond the registration (render_mode
+    aside), and its file remakes it; kwargs no file can hold leave the file without an env;
+    env_kwargs go with an env id only."""
+    model = ARS("LinearPolicy", gym.make("Pendulum-v1", g=4.0, render_mode="rgb_array"))
+    assert model.env_kwargs == {"g": 4.0}
+    model.save(tmp_path / "m.npz")
+    assert ARS.load(tmp_path / "m.npz").learn(200).gym_env.unwrapped.g == 4.0
+    odd = ARS("LinearPolicy", gym.make("Pendulum-v1", g=np.float32(4.0)), n_delta=1)
+    assert odd.env_kwargs is None
+    odd.save(tmp_path / "odd.npz")
+    assert ARS.load(tmp_path / "odd.npz").env_id is None  # not an env it could make again
+    with pytest.raises(ValueError, match="env_kwargs go with an env id"):
+        ARS("LinearPolicy", gym.make("Pendulum-v1"), env_kwargs={"g": 1.0})
+    with pytest.raises(ValueError, match=r"env_kwargs must be a dict .* got \{'g': nan\}"):
+        ARS("LinearPolicy", "Pendulum-v1", env_kwargs={"g": float("nan")})
+    swimmer = ARS("LinearPolicy", "Swimmer-v4", env_kwargs={"forward_reward_weight": 2.0})
+    try:  # the video example films the model's own env
+        filmed = video_example.rendering_env(swimmer, None, "rgb_array")
+    except RuntimeError as error:
+        pytest.skip(f"no rendering here: {error}")
+    assert filmed.unwrapped._forward_reward_weight == 2.0
+
+
 NO_GUARD = """
 import sys
 import ars
@@ -5090,6 +5148,7 @@ def test_the_tuner_tunes_a_module_env_and_its_study_holds_what_it_tunes(tmp_path
     (tmp_path / "shortenv.py").write_text(TUNER_ENV)
     study = ["--env", "shortenv:Short-v0", "--timesteps", "400", "--seeds", "1", "--study", "s"]
     study += ["--storage", "sqlite:///study.db", "--eval-episodes", "1"]
+    study += ["--env-kwargs", "sutton_barto_reward:True"]
     tune = [str(HERE / "examples" / "tune.py"), *study]
     for trials in (2, 3):
         done = _run([*tune, "--trials", str(trials)], tmp_path)
@@ -5105,6 +5164,7 @@ def test_the_tuner_tunes_a_module_env_and_its_study_holds_what_it_tunes(tmp_path
         (["--storage", "sqlite:///"], "keeps the study in memory"),
         (["--env", "NoSuchEnv-v0"], "--env NoSuchEnv-v0: NameNotFound"),
         (["--threshold", "nan"], "--threshold must be a finite number"),
+        (["--env-kwargs", "sutton_barto_reward:False"], "tunes env_kwargs {'sutton_barto_reward'"),
     ]
     for change, message in mistakes:
         wrong = _run([*tune, "--trials", "4", *change], tmp_path)
@@ -5135,8 +5195,9 @@ def test_the_tuner_tunes_a_module_env_and_its_study_holds_what_it_tunes(tmp_path
     tune_module = importlib.import_module("tune")
     params = dict(stored.best_trial.params)
     params["n_top"] = tune_module.top_of(params.pop("top_share"), params["n_delta"])
-    settings = tune_module.trial_settings("shortenv:Short-v0", params)
-    model = ARS(env="shortenv:Short-v0", seed=100, **settings).learn(400)  # as the trial did
+    kwargs = {"sutton_barto_reward": True}
+    settings = tune_module.trial_settings("shortenv:Short-v0", params, kwargs)
+    model = ARS(env="shortenv:Short-v0", env_kwargs=kwargs, seed=100, **settings).learn(400)
     trained = ARS.load(tmp_path / "r" / "model.npz")
     np.testing.assert_array_equal(
         trained.policy.parameters_to_vector(), model.policy.parameters_to_vector()

@@ -26,17 +26,17 @@ as ``python ars.py`` flags and as JSON, and writes Optuna's plots to ``--plots``
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import math
 import os
+import shlex
 import signal
 import sys
 import time
 import warnings
 from pathlib import Path
 from typing import Any
-
-import gymnasium
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # ars.py of this checkout
 import ars  # noqa: E402
@@ -114,10 +114,11 @@ def objective_value(seeds: list[dict], threshold: float | None, budget: float) -
     return float(sum(counted) / len(counted))
 
 
-def trial_settings(env_id: str, params: dict[str, Any]) -> dict[str, Any]:
+def trial_settings(env_id: str, params: dict[str, Any], env_kwargs: dict | None = None) -> dict:
     """Every setting of ars's table a trial trains with (the seed aside): the env's default
     settings (``ars.settings_for``, its policy and layers included) under the trial's."""
-    model = ars.paper_model(env_id, **{**ars.settings_for(env_id), **params}, seed=0)
+    settings = {**ars.settings_for(env_id), **params}
+    model = ars.paper_model(env_id, **settings, seed=0, env_kwargs=env_kwargs)
     settings = {name: model.hparams[name] for name in ars.DEFAULTS if name in model.hparams}
     del settings["seed"]
     return {"policy": model.policy_class, **settings}
@@ -126,9 +127,9 @@ def trial_settings(env_id: str, params: dict[str, Any]) -> dict[str, Any]:
 def train_seed(env_id: str, settings: dict, seed: int, args: argparse.Namespace, hooks: Any):
     """One seed's run, as a record (``seed``, ``reached``, ``episodes``, ``best``,
     ``returns``); ``hooks.evaluated(record)`` hears of each evaluation as it comes."""
-    model = ars.ARS(env=env_id, seed=seed, **settings)
+    model = ars.ARS(env=env_id, seed=seed, env_kwargs=args.env_kwargs, **settings)
     evaluation = ars.EvalCallback(
-        env_id, n_eval_episodes=args.eval_episodes, eval_freq=args.eval_freq, verbose=0
+        make_env(args), n_eval_episodes=args.eval_episodes, eval_freq=args.eval_freq, verbose=0
     )
     record = dict(seed=seed, reached=None, episodes=0, best=-float("inf"), returns=[])
 
@@ -184,10 +185,15 @@ class Trial:
         return self.value(self.seeds)
 
 
-def time_limit(env_id: str) -> int:
+def make_env(args: argparse.Namespace) -> Any:
+    """A function that makes the env tuned (``--env`` with ``--env-kwargs``), in any process."""
+    return functools.partial(ars.make_env, args.env, args.env_kwargs)
+
+
+def time_limit(args: argparse.Namespace) -> int:
     """The env's time limit (``module:Id`` imports its module first), or ars's limit for an
     env without one."""
-    env = gymnasium.make(env_id)
+    env = make_env(args)()
     env.close()
     return env.spec.max_episode_steps or ars.NO_LIMIT_STEPS
 
@@ -202,18 +208,18 @@ def run_trial(trial: Any, args: argparse.Namespace, evaluator: Any, stop: Any) -
     before = trial.study.get_trials(deepcopy=False)[: trial.number]
     if sum(t.state.name in (*FINISHED, "RUNNING") for t in before) >= args.trials:
         raise Surplus(f"trial {trial.number}: the study has its {args.trials} trials")
-    settings = trial_settings(args.env, suggest(trial))
+    settings = trial_settings(args.env, suggest(trial), args.env_kwargs)
     hooks = Trial(trial, args, evaluator, stop)
     for index in range(args.seeds):
         value = hooks.done(train_seed(args.env, settings, TUNING_SEEDS + index, args, hooks))
     return value
 
 
-def best_settings(study: Any, env_id: str) -> dict[str, Any]:
+def best_settings(study: Any, args: argparse.Namespace) -> dict[str, Any]:
     """The best trial's settings, every one of them, as ``ARS()`` takes them."""
     params = dict(study.best_trial.params)
     params["n_top"] = top_of(params.pop("top_share"), params["n_delta"])
-    return trial_settings(env_id, params)
+    return trial_settings(args.env, params, args.env_kwargs)
 
 
 def flag(name: str, value: Any) -> str:
@@ -225,17 +231,25 @@ def flag(name: str, value: Any) -> str:
     return f"--{name.replace('_', '-')} {value}"
 
 
-def report(study: Any, env_id: str, plots: Path | None) -> None:
+def report(study: Any, args: argparse.Namespace) -> None:
     """Print the best settings three ways, each training what the trial trained; the plots."""
-    settings = best_settings(study, env_id)
+    env_id = args.env
+    plots = args.plots
+    settings = best_settings(study, args)
     arguments = ", ".join(f"{k}={v!r}" for k, v in settings.items())
     given = {k: v for k, v in settings.items() if v is not None}
     if settings["policy"] == "LinearPolicy":
         given.pop("policy_kwargs", None)  # the linear policy's options are never flags
     flags = " ".join(flag(k, v) for k, v in given.items())
+    env = f"--env {shlex.quote(env_id)}"
+    made = f'env="{env_id}"'
+    if args.env_kwargs:  # each a literal that --env-kwargs reads back as it is
+        pairs = [shlex.quote(f"{k}:{v!r}") for k, v in args.env_kwargs.items()]
+        env += " --env-kwargs " + " ".join(pairs)
+        made += f", env_kwargs={args.env_kwargs!r}"
     print(f"best value {study.best_value:.4g} (trial {study.best_trial.number}) of {env_id}:")
-    print(f'ARS(env="{env_id}", {arguments})')
-    print(f"python ars.py --env {env_id} {flags}")
+    print(f"ARS({made}, {arguments})")
+    print(f"python ars.py {env} {flags}")
     print(json.dumps(settings))
     if plots is not None:
         visualization = ars.require("optuna.visualization.matplotlib", INSTALL)
@@ -324,6 +338,9 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     """The flags, checked: every mistake is one line and exit status 2 (argparse's error)."""
     p = OneLineParser(description=__doc__.split("\n")[0])
     p.add_argument("--env", required=True, help="env id, or module:Id (the module imported first)")
+    p.add_argument(
+        "--env-kwargs", nargs="+", metavar="NAME:VALUE", help="the env's kwargs, as ars.py's"
+    )
     p.add_argument("--trials", type=int, required=True, help="finished trials the study needs")
     p.add_argument("--timesteps", type=int, required=True, help="steps per seed at most")
     p.add_argument("--seeds", type=int, default=3, help="tuning seeds per trial (100, 101...)")
@@ -349,10 +366,14 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
             f"--storage {args.storage} keeps the study in memory, where it cannot go on: "
             "name a file, as sqlite:///study.db"
         )
+    try:
+        args.env_kwargs = ars.parse_env_kwargs(args.env_kwargs) or {}
+    except ValueError as error:
+        p.error(str(error))
     if os.getcwd() not in sys.path:  # --env module:Id from this folder, as python ars.py
         sys.path.append(os.getcwd())
     try:
-        args.time_limit = time_limit(args.env)  # the env made once: a bad id fails here
+        args.time_limit = time_limit(args)  # the env made once: a bad id fails here
     except Exception as error:  # gymnasium's errors, and the module's own
         p.error(f"--env {args.env}: {one_line(error)}")
     return args
@@ -365,6 +386,7 @@ def what_it_tunes(args: argparse.Namespace) -> dict[str, Any]:
         objective=objective if args.threshold is not None else "area under the curve",
         threshold=args.threshold,
         env=args.env,
+        env_kwargs=args.env_kwargs,
         timesteps=args.timesteps,
         seeds=args.seeds,
         eval_freq=args.eval_freq,
@@ -425,7 +447,7 @@ def main(argv: list[str] | None = None) -> int:
         text = " ".join(str(error).split("(Background on")[0].split())  # SQLAlchemy's link
         print(f"error: {text}", file=sys.stderr)
         return 2
-    evaluator = ars.AsyncEval([args.env] * args.workers) if args.workers else None
+    evaluator = ars.AsyncEval([make_env(args)] * args.workers) if args.workers else None
     stop = Stop(study)
     previous = {s: signal.signal(s, stop) for s in (signal.SIGINT, signal.SIGTERM)}
     try:  # the signals are the study's until main returns: a second one is heard, not fatal
@@ -469,7 +491,7 @@ def _study(study: Any, stop: Stop, args: argparse.Namespace, evaluator: Any) -> 
     if not any(t.state.name == "COMPLETE" for t in study.trials):
         print("no trial completed: nothing to report")
         return 1
-    report(study, args.env, args.plots)
+    report(study, args)
     return 0
 
 

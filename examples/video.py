@@ -102,8 +102,10 @@ def rendering_env(model: Any, env: Any, render_mode: str, size: int | None = Non
     mujoco = _check_render_mode(env, render_mode)
     if mujoco and render_mode == "rgb_array" and not os.environ.get("MUJOCO_GL"):
         os.environ["MUJOCO_GL"] = "egl"  # off-screen frames need no display (read per renderer)
+    recorded = getattr(model, "env_id", None)  # the model's own env: with its env_kwargs
+    kwargs = ars.env_kwargs_for(env, None, recorded, getattr(model, "env_kwargs", None))
     try:
-        return _made_to_render(env, render_mode, size if mujoco else None, mujoco)
+        return _made_to_render(env, render_mode, size if mujoco else None, mujoco, kwargs)
     except Exception as error:  # GL and display errors come from several libraries
         if _INTERRUPTED:  # a signal during GL setup, which a library turned into an error
             raise KeyboardInterrupt from error
@@ -141,10 +143,13 @@ def _check_render_mode(env_id: str, render_mode: str) -> bool:
     return "mujoco" in str(entry)
 
 
-def _made_to_render(env_id: str, render_mode: str, size: int | None, mujoco: bool) -> Any:
-    """``env_id`` made to render, one frame rendered; MuJoCo's camera tracking the agent."""
+def _made_to_render(
+    env_id: str, render_mode: str, size: int | None, mujoco: bool, env_kwargs: dict
+) -> Any:
+    """``env_id`` made to render with ``env_kwargs``, one frame rendered; MuJoCo's camera
+    tracking the agent."""
     sized = {"width": size, "height": size} if size else {}
-    env = gym.make(env_id, render_mode=render_mode, **sized)
+    env = gym.make(env_id, render_mode=render_mode, **{**env_kwargs, **sized})
     if sized:
         env.unwrapped.model.mat_texrepeat[:] /= 8
     env.reset(seed=0)
