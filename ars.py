@@ -275,7 +275,7 @@ def run_job(env: gym.Env, it: Iteration, job: Job, options: Any = None, on_step:
     act = policy if obs_filter is None else lambda obs: policy(obs_filter(obs))
     step, env_limit = inner_step(env)
     limits = [env_limit, it.max_episode_steps]
-    record = Recorder(env.observation_space, len(job.seeds), limits, it.track_obs)
+    record = Recorder(env, len(job.seeds), limits, it.track_obs)
     tell = record.step  # bound once: the loop below runs at every step
     for seed in job.seeds:
         obs = record.start(env.reset(seed=int(seed), options=options)[0], int(seed))
@@ -295,8 +295,10 @@ class Recorder:
     side): returns, lengths and the statistics of the states acted on (V2's; V1's only flag a
     non-finite state), folded a chunk of rows at a time."""
 
-    def __init__(self, space: Space, n_episodes: int, limits: list, track_obs: bool):
+    def __init__(self, env: Any, n_episodes: int, limits: list, track_obs: bool):
         known = [n for n in limits if n is not None]
+        space = env.observation_space
+        self.env = env  # named in the messages of its checks
         self.limit = min(known, default=NO_LIMIT_STEPS)  # the first limit reached ends it
         self.unlimited = not known
         self.space = space
@@ -311,7 +313,7 @@ class Recorder:
 
     def start(self, obs: Any, seed: int) -> Any:
         """A new episode, from its first state (returned) and its env seed."""
-        check_observation(obs, self.space, seed)
+        check_observation(obs, self.env, seed)
         self.seed = seed
         self.episode += 1
         self.total = 0.0
@@ -635,11 +637,14 @@ def check_episode(record: Recorder, ended_by_env: bool) -> None:
         )
 
 
-def check_observation(obs: Any, space: Space, seed: int) -> None:
-    """An episode's first observation has its space's shape, else a message naming both."""
+def check_observation(obs: Any, env: Any, seed: int) -> None:
+    """An episode's first observation has its space's shape, else a message naming the env,
+    the shape expected and the one received."""
+    space = env.observation_space
     if np.shape(obs) != space.shape:
+        name = getattr(env.spec, "id", None) or type(env).__name__
         raise ValueError(
-            f"the env's observation has shape {np.shape(obs)} where its observation_space "
+            f"{name}'s observation has shape {np.shape(obs)} where its observation_space "
             f"{space} has {space.shape} (first observation of the episode of env seed {seed})"
         )
 
@@ -2137,8 +2142,7 @@ class SideBySide:
                 if row is not None:
                     rows_of_k[s] = row
         limits = [self.own[s], self.it.max_episode_steps]
-        space = self.envs.observation_space
-        self.records[s] = Recorder(space, len(job.seeds), limits, self.it.track_obs)
+        self.records[s] = Recorder(self.envs, len(job.seeds), limits, self.it.track_obs)
         self.seeds[s] = [int(seed) for seed in job.seeds]
         self.taken[s] = index
 
@@ -3168,6 +3172,7 @@ def evaluate_policy(
     return_episode_rewards: bool = False,
     warn: bool = True,
     seed: int | None = None,
+    job_timeout: float | None = None,
 ) -> tuple[float, float] | tuple[list[float], list[int]]:
     """Mean and std of the return of ``model`` (an ARS or a policy) over ``n_eval_episodes``.
 
@@ -3175,7 +3180,8 @@ def evaluate_policy(
     env seeds come from the EVALUATION stream of ``seed`` (default: the model's seed, else
     0). With ``return_episode_rewards``, returns the lists of episode returns and lengths.
     ``callback(locals, globals)`` runs after every step; ``render`` renders every step;
-    ``reward_threshold`` raises below it."""
+    ``reward_threshold`` raises below it; ``job_timeout`` (ars's) bounds each episode's
+    seconds."""
     parts = resolve_env(env)  # the env's VecNormalize, else the one trained on
     gym_env = parts.gym_env
     given = parts.vec_normalize
@@ -3193,7 +3199,8 @@ def evaluate_policy(
     max_steps = getattr(model, "max_episode_steps", None)
     if max_steps is not None:  # a policy's attribute (a model's was checked when set)
         max_steps = check_setting("max_episode_steps", max_steps)
-    results = evaluate_episodes(policy, InProcessEval(gym_env), seeds, max_steps, seen, hook)
+    evaluator = InProcessEval(gym_env, job_timeout=job_timeout)
+    results = evaluate_episodes(policy, evaluator, seeds, max_steps, seen, hook)
     returns = [float(r.returns[0]) for r in results]
     mean = float(np.mean(returns))
     if reward_threshold is not None and mean < reward_threshold:
@@ -4395,7 +4402,8 @@ def _evaluate_saved(args: argparse.Namespace) -> int:
     env = make_env(env_id, env_kwargs_for(env_id, args.env_kwargs, recorded_id, recorded))
     _check_same_spaces(_spaces_of(env), _spaces_of(policy_of(model)), env_id, "the model")
     episodes = args.eval_episodes
-    mean, std = evaluate_policy(model, env, episodes)  # the model's own seeds
+    timeout = args.job_timeout or DEFAULT_JOB_TIMEOUT  # a stuck env is stopped here too
+    mean, std = evaluate_policy(model, env, episodes, job_timeout=timeout)  # the model's seeds
     print(f"{env_id}: mean return {mean:.2f} +/- {std:.2f} over {episodes} episodes ({args.eval})")
     return 0
 

@@ -983,7 +983,9 @@ def test_a_vector_reward_or_a_wrong_observation_is_named_in_one_line():
     shape than its space's names both, whichever runs the episodes."""
     with pytest.raises(ValueError, match=r"rewards have shape \(2,\).*LinearReward"):
         ARS("LinearPolicy", VectorReward(gym.make("Pendulum-v1")), n_delta=1).learn(10)
-    with pytest.raises(ValueError, match=r"observation has shape \(2,\) where its obs.*\(3,\)"):
+    with pytest.raises(
+        ValueError, match=r"Pendulum-v1's observation has shape \(2,\) where .*\(3,\)"
+    ):
         ARS("LinearPolicy", WrongShape(gym.make("Pendulum-v1")), n_delta=1).learn(10)
 
 
@@ -4529,6 +4531,14 @@ def test_job_timeout_stops_an_env_that_hangs_in_the_main_process(tmp_path, worke
     assert time.monotonic() - start < 60 and done.returncode == 1, done.stderr
     assert done.stderr.count("\n") == 1 and "this process has not finished candidate" in done.stderr
     assert "env seeds [" in done.stderr and "in 2 s" in done.stderr, done.stderr
+    if workers == "0":  # --eval's episodes too
+        box = gym.spaces.Box(-1.0, 1.0, (1,))  # HangMain's spaces
+        ars.ARSPolicy(box, box).save(tmp_path / "p.npz")
+        flags = ["--eval", "p.npz", "--env", "hang:HangMain-v0", "--job-timeout", "2"]
+        start = time.monotonic()
+        stopped = _cli(tmp_path, *flags, timeout=120)
+        assert time.monotonic() - start < 60 and stopped.returncode == 2, stopped.stderr
+        assert stopped.stderr.count("\n") == 1 and "in 2 s" in stopped.stderr, stopped.stderr
 
 
 @pytest.mark.slow
@@ -5204,6 +5214,30 @@ def test_the_tuner_tunes_a_module_env_and_its_study_holds_what_it_tunes(tmp_path
     )
     rms = [m.policy.obs_rms for m in (trained, model)]  # V2's statistics, or V1's None
     assert rms[0] is rms[1] is None or np.array_equal(rms[0].var, rms[1].var)
+
+
+@pytest.mark.slow
+def test_ctrl_c_before_the_study_is_one_line_and_status_130(tmp_path):
+    """Ctrl+C from the tuner's first line on (its imports, the env, the study): one line and
+    exit status 130; only Python's own start, before the script runs, is left to Python."""
+    tune = [sys.executable, str(HERE / "examples" / "tune.py"), "--env", "CartPole-v1"]
+    tune += ["--trials", "1", "--timesteps", "100000", "--seeds", "1"]
+    for delay in (0.15, 0.3, 0.6, 1.0, 1.5):
+        process = subprocess.Popen(
+            [*tune, "--storage", "sqlite:///c.db", "--study", f"s{delay}"],
+            cwd=tmp_path,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),  # a shell's & too
+        )
+        time.sleep(delay)
+        process.send_signal(signal.SIGINT)
+        lines = process.communicate(timeout=120)[0].strip().splitlines()
+        if process.returncode != 130:  # Python's own start, before tune.py's first line
+            assert lines[-1] == "KeyboardInterrupt" and "tune.py" not in "".join(lines), lines
+        else:
+            assert len(lines) == 1 and lines[0].startswith("interrupted"), (delay, lines)
 
 
 @pytest.mark.slow

@@ -38,6 +38,16 @@ import warnings
 from pathlib import Path
 from typing import Any
 
+
+def interrupted(signum: int, frame: Any) -> None:
+    """Ctrl+C before the study hears signals: one line, the shell's status, and an exit at
+    once (nothing is written yet; an exception raised in an import may be caught there)."""
+    print("interrupted before the first trial", flush=True)
+    os._exit(128 + signum)
+
+
+if __name__ == "__main__":  # from here, while NumPy, gymnasium and ars load
+    signal.signal(signal.SIGINT, interrupted)
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # ars.py of this checkout
 import ars  # noqa: E402
 
@@ -496,8 +506,8 @@ def _study(study: Any, stop: Stop, args: argparse.Namespace, evaluator: Any) -> 
 
 
 if __name__ == "__main__":
+    signal.signal(signal.SIGINT, signal.default_int_handler)  # in main: KeyboardInterrupt
     try:
         sys.exit(main())
     except KeyboardInterrupt:  # before the study hears signals (Optuna's import, the env)
-        print("interrupted before the first trial")
-        sys.exit(128 + signal.SIGINT)
+        interrupted(signal.SIGINT, None)
