@@ -883,6 +883,24 @@ def _check_device(device: Any, given: bool = True) -> None:
         warn(f"device={device!r}: ars computes with NumPy: it uses the CPU")
 
 
+def check_state(given: dict[str, Any], expected: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """Weights and V2's statistics by name (sb3-contrib's, or ``parameters``), as NumPy
+    arrays, each of its ``expected`` shape, real and finite; ``obs_rms.var`` >= 0 and
+    ``obs_rms.count`` whole and >= 0: the one check of what a policy holds, set, saved or read."""
+    checked = {}
+    for key, value in given.items():
+        value = _as_array(value, None)
+        if value.shape != expected[key].shape:
+            raise ValueError(f"{key!r} has shape {value.shape}; expected {expected[key].shape}")
+        if value.dtype.kind not in "fiu" or not _finite(value):
+            raise ValueError(f"{key!r} must be real numbers, no nan or inf; got {value.dtype}")
+        checked[key] = value
+    count = checked.get("obs_rms.count", 0)
+    if np.any(checked.get("obs_rms.var", 0) < 0) or count < 0 or count % 1:
+        raise ValueError("obs_rms.var must be >= 0, and obs_rms.count a whole number >= 0")
+    return checked
+
+
 def _is_torch(x: Any) -> bool:
     return type(x).__module__.startswith("torch") and hasattr(x, "detach")
 
@@ -988,11 +1006,7 @@ class ARSPolicy(Network):
 
     def load_from_vector(self, vector: Any) -> None:
         """Set the parameters from a flat vector (NumPy array, list or CPU torch tensor)."""
-        vector = _as_array(vector, None)
-        if vector.shape != (self.n_params,):
-            raise ValueError(f"expected parameters of shape ({self.n_params},); got {vector.shape}")
-        if vector.dtype.kind not in "fiu" or not _finite(vector):  # as a file's are checked
-            raise ValueError(f"parameters must be real numbers, no nan or inf; got {vector.dtype}")
+        vector = check_state({"parameters": vector}, {"parameters": self._theta})["parameters"]
         self._theta = vector.astype(np.float64)
 
     def forward(self, obs: Any, theta: Any = None) -> Any:
@@ -1058,6 +1072,11 @@ class ARSPolicy(Network):
             named["obs_rms.count"] = np.array(rms.count)
         return named
 
+    def shapes(self) -> dict[str, np.ndarray]:
+        """Arrays of the shapes :meth:`state_dict` holds (V2's statistics: one per input)."""
+        rms = None if self.obs_rms is None else RunningMeanStd((self.obs_dim,))
+        return self._named(self._theta, rms)
+
     def state_dict(self) -> dict[str, np.ndarray]:
         """Parameters under sb3-contrib's names (``action_net.0.weight``...), V2's ``obs_rms.*``."""
         return {k: np.array(v) for k, v in self._named(self._theta, self.obs_rms).items()}
@@ -1067,9 +1086,9 @@ class ARSPolicy(Network):
         Large weights are checked a million at a time and copied once, into the new vector."""
         # sb3-contrib before 1.7 named the linear layer without its index: both names are read
         old = {"action_net.weight": "action_net.0.weight", "action_net.bias": "action_net.0.bias"}
-        given = {old.get(k, k): _as_array(v, None) for k, v in state_dict.items()}
+        given = {old.get(k, k): v for k, v in state_dict.items()}
         rms = self.obs_rms
-        expected = self._named(self._theta, self.obs_rms)
+        expected = self.shapes()
         unknown = sorted(set(given) - set(expected))
         missing = sorted(set(expected) - set(given))
         if unknown or (strict and missing):  # RuntimeError: torch's load_state_dict, as SB3
@@ -1077,15 +1096,8 @@ class ARSPolicy(Network):
                 f"parameters do not match the policy: unknown {unknown}, missing "
                 f"{missing if strict else []}; expected {sorted(expected)}"
             )
-        for key, value in given.items():
-            if value.shape != expected[key].shape:
-                raise ValueError(f"{key!r} has shape {value.shape}; expected {expected[key].shape}")
-            if value.dtype.kind not in "fiu" or not _finite(value):
-                raise ValueError(f"{key!r} must be real numbers, no nan or inf: {value.dtype}")
-        merged = {**expected, **given}
+        merged = {**self._named(self._theta, rms), **check_state(given, expected)}
         count = merged.get("obs_rms.count", 0)
-        if np.any(merged.get("obs_rms.var", 0) < 0) or count < 0 or count % 1:
-            raise ValueError("obs_rms.var must be >= 0, and obs_rms.count a whole number >= 0")
         theta = np.empty(self.n_params)
         for key, layer in self._named(theta).items():  # views of theta: each written in place
             layer[...] = merged[key]
@@ -1154,25 +1166,25 @@ def check_model_settings(policy: Any, settings: dict[str, Any], given: bool = Tr
     return hp
 
 
-def check_learn_arguments(args: dict[str, Any]) -> None:
-    """``learn``'s arguments, checked before anything runs; one given in lit_sb3's order
-    (``learn(total, env, callback)``) is refused with the keyword to use."""
-    callback = args["callback"]
-    log_interval = args["log_interval"]
-    evaluator = args["async_eval"]
+def check_learn_arguments(
+    total_timesteps: Any, callback: Any, evaluator: Any, counts: dict, switches: dict
+) -> None:
+    """``learn``'s arguments, checked before anything runs (``counts``: the intervals by name;
+    ``switches``: the booleans); one given in lit_sb3's order (``learn(total, env,
+    callback)``) is refused with the keyword to use."""
     if isinstance(callback, (str, gym.Env)) or _is_vec_env(callback):
         raise TypeError(
             f"callback must be a function, an SB3 callback or a list of them; got "
             f"the env {callback!r:.60} (learn takes it by keyword: env=...)"
         )
-    if callable(log_interval):
+    if callable(counts["log_interval"]):
         raise TypeError("log_interval got a function: pass it second, or as callback=...")
-    check_setting("total_timesteps", args["total_timesteps"])
-    for name in ("log_interval", "log_every_n_steps", "checkpoint_interval"):
-        if not (args[name] is None or is_int(args[name]) and args[name] >= 1):
-            raise ValueError(f"{name} must be an integer >= 1 or None; got {args[name]!r:.60}")
-    for name in ("reset_num_timesteps", "progress_bar"):
-        check_switch(name, args[name])
+    check_setting("total_timesteps", total_timesteps)
+    for name, value in counts.items():
+        if not (value is None or is_int(value) and value >= 1):
+            raise ValueError(f"{name} must be an integer >= 1 or None; got {value!r:.60}")
+    for name, value in switches.items():
+        check_switch(name, value)
     sb3_contrib_async = all(hasattr(evaluator, k) for k in ("send_jobs", "get_results", "seed"))
     if not (evaluator is None or hasattr(evaluator, "evaluate") or sb3_contrib_async):
         raise TypeError(
@@ -1307,8 +1319,25 @@ class ARS:
                 f"returning one; got {env!r} (ARS takes its settings by keyword: "
                 f"{'n_delta' if is_int(env) else 'learning_rate'}={env!r})"
             )
-        values = locals()  # the signature's settings, by their names
-        settings = {name: values[name] for name in HPARAMS}
+        settings = dict(
+            n_delta=n_delta,
+            n_top=n_top,
+            learning_rate=learning_rate,
+            delta_std=delta_std,
+            zero_policy=zero_policy,
+            alive_bonus_offset=alive_bonus_offset,
+            n_eval_episodes=n_eval_episodes,
+            policy_kwargs=policy_kwargs,
+            stats_window_size=stats_window_size,
+            tensorboard_log=tensorboard_log,
+            seed=seed,
+            verbose=verbose,
+            device=device,
+            normalize_obs=normalize_obs,
+            common_random_numbers=common_random_numbers,
+            normalization_samples=normalization_samples,
+            max_episode_steps=max_episode_steps,
+        )
         self.hparams = Hparams(self, check_model_settings(policy, settings))
         self.hparams_initial = types.MappingProxyType(copy.deepcopy(dict(self.hparams)))
         self.policy_class = policy
@@ -1437,7 +1466,10 @@ class ARS:
         - ``checkpoint_interval``: write ``checkpoint.npz`` there every this many iterations
           and at the end, with the callbacks' state; ``ARS.load`` it and ``learn(total -
           model.num_timesteps, reset_num_timesteps=False)`` to resume exactly."""
-        check_learn_arguments(locals())
+        counts = dict(log_interval=log_interval, log_every_n_steps=log_every_n_steps)
+        counts["checkpoint_interval"] = checkpoint_interval
+        switches = dict(reset_num_timesteps=reset_num_timesteps, progress_bar=progress_bar)
+        check_learn_arguments(total_timesteps, callback, async_eval, counts, switches)
         custom = getattr(self, "_custom_logger", False)  # the user's, from set_logger
         folder = log_folder(
             default_root_dir, self.tensorboard_log, tb_log_name, reset_num_timesteps
@@ -1462,7 +1494,8 @@ class ARS:
             self.num_timesteps += warm_up_statistics(self.policy, evaluator, self.hparams)
         if checkpoint and self.n_updates == 0:  # a run killed early can resume too
             self.save(checkpoint, callbacks=callbacks)
-        start = dict(locals(), total_timesteps=self._total_timesteps)  # SB3's: the absolute target
+        start = dict(self=self, callback=callback, tb_log_name=tb_log_name, **counts, **switches)
+        start["total_timesteps"] = self._total_timesteps  # SB3's: the absolute target
         callbacks.hook("on_training_start", start, globals())
         self._iterate(evaluator, callbacks, log_interval, checkpoint, checkpoint_interval)
         callbacks.hook("on_training_end")
@@ -1519,7 +1552,7 @@ class ARS:
             raise
         self._commit(update, hp, start)
         try:
-            keep_going = callbacks.on_iteration(locals())  # before the log row: evaluations
+            keep_going = callbacks.on_iteration(dict(self=self, update=update, hp=hp))
         except StopTraining:  # raised by an iteration callback: the iteration stays
             keep_going = False
         if log_interval and self.n_updates % log_interval == 0:
@@ -2999,7 +3032,19 @@ class EvalCallback:
         best_model_name: str = "best_model.zip",
         job_timeout: float | None = None,
     ):
-        vars(self).update((k, v) for k, v in locals().items() if k != "self")  # the arguments
+        self.eval_env = eval_env
+        self.callback_on_new_best = callback_on_new_best
+        self.callback_after_eval = callback_after_eval
+        self.n_eval_episodes = n_eval_episodes
+        self.eval_freq = eval_freq
+        self.deterministic = deterministic  # SB3's; ARS's policies are deterministic anyway
+        self.render = render
+        self.verbose = verbose
+        self.warn = warn
+        self.eval_concurrency = eval_concurrency
+        self.seed = seed
+        self.best_model_name = best_model_name
+        self.job_timeout = job_timeout
         check_setting("n_eval_episodes", n_eval_episodes)
         check_setting("verbose", verbose, table=MODEL_SETTINGS)
         check_integer("eval_freq", eval_freq, 1)
@@ -3379,19 +3424,14 @@ def _system_info() -> dict[str, str]:
 def _arrays(policy: Any, meta: dict[str, Any]) -> dict[str, np.ndarray]:
     """What a file holds: the parameters, V2's statistics, and the metadata as JSON; checked
     as loading checks them, so that ars never writes a file it would refuse to read."""
-    arrays = {"parameters": policy.parameters_to_vector()}
     rms = policy.obs_rms
+    arrays = {"parameters": policy.parameters_to_vector()}
     if rms is not None:
         arrays.update(obs_rms_mean=rms.mean, obs_rms_var=rms.var, obs_rms_count=np.array(rms.count))
-    for name, array in arrays.items():
-        if np.asarray(array).dtype.kind not in "fiu" or not _finite(np.asarray(array)):
-            raise ValueError(f"cannot save: {name.replace('obs_rms_', 'obs_rms.')} must be finite")
-    shapes = {np.shape(rms.mean), np.shape(rms.var), (policy.obs_dim,)} if rms else {()}
-    if rms is not None and not (len(shapes) == 1 and (rms.var >= 0).all() and _is_count(rms.count)):
-        raise ValueError(
-            f"cannot save: obs_rms must hold {policy.obs_dim} means and variances >= 0 and a "
-            "whole count >= 0"
-        )
+    try:
+        check_state(policy.state_dict(), policy.shapes())  # the check of loading
+    except ValueError as error:
+        raise ValueError(f"cannot save: {error}") from None
     return {**arrays, "metadata": np.array(json.dumps(meta))}
 
 
