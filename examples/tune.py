@@ -200,10 +200,10 @@ def make_env(args: argparse.Namespace) -> Any:
     return functools.partial(ars.make_env, args.env, args.env_kwargs)
 
 
-def time_limit(args: argparse.Namespace) -> int:
+def time_limit(env_id: str, env_kwargs: dict | None = None) -> int:
     """The env's time limit (``module:Id`` imports its module first), or ars's limit for an
     env without one."""
-    env = make_env(args)()
+    env = ars.make_env(env_id, env_kwargs)
     env.close()
     return env.spec.max_episode_steps or ars.NO_LIMIT_STEPS
 
@@ -383,7 +383,7 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     if os.getcwd() not in sys.path:  # --env module:Id from this folder, as python ars.py
         sys.path.append(os.getcwd())
     try:
-        args.time_limit = time_limit(args)  # the env made once: a bad id fails here
+        args.time_limit = time_limit(args.env, args.env_kwargs)  # a bad id fails here
     except Exception as error:  # gymnasium's errors, and the module's own
         p.error(f"--env {args.env}: {one_line(error)}")
     return args
