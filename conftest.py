@@ -578,12 +578,8 @@ def _clip(model, path, env_id, **kwargs):
         raise
 
 
-GIF_PROBE = """
-import resource, sys
+STRIPES = """
 import numpy as np, gymnasium as gym
-sys.path.insert(0, sys.argv[1])
-sys.path.insert(0, sys.argv[1] + "/examples")
-import ars, video
 
 class Stripes(gym.Env):  # 480 x 480 frames that change every step, cheap to make
     metadata = {"render_modes": ["rgb_array"], "render_fps": 50}
@@ -591,13 +587,16 @@ class Stripes(gym.Env):  # 480 x 480 frames that change every step, cheap to mak
     action_space = gym.spaces.Box(-1, 1, (1,))
     render_mode = "rgb_array"
 
+    def __init__(self, steps):
+        self.steps = steps
+
     def reset(self, seed=None, options=None):
         self.t = 0
         return np.zeros(2, np.float32), {}
 
     def step(self, action):
         self.t += 1
-        return np.zeros(2, np.float32), 0.0, False, self.t >= int(sys.argv[2]), {}
+        return np.zeros(2, np.float32), 0.0, False, self.t >= self.steps, {}
 
     def render(self):
         frame = np.zeros((480, 480, 3), np.uint8)
@@ -605,8 +604,15 @@ class Stripes(gym.Env):  # 480 x 480 frames that change every step, cheap to mak
         frame[self.t % 480, :, 1] = 255
         return frame
 
-policy = ars.ARSLinearPolicy(Stripes.observation_space, Stripes.action_space)
-print(video.record_video(policy, sys.argv[3], Stripes()))
+policy = __import__("ars").ARSLinearPolicy(Stripes.observation_space, Stripes.action_space)
+"""
+GIF_PROBE = """
+import resource, sys
+sys.path.insert(0, sys.argv[1])
+sys.path.insert(0, sys.argv[1] + "/examples")
+import stripes, video
+
+print(video.record_video(stripes.policy, sys.argv[3], stripes.Stripes(int(sys.argv[2]))))
 print("PEAK_KB", resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
 """
 

@@ -47,6 +47,7 @@ from conftest import (
     GIF_PROBE,
     HERE,
     PENDULUM,
+    STRIPES,
     BadEnv,
     CodedWalk,
     CountingEnv,
@@ -5065,15 +5066,14 @@ def test_a_clip_interrupted_leaves_no_file_and_no_traceback(tmp_path, sig):
 
 @pytest.mark.slow
 def test_a_long_clip_streams_its_frames(tmp_path):
-    pytest.importorskip("mujoco")
+    """A video's frames go to ffmpeg as they come: 301 frames of 480 x 480 (207 MB if kept)
+    raise this process's peak by far less."""
     pytest.importorskip("imageio_ffmpeg")
-    model = "ars.ARS('LinearPolicy', 'Swimmer-v4', seed=0)"
-    code = f"import video; print(video.record_video({model}, 'v.mp4', max_steps=300))"
-    os.environ.setdefault("MUJOCO_GL", "egl")
-    out = _peak_rss_of(code, tmp_path)  # 301 frames of 480 x 480: 207 MB if kept
-    if "cannot render" in out:
-        pytest.skip(out)
-    assert "301)" in out and int(out.split("GROWTH_KB")[1]) < 300_000, out  # GL itself: ~200 MB
+    (tmp_path / "stripes.py").write_text(STRIPES)
+    code = "import stripes, video; print(video.record_video(stripes.policy, 'v.mp4', "
+    code += "stripes.Stripes(600)))"  # 50 steps a second, filmed at 25 frames
+    out = _peak_rss_of(code, tmp_path)
+    assert "(0.0, 301)" in out and int(out.split("GROWTH_KB")[1]) < 100_000, out
 
 
 @pytest.mark.slow
@@ -5082,6 +5082,7 @@ def test_a_long_gif_streams_its_frames_through_ffmpeg(tmp_path):
     is the same for a clip ten times longer (one palette for the clip kept them all)."""
     pytest.importorskip("imageio_ffmpeg")
     (tmp_path / "gif_probe.py").write_text(GIF_PROBE)
+    (tmp_path / "stripes.py").write_text(STRIPES)
     peaks = []
     for steps in (250, 2500):  # 50 and 500 frames kept at 10 a second: 35 MB and 346 MB
         out = _run([str(tmp_path / "gif_probe.py"), str(HERE), str(steps), "c.gif"], tmp_path)
@@ -5246,7 +5247,7 @@ def test_the_tuner_hears_sigterm_as_ctrl_c_and_keeps_its_trials(tmp_path):
     running), the finished ones kept; the same command then finishes the study."""
     optuna = pytest.importorskip("optuna")
     storage = f"sqlite:///{tmp_path / 'study.db'}"
-    study = ["--env", "CartPole-v1", "--timesteps", "200000", "--seeds", "2", "--study", "s"]
+    study = ["--env", "CartPole-v1", "--timesteps", "40000", "--seeds", "2", "--study", "s"]
     study += ["--storage", storage, "--threshold", "1e9", "--eval-episodes", "2"]  # never met:
     args = [sys.executable, str(HERE / "examples" / "tune.py"), *study, "--trials", "3"]  # long
     env = dict(os.environ, PYTHONPATH=str(HERE))
@@ -5435,19 +5436,18 @@ def test_benchmark_scripts_run(tmp_path):
 
 @pytest.mark.slow
 def test_benchmark_models_reach_their_recorded_return():
-    """Each trained model in benchmarks/results/models scores what learning.json recorded."""
+    """A trained model of each env in benchmarks/results/models scores what learning.json
+    recorded."""
     pytest.importorskip("mujoco")
     sys.path.insert(0, str(HERE / "benchmarks"))
     import learning
 
     results = json.loads((HERE / "benchmarks" / "results" / "learning.json").read_text())
-    checked = 0
+    checked = set()
     for path in sorted((HERE / "benchmarks" / "results" / "models").glob("*.npz")):
         env_id, seed = path.stem.rsplit("-", 1)[0], path.stem.rsplit("-", 1)[1]
         run = results.get(f"ars:{env_id}", {}).get(seed)
-        if (
-            run is None or "Humanoid" in env_id and checked
-        ):  # one long Humanoid evaluation is enough
+        if run is None or env_id in checked:  # one model per env: its evaluation, bit for bit
             continue
         model = ARS.load(path)
         assert model.num_timesteps == run["evaluations"][-1][0]
@@ -5464,8 +5464,8 @@ def test_benchmark_models_reach_their_recorded_return():
         it, jobs = ars.fixed_jobs(network, policy.obs_rms, theta, [list(seeds)])
         mean = ars.run_job(ars.make_env(env_id), it, jobs[0]).returns.mean()
         assert mean == pytest.approx(run["evaluations"][-1][2], rel=1e-9), path.name
-        checked += 1
-    assert checked >= 3
+        checked.add(env_id)
+    assert len(checked) >= 3
 
 
 def test_per_step_statistics_rule_in_closed_form(monkeypatch):
