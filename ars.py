@@ -280,13 +280,17 @@ def run_job(env: gym.Env, it: Iteration, job: Job, options: Any = None, on_step:
     for seed in job.seeds:
         obs = record.start(env.reset(seed=int(seed), options=options)[0], int(seed))
         ended = False
-        while not ended:  # the hot loop: a step of the env, one of the policy
-            action = act(obs)
-            obs, reward, terminated, truncated, info = step(action)
-            ended = tell(obs, reward, terminated, truncated)
-            if on_step is not None:
-                limited = truncated or record.steps == record.limit
-                on_step(action, (obs, reward, terminated, limited, info))
+        try:
+            while not ended:  # the hot loop: a step of the env, one of the policy
+                action = act(obs)
+                obs, reward, terminated, truncated, info = step(action)
+                ended = tell(obs, reward, terminated, truncated)
+                if on_step is not None:
+                    limited = truncated or record.steps == record.limit
+                    on_step(action, (obs, reward, terminated, limited, info))
+        except ValueError:  # the policy's product failed: an observation of another shape?
+            check_observation(obs, env, int(seed), f"step {record.steps}")
+            raise
     return record.result()
 
 
@@ -313,7 +317,7 @@ class Recorder:
 
     def start(self, obs: Any, seed: int) -> Any:
         """A new episode, from its first state (returned) and its env seed."""
-        check_observation(obs, self.env, seed)
+        check_observation(obs, self.env, seed, "its first observation")
         self.seed = seed
         self.episode += 1
         self.total = 0.0
@@ -592,6 +596,8 @@ def check_spaces(observation_space: Space, action_space: Space) -> None:
         )
     if not isinstance(action_space, (spaces.Box, spaces.Discrete)):
         raise NotImplementedError(f"ARS supports Box and Discrete actions; got {action_space}")
+    if spaces.flatdim(observation_space) == 0:
+        raise ValueError(f"the observation space {observation_space} has no elements to act on")
 
 
 def flattening_hint(space: Space) -> str:
@@ -637,15 +643,15 @@ def check_episode(record: Recorder, ended_by_env: bool) -> None:
         )
 
 
-def check_observation(obs: Any, env: Any, seed: int) -> None:
-    """An episode's first observation has its space's shape, else a message naming the env,
-    the shape expected and the one received."""
+def check_observation(obs: Any, env: Any, seed: int, when: str) -> None:
+    """An observation has its space's shape, else a message naming the env, the shape
+    expected, the one received, and ``when`` in the episode of env seed ``seed``."""
     space = env.observation_space
     if np.shape(obs) != space.shape:
         name = getattr(env.spec, "id", None) or type(env).__name__
         raise ValueError(
             f"{name}'s observation has shape {np.shape(obs)} where its observation_space "
-            f"{space} has {space.shape} (first observation of the episode of env seed {seed})"
+            f"{space} has {space.shape} ({when} of the episode of env seed {seed})"
         )
 
 
@@ -1357,7 +1363,7 @@ class ARS:
         self.action_space = None
         if isinstance(policy, ARSPolicy):  # an instance brings its spaces
             self.observation_space, self.action_space = _spaces_of(policy)
-        if env is not None or env_kwargs is not None:
+        if env is not None or env_kwargs:
             self.set_env(env, env_kwargs=env_kwargs)
         if _init_setup_model and self.observation_space is not None:
             self._setup_model()
@@ -1419,6 +1425,8 @@ class ARS:
     def set_env(self, env: Any, force_reset: bool = True, env_kwargs: Any = None) -> None:
         """Train on ``env`` (id, env, vector env or function) of the model's spaces; an id is
         made with ``env_kwargs``. The model keeps the id and the kwargs that remake it."""
+        if isinstance(env, str):  # the model's own env id: its own kwargs, and those given
+            env_kwargs = env_kwargs_for(env, env_kwargs, self.env_id, self.env_kwargs)
         parts = resolve_env(env, env_kwargs)  # its spaces: checked by the policy
         gym_env = parts.gym_env
         if self.observation_space is not None:
@@ -1430,7 +1438,7 @@ class ARS:
         spec_id = getattr(gym_env.spec, "id", self.env_id)
         given = isinstance(env, str) and env.endswith(f":{spec_id}")  # module:Id: the module too
         self.env_id = env if given else spec_id
-        self.env_kwargs = recorded_kwargs(gym_env)
+        self.env_kwargs = env_kwargs if isinstance(env, str) else recorded_kwargs(gym_env)
         _check_vec_normalize(self)
         if self.policy is not None and getattr(parts.vec_normalize, "norm_obs", False):
             self.policy.vec_normalize = parts.vec_normalize  # what it learns through from now on
@@ -1504,12 +1512,10 @@ class ARS:
     def _prepare_to_learn(self, env: Any, async_eval: Any) -> None:
         """The env, the settings and the policy, checked and built before anything runs; a
         loaded model without an env makes the one its file names, as ``--resume`` does."""
-        env_kwargs = None
         if env is None and self.gym_env is None and not hasattr(async_eval, "evaluate"):
-            env = self.env_id
-            env_kwargs = self.env_kwargs
+            env = self.env_id  # made with the model's own kwargs
         if env is not None:
-            self.set_env(env, env_kwargs=env_kwargs)
+            self.set_env(env)
         no_spaces = self.policy is None and self.observation_space is None
         no_rollouts = self.gym_env is None and not hasattr(async_eval, "evaluate")
         if no_spaces or no_rollouts:  # a loaded model has spaces, yet no env
@@ -1812,42 +1818,53 @@ def check_env_kwargs(env_kwargs: Any, name: str = "env_kwargs") -> dict[str, Any
     and a model's file make the same env again; else a ValueError naming ``name``."""
     env_kwargs = {} if env_kwargs is None else env_kwargs
     try:
-        kept = isinstance(env_kwargs, dict) and json.loads(json.dumps(env_kwargs)) == env_kwargs
-    except (TypeError, ValueError, RecursionError):  # not JSON, or nan (never equal to itself)
+        text = json.dumps(env_kwargs, allow_nan=False)
+        kept = isinstance(env_kwargs, dict) and json.loads(text) == env_kwargs
+    except (TypeError, ValueError, RecursionError):  # not JSON, or nan and inf
         kept = False
     if not kept:
         raise ValueError(
-            f"{name} must be a dict of names to numbers, strings, booleans, None, lists or "
-            f"dicts (what a file keeps as given); got {env_kwargs!r:.100}"
+            f"{name} must be a dict of names to finite numbers, strings, booleans, None, lists "
+            f"or dicts (what a file keeps as given); got {env_kwargs!r:.100}"
         )
     return env_kwargs
 
 
 def recorded_kwargs(gym_env: Any) -> dict[str, Any] | None:
-    """The keyword arguments ``gym_env`` was made with beyond its registration's (its
-    ``spec.kwargs``; render_mode aside: how it shows, not what it is): what remakes it from its
-    id. None where a file could not hold them."""
+    """The keyword arguments an env made elsewhere was made with beyond its registration's
+    (its ``spec``'s kwargs and time limit; render_mode aside: how it shows, not what it is):
+    what remakes it from its id. None where a file could not hold them."""
     spec = getattr(gym_env, "spec", None)
     if spec is None or spec.id not in gym.registry:
         return {}
-    registered = gym.registry[spec.id].kwargs
+    registered = gym.registry[spec.id]
     given = {}
     for key, value in spec.kwargs.items():
-        with contextlib.suppress(Exception):  # a comparison that fails: a value of its own
-            if key == "render_mode" or key in registered and bool(registered[key] == value):
-                continue
-        given[key] = value
+        if key in registered.kwargs and _same(registered.kwargs[key], value):
+            continue
+        if key != "render_mode":
+            given[key] = value
+    if spec.max_episode_steps != registered.max_episode_steps:
+        given["max_episode_steps"] = spec.max_episode_steps
     with contextlib.suppress(ValueError):
         return check_env_kwargs(given)
     return None
 
 
+def _same(a: Any, b: Any) -> bool:
+    """Whether two kwargs' values are equal (arrays too); never an error."""
+    try:
+        return bool(np.array_equal(a, b)) if isinstance(a, np.ndarray) else bool(a == b)
+    except Exception:  # a value of the env's own kind, whose comparison fails
+        return False
+
+
 def env_kwargs_for(env_id: Any, given: Any, recorded_id: Any, recorded: Any) -> dict[str, Any]:
-    """The kwargs to make ``env_id`` with: those ``given``, else a model's own where it is its
-    env (``recorded_id``), else none."""
-    if given is not None:
-        return check_env_kwargs(given)
-    return recorded or {} if env_id == recorded_id else {}
+    """The kwargs to make the id ``env_id`` with: a model's own where it is the model's env
+    (``recorded_id``, with or without its module), updated by those ``given``."""
+    own = isinstance(env_id, str) and isinstance(recorded_id, str)
+    own = own and env_id.rpartition(":")[2] == recorded_id.rpartition(":")[2]
+    return check_env_kwargs({**(recorded or {} if own else {}), **(given or {})})
 
 
 EnvParts = collections.namedtuple("EnvParts", "gym_env vec_env vec_normalize")
@@ -2053,6 +2070,7 @@ EVALUATION = 3  # the statistics' warm-up, and evaluations
 
 DEFAULT_JOB_TIMEOUT = 600.0  # seconds without a finished job: a stuck env, not a long episode
 DEFAULT_START_TIMEOUT = 120.0  # seconds for a worker to start and build its env
+MAX_SECONDS = 10**7  # a timeout past 115 days is none: refused, as timers overflow past 2**31
 RESULT_INTERVAL = 0.25  # seconds: a worker sends its finished jobs at least this often
 WARM_UP_BATCH = 8  # normalization_samples episodes per round: fixed, not from the workers
 
@@ -2194,6 +2212,18 @@ class SideBySide:
             self.x[s] = self.x[0]
         return self.records[s] is not None
 
+    def inputs(self) -> np.ndarray:
+        """The envs' current inputs as one array, a row each; an observation of another shape
+        is named, as run_job names it."""
+        try:
+            rows = flat_rows(self.x, self.x[0].dtype)
+            return rows.reshape(len(self.x), self.it.network.obs_dim)
+        except ValueError:
+            for s, record in enumerate(self.records):
+                if record is not None and self.plain:  # its row is the env's observation
+                    check_observation(self.x[s], self.envs, record.seed, f"step {record.steps}")
+            raise
+
     def run(self, on_step: Any) -> list[Result]:
         """Step the active envs together until every job has its Result."""
         net = self.it.network
@@ -2202,7 +2232,7 @@ class SideBySide:
         n_envs = self.envs.num_envs
         active = [s for s in range(n_envs) if self.start(s)]
         while active:
-            x = flat_rows(self.x, self.x[0].dtype).reshape(n_envs, net.obs_dim)
+            x = self.inputs()
             actions = list(to_action(forward_layers(self.layers, activation, x)))
             for s, (obs, reward, terminated, truncated, info) in self.envs.step(actions, active):
                 record = self.records[s]
@@ -2416,7 +2446,7 @@ class InProcessEval(Evaluator):
         if env is None:
             raise ValueError("no env to evaluate on: pass an env (or, to ARS, an async_eval)")
         self.env = make_env(env)
-        self.job_timeout = job_timeout and check_number("job_timeout", job_timeout, positive=True)
+        self.job_timeout = job_timeout and check_seconds("job_timeout", job_timeout)
         super().__init__(train_policy, n_eval_episodes)
 
     def evaluate(
@@ -2459,6 +2489,14 @@ def _time_limit(seconds: float | None, jobs: Sequence[Job]) -> Any:
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
+
+
+def check_seconds(name: str, value: Any) -> float:
+    """A timeout: a positive number of seconds, at most MAX_SECONDS (past it, timers overflow)."""
+    seconds = check_number(name, value, positive=True)
+    if seconds > MAX_SECONDS:
+        raise ValueError(f"{name} must be at most {MAX_SECONDS:,} seconds; got {value!r:.60}")
+    return seconds
 
 
 class EvaluationTimeout(RuntimeError):
@@ -2618,8 +2656,8 @@ class AsyncEval(Evaluator):
         cloudpickle = require("cloudpickle", "pip install cloudpickle")
         if not envs_fn:
             raise ValueError("envs_fn must hold at least one env function (one per worker)")
-        check_number("job_timeout", job_timeout, positive=True)
-        check_number("start_timeout", start_timeout, positive=True)
+        check_seconds("job_timeout", job_timeout)
+        check_seconds("start_timeout", start_timeout)
         methods = multiprocessing.get_all_start_methods()  # another: get_context says so
         start_method = start_method or ("forkserver" if "forkserver" in methods else "spawn")
         check_main_guard(start_method)
@@ -3074,6 +3112,9 @@ class EvalCallback:
         if self._evaluator is None:  # with workers, an id is built in each
             n = self.eval_concurrency
             env = self.eval_env
+            if isinstance(env, str):  # the model's own env id: with its kwargs
+                kwargs = env_kwargs_for(env, None, model.env_id, model.env_kwargs)
+                env = functools.partial(make_env, env, kwargs)
             timeout = self.job_timeout
             if n > 1:
                 self._evaluator = AsyncEval([env] * n, job_timeout=timeout or DEFAULT_JOB_TIMEOUT)
@@ -3227,6 +3268,9 @@ def evaluate_policy(
     ``callback(locals, globals)`` runs after every step; ``render`` renders every step;
     ``reward_threshold`` raises below it; ``job_timeout`` (ars's) bounds each episode's
     seconds."""
+    if isinstance(env, str):  # the model's own env id: with its kwargs
+        recorded = getattr(model, "env_kwargs", None)  # a policy alone has none
+        env = make_env(env, env_kwargs_for(env, None, getattr(model, "env_id", None), recorded))
     parts = resolve_env(env)  # the env's VecNormalize, else the one trained on
     gym_env = parts.gym_env
     given = parts.vec_normalize
@@ -3624,9 +3668,8 @@ def model_from_file(meta: dict, state: dict, where: str, env: Any = None, **over
     model.ep_info_buffer.extend({"r": float(r), "l": int(n)} for r, n in meta["ep_info_buffer"])
     for name, value in meta.get("included", {}).items():
         setattr(model, name, value)
-    if env is not None or given_kwargs is not None:
-        kwargs = env_kwargs_for(env, given_kwargs, model.env_id, model.env_kwargs)
-        model.set_env(model.env_id if env is None else env, env_kwargs=kwargs)
+    if env is not None or given_kwargs is not None:  # an id: the file's kwargs, and those given
+        model.set_env(model.env_id if env is None else env, env_kwargs=given_kwargs)
     return model
 
 
@@ -4040,8 +4083,9 @@ def _setting(text: str) -> Any:
 
 def parse_env_kwargs(pairs: Sequence[str] | None) -> dict[str, Any] | None:
     """``--env-kwargs``' ``name:value`` pairs (rl-baselines3-zoo's form) as a dict, each value
-    a Python literal (``True``, ``2.5``, ``[1, 2]``, ``'ram'``) or else the text itself
-    (``obs_type:ram``); never evaluated as code. None stays None."""
+    a Python literal (``True``, ``2.5``, ``[1, 2]``, ``'ram'``), JSON's ``true``, ``false`` or
+    ``null``, or else the text itself (``obs_type:ram``); never evaluated as code. A word that
+    only looks like a value (``none``, ``nan``, ``inf``) is refused. None stays None."""
     if pairs is None:
         return None
     env_kwargs = {}
@@ -4049,11 +4093,22 @@ def parse_env_kwargs(pairs: Sequence[str] | None) -> dict[str, Any] | None:
         name, colon, text = pair.partition(":")
         if not (colon and name.isidentifier()) or name in env_kwargs:
             raise ValueError(f"--env-kwargs takes name:value pairs, each name once; got {pair!r}")
-        try:
-            env_kwargs[name] = ast.literal_eval(text)
-        except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
-            env_kwargs[name] = text
+        env_kwargs[name] = _literal(text, pair)
     return check_env_kwargs(env_kwargs, "--env-kwargs")
+
+
+def _literal(text: str, pair: str) -> Any:
+    """An ``--env-kwargs`` value: a Python literal, JSON's three words, else the text."""
+    with contextlib.suppress(ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        return ast.literal_eval(text)
+    if text in ("true", "false", "null"):
+        return json.loads(text)
+    if text.strip().lower().lstrip("+-") in ("none", "nan", "inf", "infinity", "true", "false"):
+        raise ValueError(
+            f"--env-kwargs {pair!r}: write None, True or False as Python does, a finite number, "
+            f"or quote text ({pair.partition(':')[0]}:\"'{text}'\")"
+        )
+    return text
 
 
 def _net_arch(text: str) -> list[Any]:
@@ -4154,8 +4209,8 @@ ONE_LINE_ERRORS = (
 # and for config.json's value): the budget is a setting's, checked by the table.
 RUN_LIMITS = dict(
     workers=Setting(0, ("int", 0, MAX_WORKERS), ""),  # a new run's: cores for MuJoCo, else 0
-    job_timeout=Setting(DEFAULT_JOB_TIMEOUT, ("positive",), ""),
-    start_timeout=Setting(DEFAULT_START_TIMEOUT, ("positive",), ""),
+    job_timeout=Setting(DEFAULT_JOB_TIMEOUT, check_seconds, ""),
+    start_timeout=Setting(DEFAULT_START_TIMEOUT, check_seconds, ""),
 )
 
 
@@ -4405,10 +4460,9 @@ def _resume(args: argparse.Namespace) -> Run:
             )
     checkpoint = run_dir / "checkpoint.npz"  # read once: the model and the callbacks' state
     meta, state = read_model_file(checkpoint)
-    config["env_kwargs"] = check_env_kwargs(config.get("env_kwargs"), "env_kwargs (config.json)")
-    given = {"env_kwargs": config["env_kwargs"]}  # and the verbosity, else the run's
-    given.update({} if args.verbose is None else {"verbose": args.verbose})
-    model = model_from_file(meta, state, str(checkpoint), config["env"], **given)
+    verbose = {} if args.verbose is None else {"verbose": args.verbose}  # else the run's
+    model = model_from_file(meta, state, str(checkpoint), config["env"], **verbose)
+    config["env_kwargs"] = _checkpoints_env_kwargs(config, model, run_dir)
     config["callbacks"] = meta.get("callbacks", {})  # for this process only: never written
     total = args.total_timesteps
     if total is not None and total < model.num_timesteps and total != config["total_timesteps"]:
@@ -4428,6 +4482,17 @@ def _resume(args: argparse.Namespace) -> Run:
     return Run(model, config, run_dir)
 
 
+def _checkpoints_env_kwargs(config: dict, model: ARS, run_dir: Path) -> dict[str, Any]:
+    """The env's kwargs, which config.json and the checkpoint hold alike: never mixed."""
+    kwargs = check_env_kwargs(config.get("env_kwargs"), "env_kwargs (config.json)")
+    if kwargs != model.env_kwargs:
+        raise ValueError(
+            f"{run_dir / 'config.json'} has env_kwargs {kwargs} where {run_dir / 'checkpoint.npz'}"
+            f" has {model.env_kwargs}: they are one run's; restore config.json"
+        )
+    return kwargs
+
+
 def _evaluate_saved(args: argparse.Namespace) -> int:
     meta, state = read_model_file(args.eval, args.env)  # once: a model, or a policy alone
     build = model_from_file if meta["kind"] == "model" else _build_policy  # spaces: checked at use
@@ -4438,13 +4503,14 @@ def _evaluate_saved(args: argparse.Namespace) -> int:
         raise ValueError(f"{args.eval} does not record its env; pass --env")
     if args.max_episode_steps is not None:  # a policy alone too: checked as the setting
         model.max_episode_steps = check_setting("max_episode_steps", args.max_episode_steps)
-    recorded = getattr(model, "env_kwargs", None)
-    env = make_env(env_id, env_kwargs_for(env_id, args.env_kwargs, recorded_id, recorded))
+    kwargs = env_kwargs_for(env_id, args.env_kwargs, recorded_id, getattr(model, "env_kwargs", {}))
+    env = make_env(env_id, kwargs)
     _check_same_spaces(_spaces_of(env), _spaces_of(policy_of(model)), env_id, "the model")
     episodes = args.eval_episodes
     timeout = args.job_timeout or DEFAULT_JOB_TIMEOUT  # a stuck env is stopped here too
     mean, std = evaluate_policy(model, env, episodes, job_timeout=timeout)  # the model's seeds
-    print(f"{env_id}: mean return {mean:.2f} +/- {std:.2f} over {episodes} episodes ({args.eval})")
+    made = f"{env_id} {json.dumps(kwargs)}" if kwargs else env_id  # the kwargs it was made with
+    print(f"{made}: mean return {mean:.2f} +/- {std:.2f} over {episodes} episodes ({args.eval})")
     return 0
 
 
@@ -4639,11 +4705,13 @@ def _train(
         except KeyboardInterrupt:
             status = interrupts.status()
         except (RuntimeError, FloatingPointError, OSError, ValueError) as error:
-            flag = str(error).replace("max_episode_steps=", "--max-episode-steps")  # its flag here
-            print(f"error: {flag}", file=sys.stderr)
+            print(f"error: {_as_flags(error)}", file=sys.stderr)
             return 1
         except Exception as error:  # the env's own, raised in its reset or step
-            print(f"error: {env_id} raised {_one_line(error)}", file=sys.stderr)
+            made = (
+                f" (made with --env-kwargs {config['env_kwargs']})" if config["env_kwargs"] else ""
+            )
+            print(f"error: {env_id}{made} raised {_one_line(error)}", file=sys.stderr)
             return 1
         finally:
             interrupts.phase = "saving"  # from here a signal waits until the files are written
@@ -4670,6 +4738,9 @@ def _train(
         except KeyboardInterrupt:
             print("final evaluation interrupted; the run's files are complete")
             return interrupts.status()
+        except EvaluationTimeout as error:
+            print(f"error: final evaluation: {_as_flags(error)}", file=sys.stderr)
+            return 1
         interrupts.phase = "saving"
         model.save(run_dir / "checkpoint.npz", callbacks=_Callbacks([evaluation], model))
         episodes = config["eval_episodes"]
@@ -4681,6 +4752,12 @@ def _train(
         return 0
     finally:
         lock.release()
+
+
+def _as_flags(error: BaseException) -> str:
+    """An error's text with the keywords it names written as the command line's flags."""
+    text = str(error).replace("max_episode_steps=", "--max-episode-steps")
+    return text.replace("a larger job_timeout", "a larger --job-timeout")
 
 
 def _final_evaluation(evaluation: EvalCallback, model: ARS) -> tuple:

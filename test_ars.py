@@ -979,6 +979,14 @@ class WrongShape(gym.ObservationWrapper):
         return obs[:-1]
 
 
+class WrongLater(gym.Wrapper):
+    """Steps' observations one element short of what the space says; resets' right."""
+
+    def step(self, action):
+        obs, reward, terminated, truncated, info = self.env.step(action)
+        return obs[:-1], reward, terminated, truncated, info
+
+
 def test_a_vector_reward_or_a_wrong_observation_is_named_in_one_line():
     """A vector reward names its shape and a scalarising wrapper; an observation of another
     shape than its space's names both, whichever runs the episodes."""
@@ -988,6 +996,15 @@ def test_a_vector_reward_or_a_wrong_observation_is_named_in_one_line():
         ValueError, match=r"Pendulum-v1's observation has shape \(2,\) where .*\(3,\)"
     ):
         ARS("LinearPolicy", WrongShape(gym.make("Pendulum-v1")), n_delta=1).learn(10)
+    later = r"Pendulum-v1's observation has shape \(2,\) where .* has \(3,\) \(step 1 of the"
+    side_by_side = gym.vector.SyncVectorEnv([lambda: WrongLater(gym.make("Pendulum-v1"))] * 2)
+    for env in (WrongLater(gym.make("Pendulum-v1")), side_by_side):
+        with pytest.raises(ValueError, match=later):
+            ARS("LinearPolicy", env, n_delta=1).learn(10)
+    empty = gym.make("Pendulum-v1")
+    empty.observation_space = spaces.Box(-1.0, 1.0, (0,))
+    with pytest.raises(ValueError, match=r"observation space Box.* has no elements to act on"):
+        ARS("LinearPolicy", empty)
 
 
 def test_a_file_of_another_sb3_algorithm_is_said_not_to_be_an_ars_model(tmp_path):
@@ -4567,14 +4584,19 @@ def test_env_kwargs_from_the_command_line_make_the_same_env_at_every_door(tmp_pa
     plain = ars.paper_model("Pendulum-v1", n_delta=2, seed=5).learn(2400)
     assert not np.array_equal(_weights(plain), _weights(trained))  # the kwargs matter
     mean, std = ars.evaluate_policy(trained, ars.make_env("Pendulum-v1", {"g": 3.0}), 10)
+    assert ars.evaluate_policy(trained, "Pendulum-v1", 10) == (mean, std)  # its own env's
     evaluated = _cli(tmp_path, "--eval", "r/model.npz")
-    assert f"mean return {mean:.2f} +/- {std:.2f}" in evaluated.stdout, evaluated.stderr
+    assert f'{{"g": 3.0}}: mean return {mean:.2f} +/- {std:.2f}' in evaluated.stdout
     other = _cli(tmp_path, "--eval", "r/model.npz", "--env-kwargs", "g:9.0")
     assert other.returncode == 0 and f"mean return {mean:.2f}" not in other.stdout
+    assert '{"g": 9.0}: mean return' in other.stdout  # the kwargs given replace the model's
     for flags, message in [
         (["--resume", "r", "--env-kwargs", "g:4.0"], "--env-kwargs cannot change on --resume"),
+        (["--resume", "r", "--job-timeout", "1e10"], "--job-timeout must be at most 10,000,000"),
         ([*run[:2], "--env-kwargs", "g"], "--env-kwargs takes name:value pairs, each name once"),
         ([*run[:2], "--env-kwargs", "g:1", "g:2"], "each name once; got 'g:2'"),
+        ([*run[:2], "--env-kwargs", "g:nan"], "write None, True or False as Python does"),
+        ([*run[:2], "--env-kwargs", "g:1e999"], "names to finite numbers"),
     ]:
         refused = _cli(tmp_path, *flags)
         assert refused.returncode == 2 and message in refused.stderr, refused.stderr
@@ -4582,6 +4604,25 @@ def test_env_kwargs_from_the_command_line_make_the_same_env_at_every_door(tmp_pa
     loaded = ARS.load(tmp_path / "r" / "model.npz").learn(800, reset_num_timesteps=False)
     assert loaded.gym_env.unwrapped.g == 3.0  # its own env, made from its file
     assert ARS.load(tmp_path / "r" / "model.npz", env_kwargs={"g": 5.0}).gym_env.unwrapped.g == 5
+    loaded.set_env("Pendulum-v1")  # its own id: its own kwargs
+    assert loaded.gym_env.unwrapped.g == 3.0 and loaded.env_kwargs == {"g": 3.0}
+    config = json.loads((tmp_path / "r" / "config.json").read_text())
+    (tmp_path / "r" / "config.json").write_text(json.dumps({**config, "env_kwargs": {}}))
+    edited = _cli(tmp_path, "--resume", "r", "--total-timesteps", "3200")
+    assert edited.returncode == 2 and "config.json has env_kwargs {} where" in edited.stderr
+    same = ["--env", "Pendulum-v1", "--env-kwargs", "g:10.0", "render_mode:None"]
+    same += ["max_episode_steps:50", "--n-delta", "1", "--seed", "2", "--eval-episodes", "2"]
+    assert _cli(tmp_path, *same, "--total-timesteps", "100", "--run-dir", "c").returncode == 0
+    assert ARS.load(tmp_path / "c" / "model.npz").env_kwargs == {  # as given, each of them
+        "g": 10.0,
+        "render_mode": None,
+        "max_episode_steps": 50,
+    }
+    again = _cli(tmp_path, "--resume", "c", *same, "--total-timesteps", "200")
+    assert again.returncode == 0, again.stderr  # the starting command's flags, on resume
+    rows = _rows(tmp_path / "c" / "progress.csv")
+    assert {float(r["rollout/ep_len_mean"]) for r in rows} == {50.0}  # made to the 50 steps
+    assert {float(r["eval/mean_ep_length"]) for r in rows if r["eval/mean_ep_length"]} == {50.0}
 
 
 def test_a_model_keeps_the_kwargs_its_env_was_made_with(tmp_path):
@@ -4590,6 +4631,16 @@ def test_a_model_keeps_the_kwargs_its_env_was_made_with(tmp_path):
     env_kwargs go with an env id only."""
     model = ARS("LinearPolicy", gym.make("Pendulum-v1", g=4.0, render_mode="rgb_array"))
     assert model.env_kwargs == {"g": 4.0}
+    limited = ARS("LinearPolicy", gym.make("Pendulum-v1", max_episode_steps=50))
+    assert limited.env_kwargs == {"max_episode_steps": 50}  # gym.make's own argument too
+    frozen = ARS("LinearPolicy", gym.make("FrozenLake-v1", map_name="4x4"))
+    assert frozen.env_kwargs == {}  # as registered
+    assert ars.parse_env_kwargs(["a:false", "b:null", "c:ram", "d:'nan'"]) == {
+        "a": False,
+        "b": None,
+        "c": "ram",
+        "d": "nan",
+    }
     model.save(tmp_path / "m.npz")
     assert ARS.load(tmp_path / "m.npz").learn(200).gym_env.unwrapped.g == 4.0
     odd = ARS("LinearPolicy", gym.make("Pendulum-v1", g=np.float32(4.0)), n_delta=1)
@@ -5206,6 +5257,42 @@ def test_the_tuner_tunes_a_module_env_and_its_study_holds_what_it_tunes(tmp_path
     assert rms[0] is rms[1] is None or np.array_equal(rms[0].var, rms[1].var)
 
 
+INF_ENV = """
+import gymnasium as gym, numpy as np
+
+class Inf(gym.Env):
+    observation_space = gym.spaces.Box(-1.0, 1.0, (1,))
+    action_space = gym.spaces.Box(-1.0, 1.0, (1,))
+
+    def reset(self, *, seed=None, options=None):
+        return np.zeros(1, np.float32), {}
+
+    def step(self, action):
+        return np.zeros(1, np.float32), float("inf"), False, False, {}
+
+gym.register("Inf-v0", Inf, max_episode_steps=5)
+"""
+
+
+@pytest.mark.slow
+def test_the_tuners_errors_in_its_trials_are_one_line_and_status_2(tmp_path):
+    """An error a trial meets (the env's, a stuck env past --job-timeout) ends the study in
+    one line, exit status 2; trials that each fail alone (overflowing rewards) end it after
+    five in a row, never running on."""
+    (tmp_path / "infenv.py").write_text(INF_ENV)
+    (tmp_path / "hang.py").write_text(HANG_IN_MAIN)
+    tune = [str(HERE / "examples" / "tune.py"), "--trials", "2", "--timesteps", "400"]
+    tune += ["--seeds", "1", "--storage", "sqlite:///e.db", "--eval-episodes", "1"]
+    for env, message in [
+        (["--env", "Pendulum-v1", "--env-kwargs", "g:'abc'"], "error: TypeError: unsupported"),
+        (["--env", "hang:HangMain-v0", "--job-timeout", "2"], "has not finished candidate 0"),
+        (["--env", "infenv:Inf-v0"], "error: 5 trials in a row failed; the last: trial 4"),
+    ]:
+        done = _run([*tune, *env, "--study", env[1]], tmp_path, timeout=120)
+        assert done.returncode == 2 and message in done.stderr, done.stderr
+        assert done.stderr.count("\n") == 1, done.stderr
+
+
 @pytest.mark.slow
 def test_ctrl_c_before_the_study_is_one_line_and_status_130(tmp_path):
     """Ctrl+C from the tuner's first line on (its imports, the env, the study): one line and
@@ -5228,6 +5315,21 @@ def test_ctrl_c_before_the_study_is_one_line_and_status_130(tmp_path):
             assert lines[-1] == "KeyboardInterrupt" and "tune.py" not in "".join(lines), lines
         else:
             assert len(lines) == 1 and lines[0].startswith("interrupted"), (delay, lines)
+    pytest.importorskip("matplotlib")
+    report = [*tune[:-4], "--timesteps", "400", "--seeds", "1", "--plots", "plots"]
+    process = subprocess.Popen(  # and while it reports, drawing its plots
+        [*report, "--storage", "sqlite:///c.db", "--study", "report"],
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
+    lines = [process.stdout.readline()]
+    while lines[-1] and not lines[-1].startswith("best value"):  # "": the output ended
+        lines.append(process.stdout.readline())
+    process.send_signal(signal.SIGINT)
+    last = process.communicate(timeout=60)[0].strip().splitlines()[-1]
+    assert process.returncode == 130 and last.startswith("interrupted: 1 trials kept"), last
 
 
 @pytest.mark.slow

@@ -139,8 +139,13 @@ def train_seed(env_id: str, settings: dict, seed: int, args: argparse.Namespace,
     ``returns``); ``hooks.evaluated(record)`` hears of each evaluation as it comes."""
     model = ars.ARS(env=env_id, seed=seed, env_kwargs=args.env_kwargs, **settings)
     evaluation = ars.EvalCallback(
-        make_env(args), n_eval_episodes=args.eval_episodes, eval_freq=args.eval_freq, verbose=0
+        make_env(args),
+        n_eval_episodes=args.eval_episodes,
+        eval_freq=args.eval_freq,
+        verbose=0,
+        job_timeout=args.job_timeout,
     )
+    here = ars.InProcessEval(model.gym_env, job_timeout=args.job_timeout)  # a stuck env: stopped
     record = dict(seed=seed, reached=None, episodes=0, best=-float("inf"), returns=[])
 
     def after_iteration(locals_: dict, globals_: dict) -> bool:
@@ -156,7 +161,8 @@ def train_seed(env_id: str, settings: dict, seed: int, args: argparse.Namespace,
             hooks.evaluated(record)
         return not done
 
-    model.learn(args.timesteps, callback=[evaluation, after_iteration], async_eval=hooks.evaluator)
+    evaluator = hooks.evaluator or here
+    model.learn(args.timesteps, callback=[evaluation, after_iteration], async_eval=evaluator)
     return record
 
 
@@ -292,6 +298,8 @@ class Stop:
         self.signum = None
         self.training = False
         self.optimizing = False
+        self.failed_in_row = 0
+        self.last_failure = ""
 
     def __call__(self, signum: int, frame: Any) -> None:
         """Note the signal: the trial ends cleanly; a second one stops it now."""
@@ -301,6 +309,8 @@ class Stop:
             raise Interrupted
         if self.optimizing:
             self.study.stop()
+        else:  # before the trials or after them, in plain code: at once
+            raise KeyboardInterrupt
 
     def objective(self, run: Any) -> Any:
         """``run(trial)``, as Optuna calls it, heard by the signals."""
@@ -313,6 +323,8 @@ class Stop:
                 value = run(trial)
             except FloatingPointError as error:  # this trial fails alone (optimize's catch)
                 print(f"trial {trial.number} failed: {error}", flush=True)
+                self.failed_in_row += 1
+                self.last_failure = f"trial {trial.number}: {error}"
                 raise
             except Exception as error:
                 if type(error).__name__ == "TrialPruned":
@@ -321,6 +333,7 @@ class Stop:
             finally:
                 self.training = False
             print(f"trial {trial.number}: {value:.4g}", flush=True)
+            self.failed_in_row = 0
             return value
 
         return objective
@@ -361,32 +374,48 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--eval-freq", type=int, help="steps between evaluations (timesteps / 20)")
     p.add_argument("--eval-episodes", type=int, default=5, help="episodes per evaluation")
     p.add_argument("--plots", type=Path, help="a folder for Optuna's plots (PNG)")
+    p.add_argument(
+        "--job-timeout",
+        type=float,
+        default=ars.DEFAULT_JOB_TIMEOUT,
+        help=f"seconds a rollout may take (default {ars.DEFAULT_JOB_TIMEOUT:g}): a stuck env",
+    )
     args = p.parse_args(argv)
+    try:
+        check(args)
+    except ValueError as error:
+        p.error(str(error))
+    return args
+
+
+def check(args: argparse.Namespace) -> None:
+    """The flags' values, checked in turn: a ValueError says what is wrong with the first."""
     if min(args.trials, args.timesteps, args.seeds, args.eval_episodes) < 1 or args.workers < 0:
-        p.error("--trials, --timesteps, --seeds and --eval-episodes must be >= 1, --workers >= 0")
+        raise ValueError(
+            "--trials, --timesteps, --seeds and --eval-episodes must be >= 1, --workers >= 0"
+        )
     args.eval_freq = args.eval_freq or max(args.timesteps // 20, 1)
     if not 1 <= args.eval_freq <= args.timesteps:
-        p.error("--eval-freq must be from 1 to --timesteps: each seed needs an evaluation")
+        raise ValueError("--eval-freq must be from 1 to --timesteps: each seed needs an evaluation")
     if args.threshold is not None and not math.isfinite(args.threshold):
-        p.error(f"--threshold must be a finite number; got {args.threshold}")
-    if args.plots is not None and args.plots.exists() and not args.plots.is_dir():
-        p.error(f"--plots {args.plots} is a file: name a folder")
+        raise ValueError(f"--threshold must be a finite number; got {args.threshold}")
+    for folder in [args.plots, *args.plots.parents] if args.plots is not None else []:
+        if folder.exists() and not folder.is_dir():
+            raise ValueError(f"--plots {args.plots}: {folder} is a file: name a folder")
+    ars.check_seconds("--job-timeout", args.job_timeout)
+    ars.check_setting("n_eval_episodes", args.eval_episodes, "--eval-episodes")
     if args.storage.split("?")[0] in ("sqlite://", "sqlite:///", "sqlite:///:memory:"):
-        p.error(
+        raise ValueError(
             f"--storage {args.storage} keeps the study in memory, where it cannot go on: "
             "name a file, as sqlite:///study.db"
         )
-    try:
-        args.env_kwargs = ars.parse_env_kwargs(args.env_kwargs) or {}
-    except ValueError as error:
-        p.error(str(error))
+    args.env_kwargs = ars.parse_env_kwargs(args.env_kwargs) or {}
     if os.getcwd() not in sys.path:  # --env module:Id from this folder, as python ars.py
         sys.path.append(os.getcwd())
     try:
         args.time_limit = time_limit(args.env, args.env_kwargs)  # a bad id fails here
     except Exception as error:  # gymnasium's errors, and the module's own
-        p.error(f"--env {args.env}: {one_line(error)}")
-    return args
+        raise ValueError(f"--env {args.env}: {one_line(error)}") from None
 
 
 def what_it_tunes(args: argparse.Namespace) -> dict[str, Any]:
@@ -437,7 +466,8 @@ def open_study(args: argparse.Namespace) -> Any:
     )
     wanted = json.loads(json.dumps(what_it_tunes(args)))  # as the storage gives them back
     for key, value in wanted.items():
-        kept = study.user_attrs.get(key, value)
+        older = key == "env_kwargs" and study.user_attrs  # a study from before: made without
+        kept = study.user_attrs.get(key, {} if older else value)
         if kept != value:
             raise ValueError(
                 f"the study {study.study_name} tunes {key} {kept!r:.100}, not {value!r:.100}: "
@@ -457,7 +487,9 @@ def main(argv: list[str] | None = None) -> int:
         text = " ".join(str(error).split("(Background on")[0].split())  # SQLAlchemy's link
         print(f"error: {text}", file=sys.stderr)
         return 2
-    evaluator = ars.AsyncEval([make_env(args)] * args.workers) if args.workers else None
+    evaluator = None  # else each seed's in this process
+    if args.workers:
+        evaluator = ars.AsyncEval([make_env(args)] * args.workers, job_timeout=args.job_timeout)
     stop = Stop(study)
     previous = {s: signal.signal(s, stop) for s in (signal.SIGINT, signal.SIGTERM)}
     try:  # the signals are the study's until main returns: a second one is heard, not fatal
@@ -468,6 +500,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 FINISHED = ("COMPLETE", "PRUNED")
+MOST_FAILED = 5  # trials failing in a row, each alone: the env's or the settings' fault
 
 
 def taken(study: Any) -> int:
@@ -481,28 +514,45 @@ def _study(study: Any, stop: Stop, args: argparse.Namespace, evaluator: Any) -> 
     objective = stop.objective(lambda trial: run_trial(trial, args, evaluator, stop))
     if taken(study) < args.trials:
         start_from_the_default(study, args.env)
-    try:  # a trial whose rewards overflow fails alone; the same command runs it again
-        stop.optimizing = True
-        while taken(study) < args.trials and stop.signum is None:
-            study.optimize(objective, n_trials=1, catch=(FloatingPointError, Surplus))
-    except KeyboardInterrupt:
-        stop.signum = stop.signum or signal.SIGINT
-    except RuntimeError:  # a signal to the process group ended AsyncEval's workers too
-        if stop.signum is None:
-            raise
+    try:
+        error = optimize(study, objective, stop, args)
     finally:
         stop.optimizing = False
         if evaluator is not None:
             evaluator.close()
-    if stop.signum is not None:
-        done = sum(t.state.name in FINISHED for t in study.trials)
-        print(f"interrupted: {done} trials kept in {args.storage}; the same command goes on")
-        return stop.status
-    if not any(t.state.name == "COMPLETE" for t in study.trials):
+    if stop.signum is None and error is not None:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    if stop.signum is None and not any(t.state.name == "COMPLETE" for t in study.trials):
         print("no trial completed: nothing to report")
         return 1
-    report(study, args)
-    return 0
+    try:
+        if stop.signum is None:
+            report(study, args)
+            return 0
+    except KeyboardInterrupt:  # while reporting: the study is whole
+        stop.signum = stop.signum or signal.SIGINT
+    done = sum(t.state.name in FINISHED for t in study.trials)
+    print(f"interrupted: {done} trials kept in {args.storage}; the same command goes on")
+    return stop.status
+
+
+def optimize(study: Any, objective: Any, stop: Stop, args: argparse.Namespace) -> str | None:
+    """Trials until the study has ``--trials`` or a signal comes: a trial whose rewards
+    overflow fails alone (the same command runs another), until MOST_FAILED in a row do.
+    Returns the line of an error that ends them, else None."""
+    stop.optimizing = True
+    try:
+        while taken(study) < args.trials and stop.signum is None:
+            study.optimize(objective, n_trials=1, catch=(FloatingPointError, Surplus))
+            if stop.failed_in_row >= MOST_FAILED:
+                return f"{MOST_FAILED} trials in a row failed; the last: {stop.last_failure}"
+    except KeyboardInterrupt:
+        stop.signum = stop.signum or signal.SIGINT
+    except Exception as error:  # else a signal to the process group ended the workers too
+        if stop.signum is None:
+            return one_line(error)
+    return None
 
 
 if __name__ == "__main__":
