@@ -3445,7 +3445,8 @@ def _metadata(model: Any, kind: str = "model", scheduled: dict | None = None) ->
         now = {**hp, **(scheduled or {})}
         meta["hparams"] = {k: now[k] for k in SAVED}
         remade = model.env_kwargs is not None  # else kwargs no file holds: no env named
-        meta.update(env_id=model.env_id if remade else None, env_kwargs=model.env_kwargs or {})
+        kwargs = check_env_kwargs(model.env_kwargs) if remade else {}  # as loading checks them
+        meta.update(env_id=model.env_id if remade else None, env_kwargs=kwargs)
         meta["num_timesteps"] = model.num_timesteps
         meta["n_updates"] = model.n_updates
         episodes = [[e["r"], e["l"]] for e in model.ep_info_buffer]
@@ -3587,10 +3588,19 @@ def _is_env_id(value: Any) -> bool:
     return value is None or isinstance(value, str)
 
 
+def _is_env_kwargs(value: Any) -> bool:
+    try:
+        check_env_kwargs(value)
+    except ValueError:
+        return False
+    return True
+
+
 FILE_FIELDS: dict[str, Callable[[Any], bool]] = dict(
     num_timesteps=_is_count,
     n_updates=_is_count,
     env_id=_is_env_id,
+    env_kwargs=_is_env_kwargs,
     observation_space=_is_space,
     action_space=_is_space,
 )

@@ -4643,6 +4643,11 @@ def test_a_model_keeps_the_kwargs_its_env_was_made_with(tmp_path):
     }
     model.save(tmp_path / "m.npz")
     assert ARS.load(tmp_path / "m.npz").learn(200).gym_env.unwrapped.g == 4.0
+    replaced = ARS.load(tmp_path / "m.npz", custom_objects={"env_kwargs": {"g": 6.0}})
+    assert replaced.env_kwargs == {"g": 6.0}  # a key the file holds: SB3's custom_objects
+    model.env_kwargs = [4.0]
+    with pytest.raises(ValueError, match=r"env_kwargs must be a dict .* got \[4.0\]"):
+        model.save(tmp_path / "list.npz")
     odd = ARS("LinearPolicy", gym.make("Pendulum-v1", g=np.float32(4.0)), n_delta=1)
     assert odd.env_kwargs is None
     odd.save(tmp_path / "odd.npz")
