@@ -280,17 +280,13 @@ def run_job(env: gym.Env, it: Iteration, job: Job, options: Any = None, on_step:
     for seed in job.seeds:
         obs = record.start(env.reset(seed=int(seed), options=options)[0], int(seed))
         ended = False
-        try:
-            while not ended:  # the hot loop: a step of the env, one of the policy
-                action = act(obs)
-                obs, reward, terminated, truncated, info = step(action)
-                ended = tell(obs, reward, terminated, truncated)
-                if on_step is not None:
-                    limited = truncated or record.steps == record.limit
-                    on_step(action, (obs, reward, terminated, limited, info))
-        except ValueError:  # the policy's product failed: an observation of another shape?
-            check_observation(obs, env, int(seed), f"step {record.steps}")
-            raise
+        while not ended:  # the hot loop: a step of the env, one of the policy
+            action = act(obs)
+            obs, reward, terminated, truncated, info = step(action)
+            ended = tell(obs, reward, terminated, truncated)
+            if on_step is not None:
+                limited = truncated or record.steps == record.limit
+                on_step(action, (obs, reward, terminated, limited, info))
     return record.result()
 
 
@@ -334,6 +330,8 @@ class Recorder:
 
     def step(self, obs: Any, reward: float, terminated: bool, truncated: bool) -> bool:
         """A step's reward and new state; True once the episode has ended (env or limit)."""
+        if getattr(obs, "shape", None) != self.space.shape:  # 0.1-0.2 us; a list: looked at
+            check_observation(obs, self.env, self.seed, f"step {self.steps + 1}")
         self.total += reward
         self.steps += 1
         if not (terminated or truncated or self.steps == self.limit):
@@ -609,6 +607,8 @@ def flattening_hint(space: Space) -> str:
             "FlattenObservation cannot flatten all of it: keep its numeric parts with a "
             "wrapper, such as minigrid's ImgObsWrapper or FlatObsWrapper"
         )
+    except ValueError:  # an empty Dict or Tuple
+        return "it has no elements to act on"
     return "gymnasium.wrappers.FlattenObservation flattens it"
 
 
@@ -2212,18 +2212,6 @@ class SideBySide:
             self.x[s] = self.x[0]
         return self.records[s] is not None
 
-    def inputs(self) -> np.ndarray:
-        """The envs' current inputs as one array, a row each; an observation of another shape
-        is named, as run_job names it."""
-        try:
-            rows = flat_rows(self.x, self.x[0].dtype)
-            return rows.reshape(len(self.x), self.it.network.obs_dim)
-        except ValueError:
-            for s, record in enumerate(self.records):
-                if record is not None and self.plain:  # its row is the env's observation
-                    check_observation(self.x[s], self.envs, record.seed, f"step {record.steps}")
-            raise
-
     def run(self, on_step: Any) -> list[Result]:
         """Step the active envs together until every job has its Result."""
         net = self.it.network
@@ -2232,7 +2220,7 @@ class SideBySide:
         n_envs = self.envs.num_envs
         active = [s for s in range(n_envs) if self.start(s)]
         while active:
-            x = self.inputs()
+            x = flat_rows(self.x, self.x[0].dtype).reshape(n_envs, net.obs_dim)
             actions = list(to_action(forward_layers(self.layers, activation, x)))
             for s, (obs, reward, terminated, truncated, info) in self.envs.step(actions, active):
                 record = self.records[s]

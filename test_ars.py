@@ -980,11 +980,17 @@ class WrongShape(gym.ObservationWrapper):
 
 
 class WrongLater(gym.Wrapper):
-    """Steps' observations one element short of what the space says; resets' right."""
+    """Steps' observations one element short of what the space says (or of ``shape``);
+    resets' right."""
+
+    def __init__(self, env, shape=None):
+        super().__init__(env)
+        self.shape = shape
 
     def step(self, action):
         obs, reward, terminated, truncated, info = self.env.step(action)
-        return obs[:-1], reward, terminated, truncated, info
+        obs = obs[:-1] if self.shape is None else np.zeros(self.shape)
+        return obs, reward, terminated, truncated, info
 
 
 def test_a_vector_reward_or_a_wrong_observation_is_named_in_one_line():
@@ -1001,9 +1007,16 @@ def test_a_vector_reward_or_a_wrong_observation_is_named_in_one_line():
     for env in (WrongLater(gym.make("Pendulum-v1")), side_by_side):
         with pytest.raises(ValueError, match=later):
             ARS("LinearPolicy", env, n_delta=1).learn(10)
+    for shape in [(3, 1), ()]:  # shapes a policy's product would take, or fail on, unnamed
+        env = WrongLater(gym.make("Pendulum-v1"), shape)
+        with pytest.raises(ValueError, match=rf"has shape {re.escape(str(shape))} where .*step 1"):
+            ARS("LinearPolicy", env, n_delta=1).learn(10)
     empty = gym.make("Pendulum-v1")
     empty.observation_space = spaces.Box(-1.0, 1.0, (0,))
     with pytest.raises(ValueError, match=r"observation space Box.* has no elements to act on"):
+        ARS("LinearPolicy", empty)
+    empty.observation_space = spaces.Dict({})
+    with pytest.raises(NotImplementedError, match=r"got Dict\(\) \(it has no elements to act on"):
         ARS("LinearPolicy", empty)
 
 
@@ -5289,7 +5302,7 @@ def test_the_tuners_errors_in_its_trials_are_one_line_and_status_2(tmp_path):
     tune = [str(HERE / "examples" / "tune.py"), "--trials", "2", "--timesteps", "400"]
     tune += ["--seeds", "1", "--storage", "sqlite:///e.db", "--eval-episodes", "1"]
     for env, message in [
-        (["--env", "Pendulum-v1", "--env-kwargs", "g:'abc'"], "error: TypeError: unsupported"),
+        (["--env", "Pendulum-v1", "--env-kwargs", "g:'abc'"], "{'g': 'abc'}: TypeError: unsupp"),
         (["--env", "hang:HangMain-v0", "--job-timeout", "2"], "has not finished candidate 0"),
         (["--env", "infenv:Inf-v0"], "error: 5 trials in a row failed; the last: trial 4"),
     ]:

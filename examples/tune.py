@@ -551,7 +551,8 @@ def optimize(study: Any, objective: Any, stop: Stop, args: argparse.Namespace) -
         stop.signum = stop.signum or signal.SIGINT
     except Exception as error:  # else a signal to the process group ended the workers too
         if stop.signum is None:
-            return one_line(error)
+            made = f" --env-kwargs {args.env_kwargs}" if args.env_kwargs else ""
+            return f"--env {args.env}{made}: {one_line(error)}"
     return None
 
 
