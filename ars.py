@@ -280,13 +280,17 @@ def run_job(env: gym.Env, it: Iteration, job: Job, options: Any = None, on_step:
     for seed in job.seeds:
         obs = record.start(env.reset(seed=int(seed), options=options)[0], int(seed))
         ended = False
-        while not ended:  # the hot loop: a step of the env, one of the policy
-            action = act(obs)
-            obs, reward, terminated, truncated, info = step(action)
-            ended = tell(obs, reward, terminated, truncated)
-            if on_step is not None:
-                limited = truncated or record.steps == record.limit
-                on_step(action, (obs, reward, terminated, limited, info))
+        try:  # the shape of each episode's first and last states is checked; others', here
+            while not ended:  # the hot loop: a step of the env, one of the policy
+                action = act(obs)
+                obs, reward, terminated, truncated, info = step(action)
+                ended = tell(obs, reward, terminated, truncated)
+                if on_step is not None:
+                    limited = truncated or record.steps == record.limit
+                    on_step(action, (obs, reward, terminated, limited, info))
+        except ValueError:  # a product of the policy failed: an observation of another shape?
+            check_observation(obs, env, int(seed), f"step {record.steps}")
+            raise
     return record.result()
 
 
@@ -330,8 +334,6 @@ class Recorder:
 
     def step(self, obs: Any, reward: float, terminated: bool, truncated: bool) -> bool:
         """A step's reward and new state; True once the episode has ended (env or limit)."""
-        if getattr(obs, "shape", None) != self.space.shape:  # 0.1-0.2 us; a list: looked at
-            check_observation(obs, self.env, self.seed, f"step {self.steps + 1}")
         self.total += reward
         self.steps += 1
         if not (terminated or truncated or self.steps == self.limit):
@@ -340,6 +342,7 @@ class Recorder:
                 if len(self.rows) >= self.chunk:
                     self.fold()
             return False
+        check_observation(obs, self.env, self.seed, f"its last step, {self.steps},")
         check_episode(self, terminated or truncated)
         if self.keep and not np.isfinite(obs).all():  # a final state is never acted on: checked
             self.rows.append(obs)
@@ -2212,6 +2215,18 @@ class SideBySide:
             self.x[s] = self.x[0]
         return self.records[s] is not None
 
+    def inputs(self) -> np.ndarray:
+        """The envs' current inputs as one array, a row each; an observation of another shape
+        is named, as run_job names it."""
+        try:
+            rows = flat_rows(self.x, self.x[0].dtype)
+            return rows.reshape(len(self.x), self.it.network.obs_dim)
+        except ValueError:
+            for s, record in enumerate(self.records):
+                if record is not None and self.plain:  # its row is the env's observation
+                    check_observation(self.x[s], self.envs, record.seed, f"step {record.steps}")
+            raise
+
     def run(self, on_step: Any) -> list[Result]:
         """Step the active envs together until every job has its Result."""
         net = self.it.network
@@ -2220,7 +2235,7 @@ class SideBySide:
         n_envs = self.envs.num_envs
         active = [s for s in range(n_envs) if self.start(s)]
         while active:
-            x = flat_rows(self.x, self.x[0].dtype).reshape(n_envs, net.obs_dim)
+            x = self.inputs()
             actions = list(to_action(forward_layers(self.layers, activation, x)))
             for s, (obs, reward, terminated, truncated, info) in self.envs.step(actions, active):
                 record = self.records[s]
