@@ -5303,7 +5303,7 @@ def test_the_tuners_errors_in_its_trials_are_one_line_and_status_2(tmp_path):
     tune += ["--seeds", "1", "--storage", "sqlite:///e.db", "--eval-episodes", "1"]
     for env, message in [
         (["--env", "Pendulum-v1", "--env-kwargs", "g:'abc'"], "{'g': 'abc'}: TypeError: unsupp"),
-        (["--env", "hang:HangMain-v0", "--job-timeout", "2"], "has not finished candidate 0"),
+        (["--env", "hang:HangMain-v0", "--job-timeout", "2"], "Pass a larger --job-timeout"),
         (["--env", "infenv:Inf-v0"], "error: 5 trials in a row failed; the last: trial 4"),
     ]:
         done = _run([*tune, *env, "--study", env[1]], tmp_path, timeout=120)

@@ -552,7 +552,8 @@ def optimize(study: Any, objective: Any, stop: Stop, args: argparse.Namespace) -
     except Exception as error:  # else a signal to the process group ended the workers too
         if stop.signum is None:
             made = f" --env-kwargs {args.env_kwargs}" if args.env_kwargs else ""
-            return f"--env {args.env}{made}: {one_line(error)}"
+            text = one_line(error).replace("a larger job_timeout", "a larger --job-timeout")
+            return f"--env {args.env}{made}: {text}"
     return None
 
 
